@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: set up (idempotent), build, then every vitest project — unit, plugin and
+# end-to-end tests against the real DSH host. Extra arguments go to vitest
+# (`npm test -- capture`, `npm test -- -t "broken config"`, `npm test -- --project store`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/node22-env.sh
+bash scripts/setup.sh
+exec npx vitest run "$@"
