@@ -1,0 +1,221 @@
+import { execFile, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+
+const execFileAsync = promisify(execFile)
+
+/** apps/playground (works from src/ under vitest and from dist/ when built). */
+export const PLAYGROUND_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+/** The monorepo root. */
+export const REPO_ROOT = resolve(PLAYGROUND_DIR, '../..')
+/** The pinned DSH install (apps/playground/host, outside the root workspaces). */
+export const HOST_DIR = join(PLAYGROUND_DIR, 'host')
+
+/** Error raised by the harness with a stable code. */
+export class HostError extends Error {
+  constructor(
+    readonly code: 'host-missing' | 'pack-failed' | 'install-failed' | 'timeout',
+    message: string,
+  ) {
+    super(message)
+    this.name = 'HostError'
+  }
+}
+
+/** Absolute path of the `dsh` launcher script of the pinned host. */
+export function dshEntry(): string {
+  const entry = join(HOST_DIR, 'node_modules/@deepseek-ai/dsh/lib/bin.js')
+  if (!existsSync(entry)) {
+    throw new HostError('host-missing', `the pinned DSH host is not installed at ${HOST_DIR}; run \`npm run setup\` first`)
+  }
+  return entry
+}
+
+/** PATH with the host's bin folder (pnpm for `dsh plugin`) and this Node first. */
+export function hostPath(): string {
+  return [join(HOST_DIR, 'node_modules/.bin'), dirname(process.execPath), process.env.PATH ?? ''].join(':')
+}
+
+/**
+ * `npm pack` workspace packages into `outDir`, as a user would get them from the registry.
+ * @returns package name → absolute tarball path.
+ */
+export async function packWorkspaces(names: readonly string[], outDir: string): Promise<Record<string, string>> {
+  await mkdir(outDir, { recursive: true })
+  const args = ['pack', '--json', '--pack-destination', outDir, ...names.flatMap((name) => ['-w', name])]
+  let stdout: string
+  try {
+    ;({ stdout } = await execFileAsync('npm', args, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 }))
+  } catch (error) {
+    throw new HostError('pack-failed', `npm pack failed: ${(error as Error).message}`)
+  }
+  const packed = JSON.parse(stdout) as { name: string; filename: string }[]
+  return Object.fromEntries(packed.map((entry) => [entry.name, join(outDir, entry.filename.replace(/^@/, '').replace('/', '-'))]))
+}
+
+/** One run of the `dsh` launcher. */
+export interface DshRunResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Options of {@link DshHome.run}. */
+export interface DshRunOptions {
+  readonly profile: string
+  /** The workspace (the session's cwd). Created if missing. */
+  readonly cwd: string
+  /** Launcher arguments after `--profile X` (e.g. the task, or `--dump-config`). */
+  readonly args: readonly string[]
+  /** Model server base URL for `DEEPSEEK_BASE_URL`. */
+  readonly modelUrl?: string
+  /** YAML text of an extra `--patch` overlay layer. */
+  readonly patch?: string
+  readonly env?: Record<string, string>
+  readonly timeoutMs?: number
+}
+
+/** The overlay every test run uses: no title request, no retry storms on a scripted failure. */
+export const TEST_OVERLAY = `- id: session-title-llm
+  disabled: true
+- id: llm-deepseek
+  config:
+    retryPolicy:
+      mode: normal
+      maxRetries: 0
+`
+
+/**
+ * A DSH home directory bound to the pinned host install: profiles, plugin installs and runs.
+ * Use one per test file; it never touches the user's `~/.dsh`.
+ */
+export class DshHome {
+  private patchCount = 0
+
+  constructor(readonly dir: string) {}
+
+  /** Environment for a launcher process in this home. */
+  env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      DSH_HOME: this.dir,
+      PATH: hostPath(),
+      DEEPSEEK_API_KEY: 'sk-scripted-test-key-000000',
+      NO_COLOR: '1',
+      ...extra,
+    }
+  }
+
+  /**
+   * Create a headless profile and install packed packages into it the way a user does,
+   * with `dsh plugin --profile <name> add <tarball…>`. Tarballs of our own packages that
+   * depend on each other are pinned through pnpm `overrides` (they are not on a registry).
+   */
+  async createProfile(name: string, tarballs: Record<string, string>, install: readonly string[]): Promise<string> {
+    const profileDir = join(this.dir, 'profiles', name)
+    await rm(profileDir, { recursive: true, force: true })
+    await mkdir(profileDir, { recursive: true })
+    await writeFile(
+      join(profileDir, 'package.json'),
+      JSON.stringify(
+        {
+          name: `dsh-profile-${name}`,
+          private: true,
+          dependencies: {},
+          dsh: { profile: { bundles: ['@deepseek-ai/dsh-base', '@deepseek-ai/dsh-headless'] } },
+        },
+        null,
+        2,
+      ),
+    )
+    await writeFile(join(profileDir, 'cordis.patch.yml'), '[]\n')
+    const overrides = Object.entries(tarballs)
+      .map(([pkg, file]) => `  '${pkg}': 'file:${file}'`)
+      .join('\n')
+    await writeFile(
+      join(profileDir, 'pnpm-workspace.yaml'),
+      [
+        'packages:',
+        '  - .',
+        'nodeLinker: hoisted',
+        'autoInstallPeers: false',
+        'onlyBuiltDependencies:',
+        '  - better-sqlite3',
+        'overrides:',
+        overrides,
+        '',
+      ].join('\n'),
+    )
+    const specs = install.map((pkg) => {
+      const file = tarballs[pkg]
+      if (!file) throw new HostError('install-failed', `no tarball for ${pkg}`)
+      return file
+    })
+    const result = await this.spawn(['plugin', '--profile', name, 'add', ...specs], {
+      cwd: profileDir,
+      timeoutMs: 300_000,
+    })
+    if (result.code !== 0) {
+      throw new HostError('install-failed', `dsh plugin add failed (${result.code}):\n${result.stdout}\n${result.stderr}`)
+    }
+    return profileDir
+  }
+
+  /** Run the launcher once: `dsh --profile X [--patch overlay] args…`. */
+  async run(options: DshRunOptions): Promise<DshRunResult> {
+    await mkdir(options.cwd, { recursive: true })
+    const args = ['--profile', options.profile]
+    const overlay = join(this.dir, `overlay-${++this.patchCount}.yml`)
+    await writeFile(overlay, TEST_OVERLAY + (options.patch ?? ''))
+    args.push('--patch', overlay)
+    args.push(...options.args)
+    return this.spawn(args, {
+      cwd: options.cwd,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      env: { ...(options.modelUrl ? { DEEPSEEK_BASE_URL: options.modelUrl } : {}), ...options.env },
+    })
+  }
+
+  /** Sessions stored by the host for one workspace (directory names). */
+  async sessionDirs(): Promise<string[]> {
+    const root = join(this.dir, 'sessions')
+    if (!existsSync(root)) return []
+    const out: string[] = []
+    for (const workspace of await readdir(root)) {
+      for (const session of await readdir(join(root, workspace))) out.push(join(root, workspace, session))
+    }
+    return out
+  }
+
+  private spawn(
+    args: readonly string[],
+    options: { cwd: string; timeoutMs: number; env?: Record<string, string> },
+  ): Promise<DshRunResult> {
+    return new Promise((resolvePromise, reject) => {
+      const child = spawn(process.execPath, [dshEntry(), ...args], {
+        cwd: options.cwd,
+        env: this.env(options.env),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let stdout = ''
+      let stderr = ''
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL')
+        reject(new HostError('timeout', `dsh ${args.join(' ')} did not finish in ${options.timeoutMs} ms\n${stdout}\n${stderr}`))
+      }, options.timeoutMs)
+      child.on('error', (error) => {
+        clearTimeout(timer)
+        reject(error)
+      })
+      child.on('close', (code) => {
+        clearTimeout(timer)
+        resolvePromise({ code, stdout, stderr })
+      })
+    })
+  }
+}
