@@ -1,0 +1,53 @@
+/**
+ * Stable error codes of the store. Callers switch on `code`, never on the message,
+ * so a code is never renamed once published; new failure kinds get new codes.
+ */
+export type MemoryStoreErrorCode =
+  /** The database records a schema version for an owner newer than this code knows. */
+  | 'schema-too-new'
+  /** A read-only store found migrations it would have to apply first. */
+  | 'schema-too-old'
+  /** An applied migration's checksum differs from the shipped SQL (someone edited history). */
+  | 'migration-mismatch'
+  /** A migration's SQL failed; everything applied in that open was rolled back. */
+  | 'migration-failed'
+  /** Input of the wrong type, empty where text is required, or out of range. */
+  | 'invalid-argument'
+  /** The referenced row does not exist. */
+  | 'not-found'
+  /** A write would contradict the current state (stale version, superseding a non-head memory). */
+  | 'conflict'
+  /** Another connection held the database lock for longer than `busyTimeoutMs`. */
+  | 'busy'
+  /** The store (or the service) has been closed. */
+  | 'closed'
+  /** A write was attempted on a store opened with `readonly: true`. */
+  | 'readonly'
+  /** Persisted data could not be understood. */
+  | 'corrupt'
+  /** An export/import stream has an unknown format or version. */
+  | 'unsupported-format'
+
+/**
+ * The only error type the store throws on purpose. `code` is stable API; `message` is
+ * for humans and may change. `cause` carries the underlying driver error when there is one.
+ */
+export class MemoryStoreError extends Error {
+  override readonly name = 'MemoryStoreError'
+  readonly code: MemoryStoreErrorCode
+
+  constructor(code: MemoryStoreErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+  }
+}
+
+/**
+ * True when `error` is a {@link MemoryStoreError}, optionally with the given code.
+ * Works across duplicated copies of this package (checks the shape, not the prototype).
+ */
+export function isMemoryStoreError(error: unknown, code?: MemoryStoreErrorCode): error is MemoryStoreError {
+  if (!(error instanceof Error) || error.name !== 'MemoryStoreError') return false
+  const actual = (error as { code?: unknown }).code
+  return typeof actual === 'string' && (code === undefined || actual === code)
+}

@@ -1,0 +1,103 @@
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { MemoryStoreError } from './errors.ts'
+import { validateMigrationSet } from './migrations.ts'
+import { DEFAULT_TEXT_LIMITS, type TextLimits } from './text.ts'
+import type { MigrationSet } from './types.ts'
+
+/** Options of {@link openMemoryStore}. */
+export interface MemoryStoreOptions {
+  /** Database file (parent directories are created), or `':memory:'` for a private in-memory store. */
+  path: string
+  /** Open without writing anything: no migrations (fails with `schema-too-old` if some are pending), no index file. */
+  readonly?: boolean
+  /** The clock, epoch ms. Default `Date.now`. Tests inject a fake one. */
+  now?: () => number
+  /** How long a write waits for another process's lock before failing with `busy`. Default 5000. */
+  busyTimeoutMs?: number
+  /** Other packages' migrations to apply (in one transaction with the store's own). */
+  extraMigrations?: readonly MigrationSet[]
+  /** Per-field length caps; see {@link TextLimits}. */
+  limits?: Partial<TextLimits>
+  /** Audit actor for writes that do not name one. Default none. */
+  actor?: string
+  /** Persist the search index beside the database (`<path>.search-index`). Default true for file databases. */
+  persistSearchIndex?: boolean
+}
+
+/** {@link MemoryStoreOptions} after defaults and checks; frozen. */
+export interface ResolvedStoreOptions {
+  readonly path: string
+  readonly readonly: boolean
+  readonly now: () => number
+  readonly busyTimeoutMs: number
+  readonly extraMigrations: readonly MigrationSet[]
+  readonly limits: Readonly<TextLimits>
+  readonly actor: string | null
+  readonly indexPath: string | null
+}
+
+/** The default busy timeout, in milliseconds. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000
+
+const MIN_LIMIT = 64
+
+/**
+ * Apply defaults and cross-field rules to store options.
+ * @throws MemoryStoreError `invalid-argument`
+ */
+export function resolveStoreOptions(options: MemoryStoreOptions): ResolvedStoreOptions {
+  if (!options || typeof options !== 'object') throw new MemoryStoreError('invalid-argument', 'openMemoryStore needs an options object with a path')
+  const { path } = options
+  if (typeof path !== 'string' || path.trim().length === 0) throw new MemoryStoreError('invalid-argument', 'path must be a non-empty string')
+  const inMemory = path === ':memory:'
+  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new MemoryStoreError('invalid-argument', 'busyTimeoutMs must be a non-negative integer')
+  const now = options.now ?? Date.now
+  if (typeof now !== 'function') throw new MemoryStoreError('invalid-argument', 'now must be a function')
+  const limits = { ...DEFAULT_TEXT_LIMITS }
+  for (const [key, value] of Object.entries(options.limits ?? {})) {
+    if (!(key in DEFAULT_TEXT_LIMITS)) throw new MemoryStoreError('invalid-argument', `unknown text limit '${key}'`)
+    if (value === undefined) continue
+    if (!Number.isSafeInteger(value) || value < MIN_LIMIT) throw new MemoryStoreError('invalid-argument', `limits.${key} must be an integer >= ${MIN_LIMIT}`)
+    limits[key as keyof TextLimits] = value
+  }
+  const extraMigrations = [...(options.extraMigrations ?? [])]
+  for (const set of extraMigrations) {
+    validateMigrationSet(set)
+    if (set.owner === 'store') throw new MemoryStoreError('invalid-argument', "migration owner 'store' is reserved for @dsh-memory/store")
+  }
+  if (options.actor !== undefined && (typeof options.actor !== 'string' || options.actor.length === 0)) {
+    throw new MemoryStoreError('invalid-argument', 'actor must be a non-empty string')
+  }
+  const absolute = inMemory ? path : resolve(path)
+  const persist = options.persistSearchIndex ?? !inMemory
+  return Object.freeze({
+    path: absolute,
+    readonly: options.readonly === true,
+    now,
+    busyTimeoutMs,
+    extraMigrations: Object.freeze(extraMigrations),
+    limits: Object.freeze(limits),
+    actor: options.actor ?? null,
+    indexPath: persist && !inMemory ? `${absolute}.search-index` : null,
+  })
+}
+
+/**
+ * Where the DSH plugin keeps its data: `configured` when non-empty (a leading `~` is
+ * expanded), else `$DSH_HOME/memory`, else `~/.dsh/memory`. A blank `DSH_HOME` counts as
+ * unset, mirroring the host's own home resolution. Returns an absolute path.
+ */
+export function resolveDataDir(configured: string | undefined, env: Record<string, string | undefined> = process.env): string {
+  const explicit = configured?.trim()
+  if (explicit) return resolve(expandHome(explicit))
+  const home = env.DSH_HOME?.trim()
+  return resolve(home ? expandHome(home) : join(homedir(), '.dsh'), 'memory')
+}
+
+function expandHome(path: string): string {
+  if (path === '~') return homedir()
+  if (path.startsWith('~/') || path.startsWith('~\\')) return join(homedir(), path.slice(2))
+  return path
+}

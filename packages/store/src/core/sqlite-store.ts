@@ -1,0 +1,1469 @@
+/**
+ * The SQLite backend of {@link MemoryStore}: better-sqlite3 (WAL, busy timeout, foreign
+ * keys, synchronous=NORMAL) with drizzle for typed queries. Callers never see SQL.
+ */
+import { existsSync, mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import { and, asc, desc, eq, gt, gte, inArray, isNull, lte, ne, or, sql, type SQL } from 'drizzle-orm'
+import { type BetterSQLite3Database, drizzle } from 'drizzle-orm/better-sqlite3'
+import { isMemoryStoreError, MemoryStoreError } from './errors.ts'
+import { encodeExportRecord, EXPORT_FORMAT, EXPORT_VERSION, parseImportLine, type ExportRecord } from './export-format.ts'
+import { newId } from './ids.ts'
+import { applyMigrations, readAppliedMigrations } from './migrations.ts'
+import { type MemoryStoreOptions, type ResolvedStoreOptions, resolveStoreOptions } from './options.ts'
+import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
+import * as schema from './schema.ts'
+import { asArray } from './scope-filter.ts'
+import { type ChangeRow, type IndexSource, type MemoryDocument, type MessageDocument, SearchIndex } from './search-index.ts'
+import { storeMigrations } from './store-migrations.ts'
+import { estimateTokens, prepareLabel, prepareText } from './text.ts'
+import { ConnectionGate } from './gate.ts'
+import type {
+  AddMemoryInput,
+  AddSceneInput,
+  AppendMessageInput,
+  AppendMessageResult,
+  AppliedMigration,
+  AuditEntry,
+  AuditFilter,
+  AuditLog,
+  Conversation,
+  ConversationFilter,
+  ConversationRepository,
+  EnsureConversationInput,
+  EntityName,
+  ImportResult,
+  Memory,
+  MemoryFilter,
+  MemoryHit,
+  MemoryRepository,
+  MemoryScopeFilter,
+  MemorySearchOptions,
+  MemoryStore,
+  Message,
+  MessageFilter,
+  MessageHit,
+  MessageRepository,
+  MessageSearchOptions,
+  MetaRepository,
+  MigrationSet,
+  Persona,
+  PersonaKey,
+  PersonaRepository,
+  PutPersonaInput,
+  RecordCounts,
+  Scene,
+  SceneFilter,
+  SceneRepository,
+  Scope,
+  SearchIndexStatus,
+  SearchService,
+  StoreDiagnostics,
+  UpdateMemoryPatch,
+  UpdateScenePatch,
+  WriteOptions,
+} from './types.ts'
+import {
+  embeddingToBuffer,
+  embeddingValue,
+  flagsObject,
+  idList,
+  optionalTime,
+  pageSize,
+  requireCount,
+  requireFinite,
+  requireId,
+  requireRole,
+  requireScope,
+  requireTime,
+} from './validate.ts'
+
+type Db = BetterSQLite3Database
+
+/** Meta key holding the random id of this database (ties the index file to it). */
+const INSTANCE_META_KEY = 'store.instance-id'
+/** Meta key holding the search index manifest (format, tokenizer, options hash). */
+const INDEX_META_KEY = 'store.search-index'
+const RESERVED_META_PREFIX = 'store.'
+const MAX_META_KEY = 200
+const MAX_META_VALUE = 64 * 1024
+const DEFAULT_PAGE = 100
+const MAX_PAGE = 10_000
+const DEFAULT_HITS = 20
+const MAX_HITS = 1_000
+
+/**
+ * Open (creating if needed) a memory store on one SQLite file and bring its schema up to
+ * date. Synchronous: the store is ready when this returns. Opening is cheap; the search
+ * index is built on first use.
+ * @throws MemoryStoreError `schema-too-new` for a database written by a newer version;
+ *   `migration-failed`, `migration-mismatch`, `corrupt` (not a database), `busy`,
+ *   `not-found` (read-only and missing), `invalid-argument` (bad options).
+ */
+export function openMemoryStore(options: MemoryStoreOptions): MemoryStore {
+  const resolved = resolveStoreOptions(options)
+  const inMemory = resolved.path === ':memory:'
+  if (!inMemory) {
+    if (resolved.readonly && !existsSync(resolved.path)) {
+      throw new MemoryStoreError('not-found', `no memory database at ${resolved.path}`)
+    }
+    if (!resolved.readonly) mkdirSync(dirname(resolved.path), { recursive: true })
+  }
+  let sqlite: Database.Database
+  try {
+    sqlite = new Database(resolved.path, { readonly: resolved.readonly, fileMustExist: resolved.readonly, timeout: resolved.busyTimeoutMs })
+  } catch (error) {
+    throw translateSqliteError(error, `cannot open ${resolved.path}`)
+  }
+  try {
+    sqlite.pragma(`busy_timeout = ${resolved.busyTimeoutMs}`)
+    if (!resolved.readonly && !inMemory) {
+      // WAL lets readers in other processes proceed while one process writes.
+      const mode = sqlite.pragma('journal_mode = WAL', { simple: true })
+      if (String(mode).toLowerCase() !== 'wal') throw new MemoryStoreError('corrupt', `could not enable WAL on ${resolved.path} (got ${String(mode)})`)
+    }
+    // NORMAL is durable in WAL mode except for the last transactions on power loss.
+    sqlite.pragma('synchronous = NORMAL')
+    sqlite.pragma('foreign_keys = ON')
+    applyMigrations(sqlite, [storeMigrations(), ...resolved.extraMigrations], resolved.now(), {
+      readonly: resolved.readonly,
+      package: '@dsh-memory/store',
+    })
+    return new SqliteMemoryStore(sqlite, resolved)
+  } catch (error) {
+    sqlite.close()
+    throw translateSqliteError(error, `cannot open ${resolved.path}`)
+  }
+}
+
+/** Map driver errors to stable codes; our own errors pass through. */
+function translateSqliteError(error: unknown, context: string): unknown {
+  if (isMemoryStoreError(error)) return error
+  const code = (error as { code?: unknown })?.code
+  if (typeof code === 'string') {
+    if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED') {
+      return new MemoryStoreError('busy', `${context}: the database stayed locked by another connection`, { cause: error })
+    }
+    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT' || code.startsWith('SQLITE_CORRUPT_')) {
+      return new MemoryStoreError('corrupt', `${context}: not a valid SQLite database`, { cause: error })
+    }
+    if (code === 'SQLITE_READONLY' || code.startsWith('SQLITE_READONLY_')) {
+      return new MemoryStoreError('readonly', `${context}: the database is read-only`, { cause: error })
+    }
+  }
+  return error
+}
+
+interface ChangeSpec {
+  entity: EntityName
+  entityId: string
+  /** Change-log op. Every write names one, so any derived view (not only search) can follow. */
+  change: 'insert' | 'update' | 'delete'
+  /** Audit op, `<entity>.<verb>`. */
+  audit: string
+  revision?: number | null
+}
+
+/** The SQLite store. Construct through {@link openMemoryStore}. */
+class SqliteMemoryStore implements MemoryStore {
+  readonly path: string
+  readonly readonly: boolean
+  readonly conversations: ConversationRepository
+  readonly messages: MessageRepository
+  readonly memories: MemoryRepository
+  readonly scenes: SceneRepository
+  readonly persona: PersonaRepository
+  readonly audit: AuditLog
+  readonly search: SearchService
+  readonly meta: MetaRepository
+
+  readonly #sqlite: Database.Database
+  readonly #db: Db
+  readonly #options: ResolvedStoreOptions
+  readonly #gate = new ConnectionGate()
+  readonly #index: SearchIndex
+  readonly #snapshots = new Set<Database.Database>()
+  readonly #runImmediate: Database.Transaction<(op: () => unknown) => unknown>
+  #closed = false
+  #sqliteClosed = false
+  #closing: Promise<void> | undefined
+  #instanceId: string | undefined
+
+  constructor(sqlite: Database.Database, options: ResolvedStoreOptions) {
+    this.#sqlite = sqlite
+    this.#db = drizzle({ client: sqlite })
+    this.#options = options
+    this.path = options.path
+    this.readonly = options.readonly
+    this.#runImmediate = sqlite.transaction((op: () => unknown) => op())
+    this.#index = new SearchIndex(this.#indexSource(), options.indexPath, !options.readonly)
+    // Written by the first migration; a database without it cannot vouch for an index file.
+    this.#instanceId = this.#db.select().from(schema.meta).where(eq(schema.meta.key, INSTANCE_META_KEY)).get()?.value
+
+    this.conversations = this.#conversationRepository()
+    this.messages = this.#messageRepository()
+    this.memories = this.#memoryRepository()
+    this.scenes = this.#sceneRepository()
+    this.persona = this.#personaRepository()
+    this.audit = { list: (filter) => this.#read(() => this.#listAudit(filter ?? {})) }
+    this.meta = this.#metaRepository()
+    this.search = this.#searchService()
+  }
+
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // plumbing
+
+  #assertOpen(): void {
+    // While closing, the transaction that close() waits for may still finish its work.
+    if (this.#closed && (this.#sqliteClosed || !this.#gate.insideTransaction)) {
+      throw new MemoryStoreError('closed', 'the memory store is closed')
+    }
+  }
+
+  #now(): number {
+    return Math.round(this.#options.now())
+  }
+
+  /** Run a read when the connection is free. */
+  #read<T>(op: () => T): Promise<T> {
+    return this.#call(false, op)
+  }
+
+  /** Run a write atomically (IMMEDIATE: take the write lock up front, so no upgrade deadlock). */
+  #write<T>(op: () => T): Promise<T> {
+    return this.#call(true, () => this.#runImmediate.immediate(op) as T)
+  }
+
+  async #call<T>(write: boolean, op: () => T): Promise<T> {
+    this.#assertOpen()
+    if (write && this.readonly) throw new MemoryStoreError('readonly', 'the memory store was opened read-only')
+    return this.#gate.run(() => {
+      this.#assertOpen()
+      try {
+        return op()
+      } catch (error) {
+        throw translateSqliteError(error, write ? 'write failed' : 'read failed')
+      }
+    })
+  }
+
+  /** Record the audit row and the change-log row of a write, inside its transaction. */
+  #record(spec: ChangeSpec, options: WriteOptions | undefined, at = this.#now()): void {
+    const actor = options?.actor ?? this.#options.actor
+    if (actor !== null && actor !== undefined && (typeof actor !== 'string' || actor.length === 0 || actor.length > 200)) {
+      throw new MemoryStoreError('invalid-argument', 'actor must be a non-empty string of at most 200 characters')
+    }
+    this.#db
+      .insert(schema.audit)
+      .values({ at, op: spec.audit, entity: spec.entity, entityId: spec.entityId, actor: actor ?? null, revision: spec.revision ?? null })
+      .run()
+    this.#db.insert(schema.changes).values({ entity: spec.entity, entityId: spec.entityId, op: spec.change, at }).run()
+  }
+
+  #setMetaRow(key: string, value: string, options?: WriteOptions): void {
+    const now = this.#now()
+    const existed = this.#db.select({ key: schema.meta.key }).from(schema.meta).where(eq(schema.meta.key, key)).get()
+    this.#db
+      .insert(schema.meta)
+      .values({ key, value, updatedAt: now })
+      .onConflictDoUpdate({ target: schema.meta.key, set: { value, updatedAt: now } })
+      .run()
+    this.#record({ entity: 'meta', entityId: key, change: existed ? 'update' : 'insert', audit: 'meta.set' }, options, now)
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // conversations
+
+  #conversationRepository(): ConversationRepository {
+    const t = schema.conversations
+    const getRow = (id: string) => this.#db.select().from(t).where(eq(t.id, id)).get()
+    return {
+      ensure: async (input: EnsureConversationInput, options?: WriteOptions) => {
+        const id = requireId(input?.id, 'id')
+        const workspace = prepareLabel(input.workspace ?? '', 'workspace', this.#options.limits.label, true)
+        const title = input.title === undefined || input.title === null ? undefined : prepareLabel(input.title, 'title', this.#options.limits.label, true)
+        const startedAt = input.startedAt === undefined ? undefined : requireTime(input.startedAt, 'startedAt')
+        return this.#write(() => {
+          const now = this.#now()
+          const existing = getRow(id)
+          if (!existing) {
+            this.#db
+              .insert(t)
+              .values({ id, workspace, title: title || null, startedAt: startedAt ?? now, updatedAt: now, flags: {} })
+              .run()
+            this.#record({ entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.create' }, options, now)
+            return { created: true, conversation: toConversation(getRow(id)!) }
+          }
+          const patch: Partial<typeof t.$inferInsert> = {}
+          // An empty workspace means "unknown here", never "moved to nowhere".
+          if (workspace && workspace !== existing.workspace) patch.workspace = workspace
+          if (title && title !== existing.title) patch.title = title
+          if (Object.keys(patch).length === 0) return { created: false, conversation: toConversation(existing) }
+          this.#db.update(t).set({ ...patch, updatedAt: Math.max(now, existing.updatedAt) }).where(eq(t.id, id)).run()
+          this.#record({ entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.update' }, options, now)
+          return { created: false, conversation: toConversation(getRow(id)!) }
+        })
+      },
+      get: async (id: string) => {
+        requireId(id, 'id')
+        return this.#read(() => {
+          const row = getRow(id)
+          return row ? toConversation(row) : undefined
+        })
+      },
+      list: async (filter: ConversationFilter = {}) => {
+        const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
+        const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
+        const conditions: SQL[] = []
+        if (filter.workspace !== undefined) conditions.push(eq(t.workspace, filter.workspace))
+        if (filter.since !== undefined) conditions.push(gte(t.updatedAt, requireTime(filter.since, 'since')))
+        if (filter.until !== undefined) conditions.push(lte(t.updatedAt, requireTime(filter.until, 'until')))
+        return this.#read(() =>
+          this.#db
+            .select()
+            .from(t)
+            .where(and(...conditions))
+            .orderBy(desc(t.updatedAt), desc(t.id))
+            .limit(limit)
+            .offset(offset)
+            .all()
+            .map(toConversation),
+        )
+      },
+      end: async (id: string, at?: number, options?: WriteOptions) => {
+        requireId(id, 'id')
+        return this.#write(() => {
+          const now = this.#now()
+          const endedAt = optionalTime(at, 'at', now)
+          const existing = getRow(id)
+          if (!existing) throw new MemoryStoreError('not-found', `conversation ${id} does not exist`)
+          this.#db.update(t).set({ endedAt, updatedAt: Math.max(now, existing.updatedAt) }).where(eq(t.id, id)).run()
+          this.#record({ entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.end' }, options, now)
+          return toConversation(getRow(id)!)
+        })
+      },
+      delete: async (id: string, options?: WriteOptions) => {
+        requireId(id, 'id')
+        return this.#write(() => {
+          if (!getRow(id)) return false
+          const now = this.#now()
+          const messageIds = this.#db.select({ id: schema.messages.id }).from(schema.messages).where(eq(schema.messages.conversationId, id)).all()
+          this.#db.delete(t).where(eq(t.id, id)).run()
+          // The cascade removed the messages; the index learns about each from the change log.
+          for (const { id: messageId } of messageIds) {
+            this.#db.insert(schema.changes).values({ entity: 'message', entityId: messageId, op: 'delete', at: now }).run()
+          }
+          this.#record({ entity: 'conversation', entityId: id, change: 'delete', audit: 'conversation.delete' }, options, now)
+          return true
+        })
+      },
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // messages
+
+  #messageRepository(): MessageRepository {
+    const t = schema.messages
+    const getRow = (id: string) => this.#db.select().from(t).where(eq(t.id, id)).get()
+    const byHostId = (conversationId: string, hostMessageId: string) =>
+      this.#db
+        .select()
+        .from(t)
+        .where(and(eq(t.conversationId, conversationId), eq(t.hostMessageId, hostMessageId)))
+        .get()
+    return {
+      append: async (input: AppendMessageInput, options?: WriteOptions): Promise<AppendMessageResult> => {
+        const conversationId = requireId(input?.conversationId, 'conversationId')
+        const hostMessageId = requireId(input.hostMessageId, 'hostMessageId')
+        const role = requireRole(input.role)
+        const prepared = prepareText(input.text, 'text', this.#options.limits.message)
+        const turn = input.turn === undefined ? 0 : requireCount(input.turn, 'turn')
+        const seq = input.seq === undefined ? undefined : requireCount(input.seq, 'seq')
+        const sourceIds = idList(input.sourceIds, 'sourceIds')
+        const tokensEstimate = input.tokensEstimate === undefined ? estimateTokens(prepared.text) : requireCount(input.tokensEstimate, 'tokensEstimate')
+        const flags = flagsObject(input.flags)
+        const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
+        return this.#write(() => {
+          const existing = byHostId(conversationId, hostMessageId)
+          if (existing) return { inserted: false, message: toMessage(existing), redactions: 0 }
+          const conversation = this.#db.select().from(schema.conversations).where(eq(schema.conversations.id, conversationId)).get()
+          if (!conversation) {
+            throw new MemoryStoreError('not-found', `conversation ${conversationId} does not exist; call conversations.ensure() first`)
+          }
+          const now = this.#now()
+          const at = createdAt ?? now
+          const nextSeq =
+            seq ??
+            (this.#db
+              .select({ max: sql<number | null>`max(${t.seq})` })
+              .from(t)
+              .where(eq(t.conversationId, conversationId))
+              .get()?.max ?? 0) + 1
+          const id = newId(at)
+          this.#db
+            .insert(t)
+            .values({ id, conversationId, hostMessageId, role, text: prepared.text, turn, seq: nextSeq, sourceIds, tokensEstimate, createdAt: at, flags })
+            .run()
+          // Keeps "recent conversations" ordering right; not a change the index cares about.
+          if (at > conversation.updatedAt) {
+            this.#db.update(schema.conversations).set({ updatedAt: at }).where(eq(schema.conversations.id, conversationId)).run()
+          }
+          this.#record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.append' }, options, now)
+          return { inserted: true, message: toMessage(getRow(id)!), redactions: prepared.redactions }
+        })
+      },
+      get: async (id: string) => {
+        requireId(id, 'id')
+        return this.#read(() => {
+          const row = getRow(id)
+          return row ? toMessage(row) : undefined
+        })
+      },
+      getByHostId: async (conversationId: string, hostMessageId: string) => {
+        requireId(conversationId, 'conversationId')
+        requireId(hostMessageId, 'hostMessageId')
+        return this.#read(() => {
+          const row = byHostId(conversationId, hostMessageId)
+          return row ? toMessage(row) : undefined
+        })
+      },
+      list: async (filter: MessageFilter = {}) => {
+        const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
+        const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
+        const conditions: SQL[] = []
+        if (filter.conversationId !== undefined) conditions.push(eq(t.conversationId, requireId(filter.conversationId, 'conversationId')))
+        if (filter.role !== undefined) conditions.push(eq(t.role, requireRole(filter.role)))
+        if (filter.since !== undefined) conditions.push(gte(t.createdAt, requireTime(filter.since, 'since')))
+        if (filter.until !== undefined) conditions.push(lte(t.createdAt, requireTime(filter.until, 'until')))
+        if (filter.afterSeq !== undefined) conditions.push(gt(t.seq, requireCount(filter.afterSeq, 'afterSeq')))
+        if (filter.workspace !== undefined) {
+          conditions.push(
+            inArray(t.conversationId, this.#db.select({ id: schema.conversations.id }).from(schema.conversations).where(eq(schema.conversations.workspace, filter.workspace))),
+          )
+        }
+        const direction = filter.order === 'desc' ? desc : asc
+        return this.#read(() =>
+          this.#db
+            .select()
+            .from(t)
+            .where(and(...conditions))
+            .orderBy(direction(t.createdAt), direction(t.seq), direction(t.id))
+            .limit(limit)
+            .offset(offset)
+            .all()
+            .map(toMessage),
+        )
+      },
+      delete: async (id: string, options?: WriteOptions) => {
+        requireId(id, 'id')
+        return this.#write(() => {
+          if (!getRow(id)) return false
+          this.#db.delete(t).where(eq(t.id, id)).run()
+          this.#record({ entity: 'message', entityId: id, change: 'delete', audit: 'message.delete' }, options)
+          return true
+        })
+      },
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // memories
+
+  #memoryRepository(): MemoryRepository {
+    const t = schema.memories
+    const getRow = (id: string) => this.#db.select().from(t).where(eq(t.id, id)).get()
+
+    const insertMemory = (values: MemoryValues, createdAtInput: number | undefined, options: WriteOptions | undefined): string => {
+      const now = this.#now()
+      const createdAt = createdAtInput ?? now
+      const id = newId(createdAt)
+      this.#db
+        .insert(t)
+        .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
+        .run()
+      this.#record({ entity: 'memory', entityId: id, change: 'insert', audit: 'memory.add', revision: 1 }, options, now)
+      return id
+    }
+
+    return {
+      add: async (input: AddMemoryInput, options?: WriteOptions) => {
+        // Validate before waiting for the connection, so bad input fails fast.
+        const values = this.#memoryValues(input)
+        const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
+        return this.#write(() => toMemory(getRow(insertMemory(values, createdAt, options))!))
+      },
+      get: async (id: string) => {
+        requireId(id, 'id')
+        return this.#read(() => {
+          const row = getRow(id)
+          return row ? toMemory(row) : undefined
+        })
+      },
+      update: async (id: string, patch: UpdateMemoryPatch, options?: WriteOptions) => {
+        requireId(id, 'id')
+        if (!patch || typeof patch !== 'object') throw new MemoryStoreError('invalid-argument', 'patch must be an object')
+        const set: Partial<typeof t.$inferInsert> = {}
+        if (patch.text !== undefined) set.text = prepareText(patch.text, 'text', this.#options.limits.memory).text
+        if (patch.kind !== undefined) set.kind = prepareLabel(patch.kind, 'kind', this.#options.limits.label)
+        if (patch.priority !== undefined) set.priority = requireFinite(patch.priority, 'priority')
+        if (patch.flags !== undefined) set.flags = flagsObject(patch.flags)
+        const embedding = embeddingValue(patch.embedding)
+        if (embedding !== undefined) {
+          set.embedding = embedding ? embeddingToBuffer(embedding) : null
+          set.embeddingDims = embedding ? embedding.length : null
+          if (!embedding) set.embeddingModel = null
+        }
+        if (patch.embeddingModel !== undefined) {
+          set.embeddingModel = patch.embeddingModel === null ? null : prepareLabel(patch.embeddingModel, 'embeddingModel', this.#options.limits.label)
+        }
+        return this.#write(() => {
+          const existing = getRow(id)
+          if (!existing) throw new MemoryStoreError('not-found', `memory ${id} does not exist`)
+          if (Object.keys(set).length === 0) return toMemory(existing)
+          const now = this.#now()
+          const revision = existing.revision + 1
+          this.#db
+            .update(t)
+            .set({ ...set, revision, updatedAt: Math.max(now, existing.updatedAt) })
+            .where(eq(t.id, id))
+            .run()
+          this.#record({ entity: 'memory', entityId: id, change: 'update', audit: 'memory.update', revision }, options, now)
+          return toMemory(getRow(id)!)
+        })
+      },
+      supersede: async (oldId: string, input: Partial<AddMemoryInput> & { text: string }, options?: WriteOptions) => {
+        requireId(oldId, 'oldId')
+        if (!input || typeof input !== 'object') throw new MemoryStoreError('invalid-argument', 'input must be an object')
+        return this.#write(() => {
+          const old = getRow(oldId)
+          if (!old) throw new MemoryStoreError('not-found', `memory ${oldId} does not exist`)
+          if (old.supersededBy) {
+            throw new MemoryStoreError('conflict', `memory ${oldId} is already superseded by ${old.supersededBy}; supersede the newest version`)
+          }
+          const merged: AddMemoryInput = {
+            kind: input.kind ?? old.kind,
+            scope: input.scope ?? old.scope,
+            workspace: input.scope === undefined && input.workspace === undefined ? old.workspace : input.workspace,
+            sessionId: input.scope === undefined && input.sessionId === undefined ? old.sessionId : input.sessionId,
+            priority: input.priority ?? old.priority,
+            flags: input.flags ?? old.flags,
+            text: input.text,
+            sourceMessageIds: input.sourceMessageIds ?? [],
+            embedding: input.embedding,
+            embeddingModel: input.embeddingModel,
+            createdAt: input.createdAt,
+          }
+          const createdAt = merged.createdAt === undefined ? undefined : requireTime(merged.createdAt, 'createdAt')
+          const newId = insertMemory(this.#memoryValues(merged), createdAt, options)
+          const now = this.#now()
+          const revision = old.revision + 1
+          this.#db
+            .update(t)
+            .set({ supersededBy: newId, revision, updatedAt: Math.max(now, old.updatedAt) })
+            .where(eq(t.id, oldId))
+            .run()
+          this.#record({ entity: 'memory', entityId: oldId, change: 'update', audit: 'memory.supersede', revision }, options, now)
+          return toMemory(getRow(newId)!)
+        })
+      },
+      history: async (id: string) => {
+        requireId(id, 'id')
+        return this.#read(() => {
+          const ids = this.#memoryChain(id, 'both')
+          if (ids.length === 0) return []
+          return this.#db.select().from(t).where(inArray(t.id, ids)).orderBy(asc(t.createdAt), asc(t.id)).all().map(toMemory)
+        })
+      },
+      delete: async (id: string, options?: WriteOptions) => {
+        requireId(id, 'id')
+        return this.#write(() => {
+          if (!getRow(id)) return 0
+          const ids = this.#memoryChain(id, 'older')
+          const now = this.#now()
+          this.#db.delete(t).where(inArray(t.id, ids)).run()
+          for (const deleted of ids) {
+            this.#record({ entity: 'memory', entityId: deleted, change: 'delete', audit: 'memory.delete' }, options, now)
+          }
+          this.#pruneSceneReferences(ids, options, now)
+          return ids.length
+        })
+      },
+      list: async (filter: MemoryFilter = {}) => {
+        const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
+        const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
+        const where = this.#memoryScopeCondition(filter)
+        const order =
+          filter.orderBy === 'updated'
+            ? [desc(t.updatedAt), desc(t.id)]
+            : filter.orderBy === 'priority'
+              ? [desc(t.priority), desc(t.createdAt), desc(t.id)]
+              : [desc(t.createdAt), desc(t.id)]
+        return this.#read(() =>
+          this.#db
+            .select()
+            .from(t)
+            .where(where)
+            .orderBy(...order)
+            .limit(limit)
+            .offset(offset)
+            .all()
+            .map(toMemory),
+        )
+      },
+      touchRecalled: async (ids: readonly string[], at?: number, options?: WriteOptions) => {
+        const list = [...new Set(idList(ids, 'ids'))]
+        if (list.length === 0) return 0
+        return this.#write(() => {
+          const now = this.#now()
+          const recalledAt = optionalTime(at, 'at', now)
+          const existing = this.#db.select({ id: t.id }).from(t).where(inArray(t.id, list)).all()
+          if (existing.length === 0) return 0
+          this.#db
+            .update(t)
+            .set({ lastRecalledAt: recalledAt })
+            .where(inArray(t.id, existing.map((row) => row.id)))
+            .run()
+          for (const row of existing) this.#record({ entity: 'memory', entityId: row.id, change: 'update', audit: 'memory.recall' }, options, now)
+          return existing.length
+        })
+      },
+    }
+  }
+
+  /** Validate and normalise memory input into column values (everything but ids and times). */
+  #memoryValues(input: AddMemoryInput): MemoryValues {
+    if (!input || typeof input !== 'object') throw new MemoryStoreError('invalid-argument', 'memory input must be an object')
+    const limits = this.#options.limits
+    const scope = requireScope(input.scope)
+    const placement = this.#placement(scope, input.workspace, input.sessionId)
+    const embedding = embeddingValue(input.embedding)
+    return {
+      kind: prepareLabel(input.kind, 'kind', limits.label),
+      text: prepareText(input.text, 'text', limits.memory).text,
+      scope,
+      ...placement,
+      sourceMessageIds: idList(input.sourceMessageIds, 'sourceMessageIds'),
+      priority: input.priority === undefined ? 0 : requireFinite(input.priority, 'priority'),
+      flags: flagsObject(input.flags),
+      embedding: embedding ? embeddingToBuffer(embedding) : null,
+      embeddingDims: embedding ? embedding.length : null,
+      embeddingModel:
+        embedding && input.embeddingModel !== undefined && input.embeddingModel !== null
+          ? prepareLabel(input.embeddingModel, 'embeddingModel', limits.label)
+          : null,
+    }
+  }
+
+  /** The workspace/session columns for a scope, enforcing which are required or forbidden. */
+  #placement(scope: Scope, workspaceInput: unknown, sessionInput: unknown): { workspace: string | null; sessionId: string | null } {
+    const limit = this.#options.limits.label
+    const workspace =
+      workspaceInput === undefined || workspaceInput === null || workspaceInput === '' ? null : prepareLabel(workspaceInput, 'workspace', limit)
+    const sessionId = sessionInput === undefined || sessionInput === null ? null : requireId(sessionInput, 'sessionId')
+    if (scope === 'global' && workspace !== null) {
+      throw new MemoryStoreError('invalid-argument', 'a global memory must not have a workspace (use scope "workspace")')
+    }
+    if (scope === 'workspace' && workspace === null) throw new MemoryStoreError('invalid-argument', 'a workspace memory needs a workspace')
+    if (scope === 'session' && sessionId === null) throw new MemoryStoreError('invalid-argument', 'a session memory needs a sessionId')
+    return { workspace, sessionId }
+  }
+
+  /** SQL twin of `matchesScope` (scope-filter.ts); keep the two in step. */
+  #memoryScopeCondition(filter: MemoryScopeFilter, table: typeof schema.memories | typeof schema.scenes = schema.memories): SQL | undefined {
+    const t = table
+    const conditions: (SQL | undefined)[] = []
+    if (t === schema.memories && !filter.includeSuperseded) conditions.push(isNull(schema.memories.supersededBy))
+    if (filter.scope !== undefined) conditions.push(inArray(t.scope, asArray(filter.scope).map((s) => requireScope(s))))
+    if (t === schema.memories && filter.kind !== undefined) conditions.push(inArray(schema.memories.kind, [...asArray(filter.kind)]))
+    if (filter.since !== undefined) conditions.push(gte(t.createdAt, requireTime(filter.since, 'since')))
+    if (filter.until !== undefined) conditions.push(lte(t.createdAt, requireTime(filter.until, 'until')))
+    const local: (SQL | undefined)[] = [ne(t.scope, 'global')]
+    if (filter.workspace !== undefined) local.push(eq(t.workspace, filter.workspace))
+    if (filter.sessionId !== undefined) local.push(or(ne(t.scope, 'session'), eq(t.sessionId, filter.sessionId)))
+    conditions.push(filter.includeGlobal === false ? and(...local) : or(eq(t.scope, 'global'), and(...local)))
+    return and(...conditions)
+  }
+
+  /** Ids linked to `id` through `superseded_by`: the older versions, or the whole chain. */
+  #memoryChain(id: string, direction: 'older' | 'both'): string[] {
+    const older = `WITH RECURSIVE older(id) AS (
+        SELECT id FROM store_memories WHERE id = ?
+        UNION SELECT m.id FROM store_memories m JOIN older o ON m.superseded_by = o.id)`
+    if (direction === 'older') {
+      return (this.#sqlite.prepare(`${older} SELECT id FROM older`).all(id) as { id: string }[]).map((row) => row.id)
+    }
+    // Walk to the newest version, then collect everything older than it.
+    const newest = this.#sqlite
+      .prepare(
+        `WITH RECURSIVE newer(id, depth) AS (
+          SELECT id, 0 FROM store_memories WHERE id = ?
+          UNION SELECT m.superseded_by, n.depth + 1 FROM store_memories m JOIN newer n ON m.id = n.id WHERE m.superseded_by IS NOT NULL)
+        SELECT id FROM newer ORDER BY depth DESC LIMIT 1`,
+      )
+      .get(id) as { id: string } | undefined
+    if (!newest) return []
+    return this.#memoryChain(newest.id, 'older')
+  }
+
+  /** Remove deleted memory ids from scenes that list them (a deletion must not leave pointers behind). */
+  #pruneSceneReferences(deleted: string[], options: WriteOptions | undefined, now: number): void {
+    const gone = new Set(deleted)
+    const placeholders = deleted.map(() => '?').join(',')
+    const sceneIds = this.#sqlite
+      .prepare(`SELECT DISTINCT s.id AS id FROM store_scenes s, json_each(s.memory_ids) j WHERE j.value IN (${placeholders})`)
+      .all(...deleted) as { id: string }[]
+    for (const { id } of sceneIds) {
+      const scene = this.#db.select().from(schema.scenes).where(eq(schema.scenes.id, id)).get()!
+      const revision = scene.revision + 1
+      this.#db
+        .update(schema.scenes)
+        .set({ memoryIds: scene.memoryIds.filter((memoryId) => !gone.has(memoryId)), revision, updatedAt: Math.max(now, scene.updatedAt) })
+        .where(eq(schema.scenes.id, id))
+        .run()
+      this.#record({ entity: 'scene', entityId: id, change: 'update', audit: 'scene.update', revision }, options, now)
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // scenes
+
+  #sceneRepository(): SceneRepository {
+    const t = schema.scenes
+    const getRow = (id: string) => this.#db.select().from(t).where(eq(t.id, id)).get()
+    return {
+      add: async (input: AddSceneInput, options?: WriteOptions) => {
+        if (!input || typeof input !== 'object') throw new MemoryStoreError('invalid-argument', 'scene input must be an object')
+        const scope = requireScope(input.scope)
+        const values = {
+          title: prepareLabel(input.title, 'title', this.#options.limits.label),
+          summary: prepareText(input.summary, 'summary', this.#options.limits.scene).text,
+          scope,
+          ...this.#placement(scope, input.workspace, input.sessionId),
+          memoryIds: idList(input.memoryIds, 'memoryIds'),
+          flags: flagsObject(input.flags),
+        }
+        return this.#write(() => {
+          const now = this.#now()
+          const createdAt = optionalTime(input.createdAt, 'createdAt', now)
+          const id = newId(createdAt)
+          this.#db
+            .insert(t)
+            .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
+            .run()
+          this.#record({ entity: 'scene', entityId: id, change: 'insert', audit: 'scene.add', revision: 1 }, options, now)
+          return toScene(getRow(id)!)
+        })
+      },
+      get: async (id: string) => {
+        requireId(id, 'id')
+        return this.#read(() => {
+          const row = getRow(id)
+          return row ? toScene(row) : undefined
+        })
+      },
+      update: async (id: string, patch: UpdateScenePatch, options?: WriteOptions) => {
+        requireId(id, 'id')
+        if (!patch || typeof patch !== 'object') throw new MemoryStoreError('invalid-argument', 'patch must be an object')
+        const set: Partial<typeof t.$inferInsert> = {}
+        if (patch.title !== undefined) set.title = prepareLabel(patch.title, 'title', this.#options.limits.label)
+        if (patch.summary !== undefined) set.summary = prepareText(patch.summary, 'summary', this.#options.limits.scene).text
+        if (patch.memoryIds !== undefined) set.memoryIds = idList(patch.memoryIds, 'memoryIds')
+        if (patch.flags !== undefined) set.flags = flagsObject(patch.flags)
+        return this.#write(() => {
+          const existing = getRow(id)
+          if (!existing) throw new MemoryStoreError('not-found', `scene ${id} does not exist`)
+          if (Object.keys(set).length === 0) return toScene(existing)
+          const now = this.#now()
+          const revision = existing.revision + 1
+          this.#db
+            .update(t)
+            .set({ ...set, revision, updatedAt: Math.max(now, existing.updatedAt) })
+            .where(eq(t.id, id))
+            .run()
+          this.#record({ entity: 'scene', entityId: id, change: 'update', audit: 'scene.update', revision }, options, now)
+          return toScene(getRow(id)!)
+        })
+      },
+      delete: async (id: string, options?: WriteOptions) => {
+        requireId(id, 'id')
+        return this.#write(() => {
+          if (!getRow(id)) return false
+          this.#db.delete(t).where(eq(t.id, id)).run()
+          this.#record({ entity: 'scene', entityId: id, change: 'delete', audit: 'scene.delete' }, options)
+          return true
+        })
+      },
+      list: async (filter: SceneFilter = {}) => {
+        const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
+        const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
+        const where = this.#memoryScopeCondition(filter, t)
+        return this.#read(() =>
+          this.#db.select().from(t).where(where).orderBy(desc(t.updatedAt), desc(t.id)).limit(limit).offset(offset).all().map(toScene),
+        )
+      },
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // persona
+
+  #personaKey(key: PersonaKey): { scope: 'global' | 'workspace'; workspace: string } {
+    if (!key || typeof key !== 'object') throw new MemoryStoreError('invalid-argument', 'persona key must be an object')
+    if (key.scope === 'global') {
+      if (key.workspace !== undefined && key.workspace !== null && key.workspace !== '') {
+        throw new MemoryStoreError('invalid-argument', 'the global persona has no workspace')
+      }
+      return { scope: 'global', workspace: '' }
+    }
+    if (key.scope === 'workspace') {
+      return { scope: 'workspace', workspace: prepareLabel(key.workspace, 'workspace', this.#options.limits.label) }
+    }
+    throw new MemoryStoreError('invalid-argument', `persona scope must be 'global' or 'workspace', got ${JSON.stringify(key.scope)}`)
+  }
+
+  #personaRepository(): PersonaRepository {
+    const t = schema.persona
+    const getRow = (key: { scope: 'global' | 'workspace'; workspace: string }) =>
+      this.#db
+        .select()
+        .from(t)
+        .where(and(eq(t.scope, key.scope), eq(t.workspace, key.workspace)))
+        .get()
+    const entityId = (key: { scope: string; workspace: string }) => (key.scope === 'global' ? 'global' : `workspace:${key.workspace}`)
+    return {
+      get: async (key: PersonaKey) => {
+        const resolved = this.#personaKey(key)
+        return this.#read(() => {
+          const row = getRow(resolved)
+          return row ? toPersona(row) : undefined
+        })
+      },
+      put: async (input: PutPersonaInput, options?: WriteOptions) => {
+        const key = this.#personaKey(input)
+        const text = prepareText(input.text, 'text', this.#options.limits.persona).text
+        const expected = input.expectedVersion === undefined ? undefined : requireCount(input.expectedVersion, 'expectedVersion')
+        return this.#write(() => {
+          const existing = getRow(key)
+          const current = existing?.version ?? 0
+          if (expected !== undefined && expected !== current) {
+            throw new MemoryStoreError('conflict', `persona ${entityId(key)} is at version ${current}, not ${expected}`)
+          }
+          const now = this.#now()
+          const version = current + 1
+          this.#db
+            .insert(t)
+            .values({ ...key, text, version, updatedAt: now })
+            .onConflictDoUpdate({ target: [t.scope, t.workspace], set: { text, version, updatedAt: now } })
+            .run()
+          this.#record({ entity: 'persona', entityId: entityId(key), change: existing ? 'update' : 'insert', audit: 'persona.put', revision: version }, options, now)
+          return toPersona(getRow(key)!)
+        })
+      },
+      list: async () => this.#read(() => this.#db.select().from(t).orderBy(asc(t.scope), asc(t.workspace)).all().map(toPersona)),
+      delete: async (key: PersonaKey, options?: WriteOptions) => {
+        const resolved = this.#personaKey(key)
+        return this.#write(() => {
+          if (!getRow(resolved)) return false
+          this.#db
+            .delete(t)
+            .where(and(eq(t.scope, resolved.scope), eq(t.workspace, resolved.workspace)))
+            .run()
+          this.#record({ entity: 'persona', entityId: entityId(resolved), change: 'delete', audit: 'persona.delete' }, options)
+          return true
+        })
+      },
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // audit and meta
+
+  #listAudit(filter: AuditFilter): AuditEntry[] {
+    const t = schema.audit
+    const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
+    const conditions: SQL[] = []
+    if (filter.entity !== undefined) conditions.push(eq(t.entity, filter.entity))
+    if (filter.entityId !== undefined) conditions.push(eq(t.entityId, filter.entityId))
+    if (filter.op !== undefined) conditions.push(eq(t.op, filter.op))
+    if (filter.actor !== undefined) conditions.push(eq(t.actor, filter.actor))
+    if (filter.since !== undefined) conditions.push(gte(t.at, requireTime(filter.since, 'since')))
+    if (filter.until !== undefined) conditions.push(lte(t.at, requireTime(filter.until, 'until')))
+    if (filter.afterId !== undefined) conditions.push(gt(t.id, requireCount(filter.afterId, 'afterId')))
+    return this.#db
+      .select()
+      .from(t)
+      .where(and(...conditions))
+      .orderBy(asc(t.id))
+      .limit(limit)
+      .all()
+      .map((row) => ({ ...row, op: row.op as AuditEntry['op'], entity: row.entity as EntityName }))
+  }
+
+  #metaRepository(): MetaRepository {
+    const t = schema.meta
+    const checkKey = (key: unknown, write: boolean): string => {
+      if (typeof key !== 'string' || key.length === 0 || key.length > MAX_META_KEY) {
+        throw new MemoryStoreError('invalid-argument', `meta key must be a string of 1..${MAX_META_KEY} characters`)
+      }
+      if (write && key.startsWith(RESERVED_META_PREFIX)) throw new MemoryStoreError('invalid-argument', `meta keys under '${RESERVED_META_PREFIX}' are reserved`)
+      return key
+    }
+    return {
+      get: async (key: string) => {
+        checkKey(key, false)
+        return this.#read(() => this.#db.select().from(t).where(eq(t.key, key)).get()?.value)
+      },
+      set: async (key: string, value: string, options?: WriteOptions) => {
+        checkKey(key, true)
+        if (typeof value !== 'string' || value.length > MAX_META_VALUE) {
+          throw new MemoryStoreError('invalid-argument', `meta value must be a string of at most ${MAX_META_VALUE} characters`)
+        }
+        return this.#write(() => this.#setMetaRow(key, value, options))
+      },
+      delete: async (key: string, options?: WriteOptions) => {
+        checkKey(key, true)
+        return this.#write(() => {
+          const result = this.#db.delete(t).where(eq(t.key, key)).run()
+          if (result.changes === 0) return false
+          this.#record({ entity: 'meta', entityId: key, change: 'delete', audit: 'meta.delete' }, options)
+          return true
+        })
+      },
+      migrations: async () => this.#read(() => readAppliedMigrations(this.#sqlite)),
+      diagnostics: async (): Promise<StoreDiagnostics> =>
+        this.#read(() => {
+          const pragma = (name: string) => this.#sqlite.pragma(name, { simple: true }) as string | number
+          const synchronous = ['OFF', 'NORMAL', 'FULL', 'EXTRA'][Number(pragma('synchronous'))] ?? String(pragma('synchronous'))
+          return {
+            backend: 'sqlite',
+            location: this.path,
+            details: {
+              sqliteVersion: (this.#sqlite.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v,
+              journalMode: String(pragma('journal_mode')),
+              synchronous,
+              foreignKeys: Number(pragma('foreign_keys')) === 1,
+              busyTimeoutMs: Number(pragma('busy_timeout')),
+              readonly: this.readonly,
+              sizeBytes: Number(pragma('page_count')) * Number(pragma('page_size')),
+              changeLogSeq: (this.#sqlite.prepare('SELECT max(seq) AS seq FROM store_changes').get() as { seq: number | null }).seq ?? 0,
+            },
+          }
+        }),
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // search
+
+  #indexSource(): IndexSource {
+    const messageDocument = (row: { id: string; text: string; conversationId: string; workspace: string | null; role: 'user' | 'assistant'; createdAt: number }): MessageDocument => ({
+      id: row.id,
+      text: row.text,
+      conversationId: row.conversationId,
+      workspace: row.workspace ?? '',
+      role: row.role,
+      createdAt: row.createdAt,
+    })
+    const memoryDocument = (row: typeof schema.memories.$inferSelect): MemoryDocument => ({
+      id: row.id,
+      text: row.text,
+      kind: row.kind,
+      scope: row.scope,
+      workspace: row.workspace,
+      sessionId: row.sessionId,
+      createdAt: row.createdAt,
+      superseded: row.supersededBy !== null,
+    })
+    const m = schema.messages
+    const c = schema.conversations
+    const messageColumns = { id: m.id, text: m.text, conversationId: m.conversationId, workspace: c.workspace, role: m.role, createdAt: m.createdAt }
+    const db = this.#db
+    return {
+      instanceId: () => this.#instanceId ?? 'unknown',
+      currentSeq: () => db.select({ seq: sql<number | null>`max(${schema.changes.seq})` }).from(schema.changes).get()?.seq ?? 0,
+      changesSince: (after, limit) =>
+        db
+          .select({ seq: schema.changes.seq, entity: schema.changes.entity, entityId: schema.changes.entityId, op: schema.changes.op })
+          .from(schema.changes)
+          .where(gt(schema.changes.seq, after))
+          .orderBy(asc(schema.changes.seq))
+          .limit(limit)
+          .all() as ChangeRow[],
+      *allMessages() {
+        // Keyset pages keep memory flat on large databases.
+        let after = ''
+        for (;;) {
+          const page = db.select(messageColumns).from(m).innerJoin(c, eq(c.id, m.conversationId)).where(gt(m.id, after)).orderBy(asc(m.id)).limit(2_000).all()
+          if (page.length === 0) return
+          for (const row of page) yield messageDocument(row)
+          after = page[page.length - 1]!.id
+        }
+      },
+      *allMemories() {
+        let after = ''
+        for (;;) {
+          const page = db.select().from(schema.memories).where(gt(schema.memories.id, after)).orderBy(asc(schema.memories.id)).limit(2_000).all()
+          if (page.length === 0) return
+          for (const row of page) yield memoryDocument(row)
+          after = page[page.length - 1]!.id
+        }
+      },
+      message: (id) => {
+        const row = db.select(messageColumns).from(m).innerJoin(c, eq(c.id, m.conversationId)).where(eq(m.id, id)).get()
+        return row ? messageDocument(row) : undefined
+      },
+      messageIdsOfConversation: (conversationId) =>
+        db
+          .select({ id: m.id })
+          .from(m)
+          .where(eq(m.conversationId, conversationId))
+          .all()
+          .map((row) => row.id),
+      memory: (id) => {
+        const row = db.select().from(schema.memories).where(eq(schema.memories.id, id)).get()
+        return row ? memoryDocument(row) : undefined
+      },
+      inTransaction: () => this.#sqlite.inTransaction,
+      readManifest: () => db.select().from(schema.meta).where(eq(schema.meta.key, INDEX_META_KEY)).get()?.value,
+      writeManifest: (manifest) => {
+        if (this.readonly) return
+        if (db.select().from(schema.meta).where(eq(schema.meta.key, INDEX_META_KEY)).get()?.value === manifest) return
+        // Best effort and without waiting: a search must not fail or stall because another
+        // process holds the write lock. An unrecorded manifest is written by a later search.
+        const timeout = this.#sqlite.pragma('busy_timeout', { simple: true }) as number
+        this.#sqlite.pragma('busy_timeout = 0')
+        try {
+          this.#runImmediate.immediate(() => this.#setMetaRow(INDEX_META_KEY, manifest, { actor: 'store' }))
+        } catch (error) {
+          if (!isMemoryStoreError(translateSqliteError(error, ''), 'busy')) throw error
+        } finally {
+          this.#sqlite.pragma(`busy_timeout = ${timeout}`)
+        }
+      },
+    }
+  }
+
+  #searchService(): SearchService {
+    const query = (value: unknown): string => {
+      if (typeof value !== 'string') throw new MemoryStoreError('invalid-argument', 'query must be a string')
+      return value
+    }
+    return {
+      memories: async (text: string, options: MemorySearchOptions = {}): Promise<MemoryHit[]> => {
+        const q = query(text)
+        const limit = pageSize(options.limit, DEFAULT_HITS, MAX_HITS)
+        const filter: MemoryScopeFilter = { ...options }
+        if (filter.scope !== undefined) asArray(filter.scope).forEach((s) => requireScope(s))
+        if (filter.since !== undefined) requireTime(filter.since, 'since')
+        if (filter.until !== undefined) requireTime(filter.until, 'until')
+        return this.#read(() => {
+          if (q.trim().length === 0) return []
+          this.#index.ensureCurrent()
+          const hits = this.#index.searchMemories(q, filter, limit)
+          if (hits.length === 0) return []
+          const rows = new Map(
+            this.#db
+              .select()
+              .from(schema.memories)
+              .where(inArray(schema.memories.id, hits.map((hit) => hit.id)))
+              .all()
+              .map((row) => [row.id, row]),
+          )
+          return hits.flatMap((hit) => {
+            const row = rows.get(hit.id)
+            return row ? [{ memory: toMemory(row), score: hit.score }] : []
+          })
+        })
+      },
+      messages: async (text: string, options: MessageSearchOptions = {}): Promise<MessageHit[]> => {
+        const q = query(text)
+        const limit = pageSize(options.limit, DEFAULT_HITS, MAX_HITS)
+        const role = options.role === undefined ? undefined : requireRole(options.role)
+        const since = options.since === undefined ? undefined : requireTime(options.since, 'since')
+        const until = options.until === undefined ? undefined : requireTime(options.until, 'until')
+        const accept = (doc: MessageDocument): boolean =>
+          (options.workspace === undefined || doc.workspace === options.workspace) &&
+          (options.conversationId === undefined || doc.conversationId === options.conversationId) &&
+          (role === undefined || doc.role === role) &&
+          (since === undefined || doc.createdAt >= since) &&
+          (until === undefined || doc.createdAt <= until)
+        return this.#read(() => {
+          if (q.trim().length === 0) return []
+          this.#index.ensureCurrent()
+          const hits = this.#index.searchMessages(q, accept, limit)
+          if (hits.length === 0) return []
+          const rows = new Map(
+            this.#db
+              .select()
+              .from(schema.messages)
+              .where(inArray(schema.messages.id, hits.map((hit) => hit.id)))
+              .all()
+              .map((row) => [row.id, row]),
+          )
+          return hits.flatMap((hit) => {
+            const row = rows.get(hit.id)
+            return row ? [{ message: toMessage(row), score: hit.score }] : []
+          })
+        })
+      },
+      warm: async (): Promise<SearchIndexStatus> =>
+        this.#read(() => {
+          this.#index.ensureCurrent()
+          return this.#index.status()
+        }),
+      rebuild: async (): Promise<SearchIndexStatus> =>
+        this.#read(() => {
+          this.#index.rebuild('manual')
+          return this.#index.status()
+        }),
+      status: async (): Promise<SearchIndexStatus> => this.#read(() => this.#index.status()),
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // transactions
+
+  async transaction<T>(fn: (store: MemoryStore) => Promise<T> | T): Promise<T> {
+    this.#assertOpen()
+    if (typeof fn !== 'function') throw new MemoryStoreError('invalid-argument', 'transaction needs a function')
+    if (this.#gate.insideTransaction) return this.#savepoint(fn)
+    return this.#gate.hold(async () => {
+      this.#assertOpen()
+      try {
+        this.#sqlite.exec(this.readonly ? 'BEGIN' : 'BEGIN IMMEDIATE')
+      } catch (error) {
+        throw translateSqliteError(error, 'cannot start a transaction')
+      }
+      try {
+        const result = await fn(this)
+        this.#sqlite.exec('COMMIT')
+        return result
+      } catch (error) {
+        this.#rollback('ROLLBACK')
+        throw translateSqliteError(error, 'transaction failed')
+      }
+    })
+  }
+
+  #savepointCounter = 0
+
+  async #savepoint<T>(fn: (store: MemoryStore) => Promise<T> | T): Promise<T> {
+    const name = `dshm_sp_${++this.#savepointCounter}`
+    this.#sqlite.exec(`SAVEPOINT ${name}`)
+    try {
+      const result = await fn(this)
+      this.#sqlite.exec(`RELEASE ${name}`)
+      return result
+    } catch (error) {
+      this.#rollback(`ROLLBACK TO ${name}; RELEASE ${name}`)
+      throw error
+    }
+  }
+
+  #rollback(statement: string): void {
+    try {
+      if (this.#sqlite.inTransaction) this.#sqlite.exec(statement)
+    } finally {
+      // The index may have caught up with changes that no longer exist (and whose seq values
+      // will be reused); drop it and let the next search reload from file or rebuild.
+      this.#index.reset()
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // migrations
+
+  async migrate(sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> {
+    const list = Array.isArray(sets) ? [...(sets as readonly MigrationSet[])] : [sets as MigrationSet]
+    for (const set of list) {
+      if (set?.owner === 'store') throw new MemoryStoreError('invalid-argument', "migration owner 'store' is reserved for @dsh-memory/store")
+    }
+    return this.#call(!this.readonly, () => applyMigrations(this.#sqlite, list, this.#now(), { readonly: this.readonly }))
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // export / import
+
+  exportJsonl(): AsyncIterable<string> {
+    this.#assertOpen()
+    return this.#exportRecords()
+  }
+
+  async *#exportRecords(): AsyncGenerator<string> {
+    this.#assertOpen()
+    const inMemory = this.path === ':memory:'
+    // A second read-only connection in a read transaction sees one consistent WAL snapshot
+    // and never blocks (or is blocked by) this store's own writes.
+    const snapshot = inMemory ? undefined : new Database(this.path, { readonly: true, fileMustExist: true, timeout: this.#options.busyTimeoutMs })
+    if (snapshot) this.#snapshots.add(snapshot)
+    try {
+      if (snapshot) snapshot.exec('BEGIN')
+      const migrations = snapshot ? readAppliedMigrations(snapshot) : await this.#read(() => readAppliedMigrations(this.#sqlite))
+      yield encodeExportRecord({
+        type: 'header',
+        format: EXPORT_FORMAT,
+        version: EXPORT_VERSION,
+        exportedAt: this.#now(),
+        schema: migrations.filter((m) => m.owner === 'store').reduce((max, m) => Math.max(max, m.version), 0),
+      })
+      const snapshotDb = snapshot ? drizzle({ client: snapshot }) : undefined
+      // Pages rather than one open iterator: the in-memory case shares the store's
+      // connection, which must stay usable (and go through the gate) between yields.
+      const page = <R>(query: (db: Db, offset: number) => R[], offset: number): R[] | Promise<R[]> => {
+        if (!snapshotDb) return this.#read(() => query(this.#db, offset))
+        this.#assertOpen()
+        return query(snapshotDb, offset)
+      }
+      const PAGE = 1_000
+      async function* pages<R, T>(type: string, query: (db: Db, offset: number) => R[], map: (row: R) => T): AsyncGenerator<string> {
+        for (let offset = 0; ; offset += PAGE) {
+          const rows = await page(query, offset)
+          for (const row of rows) yield encodeExportRecord({ type, data: map(row) } as ExportRecord)
+          if (rows.length < PAGE) return
+        }
+      }
+      const c = schema.conversations
+      const m = schema.messages
+      const mem = schema.memories
+      const sc = schema.scenes
+      const p = schema.persona
+      yield* pages('conversation', (db, offset) => db.select().from(c).orderBy(asc(c.startedAt), asc(c.id)).limit(PAGE).offset(offset).all(), toConversation)
+      yield* pages('message', (db, offset) => db.select().from(m).orderBy(asc(m.conversationId), asc(m.seq), asc(m.id)).limit(PAGE).offset(offset).all(), toMessage)
+      yield* pages('memory', (db, offset) => db.select().from(mem).orderBy(asc(mem.createdAt), asc(mem.id)).limit(PAGE).offset(offset).all(), toMemory)
+      yield* pages('scene', (db, offset) => db.select().from(sc).orderBy(asc(sc.createdAt), asc(sc.id)).limit(PAGE).offset(offset).all(), toScene)
+      yield* pages('persona', (db, offset) => db.select().from(p).orderBy(asc(p.scope), asc(p.workspace)).limit(PAGE).offset(offset).all(), toPersona)
+      if (snapshot) snapshot.exec('COMMIT')
+    } finally {
+      if (snapshot) {
+        this.#snapshots.delete(snapshot)
+        snapshot.close()
+      }
+    }
+  }
+
+  async importJsonl(lines: string | Iterable<string> | AsyncIterable<string>, options?: WriteOptions): Promise<ImportResult> {
+    this.#assertOpen()
+    if (this.readonly) throw new MemoryStoreError('readonly', 'the memory store was opened read-only')
+    const source: Iterable<string> | AsyncIterable<string> = typeof lines === 'string' ? lines.split('\n') : lines
+    if (!source || (typeof (source as Iterable<string>)[Symbol.iterator] !== 'function' && typeof (source as AsyncIterable<string>)[Symbol.asyncIterator] !== 'function')) {
+      throw new MemoryStoreError('invalid-argument', 'importJsonl needs a string or an iterable of lines')
+    }
+    const inserted: RecordCounts = { conversations: 0, messages: 0, memories: 0, scenes: 0, persona: 0 }
+    const skipped: RecordCounts = { conversations: 0, messages: 0, memories: 0, scenes: 0, persona: 0 }
+    return this.transaction(async () => {
+      // Memories may name a successor that appears later in the file.
+      this.#sqlite.pragma('defer_foreign_keys = ON')
+      let lineNumber = 0
+      let sawHeader = false
+      for await (const raw of source) {
+        lineNumber++
+        for (const line of String(raw).split('\n')) {
+          if (line.trim().length === 0) continue
+          const record = parseImportLine(line, lineNumber, sawHeader)
+          if (record.type === 'header') {
+            sawHeader = true
+            continue
+          }
+          const counter = COUNTER_OF[record.type]
+          const added = this.#importRecord(record, lineNumber, options)
+          if (added) inserted[counter]++
+          else skipped[counter]++
+        }
+      }
+      if (!sawHeader) throw new MemoryStoreError('unsupported-format', `not a ${EXPORT_FORMAT} stream: no header line`)
+      const dangling = this.#sqlite.pragma('foreign_key_check') as unknown[]
+      if (dangling.length > 0) {
+        throw new MemoryStoreError('invalid-argument', `import refers to ${dangling.length} missing row(s) (e.g. a superseding memory not in the file); nothing was imported`)
+      }
+      return { inserted, skipped }
+    })
+  }
+
+  /** Insert one imported record unless its id (or key) exists. @returns true when inserted. */
+  #importRecord(record: Exclude<ExportRecord, { type: 'header' }>, line: number, options: WriteOptions | undefined): boolean {
+    const limits = this.#options.limits
+    const now = this.#now()
+    const where = `line ${line}`
+    const withLine = <T>(fn: () => T): T => {
+      try {
+        return fn()
+      } catch (error) {
+        if (isMemoryStoreError(error, 'invalid-argument')) throw new MemoryStoreError('invalid-argument', `${where}: ${error.message}`)
+        throw error
+      }
+    }
+    return withLine(() => {
+      switch (record.type) {
+        case 'conversation': {
+          const d = record.data
+          const id = requireId(d.id, 'id')
+          if (this.#db.select({ id: schema.conversations.id }).from(schema.conversations).where(eq(schema.conversations.id, id)).get()) return false
+          this.#db
+            .insert(schema.conversations)
+            .values({
+              id,
+              workspace: prepareLabel(d.workspace ?? '', 'workspace', limits.label, true),
+              title: d.title === null || d.title === undefined ? null : prepareLabel(d.title, 'title', limits.label, true) || null,
+              startedAt: requireTime(d.startedAt, 'startedAt'),
+              endedAt: d.endedAt === null || d.endedAt === undefined ? null : requireTime(d.endedAt, 'endedAt'),
+              updatedAt: requireTime(d.updatedAt, 'updatedAt'),
+              flags: flagsObject(d.flags ?? {}),
+            })
+            .run()
+          this.#record({ entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.import' }, options, now)
+          return true
+        }
+        case 'message': {
+          const d = record.data
+          const id = requireId(d.id, 'id')
+          const conversationId = requireId(d.conversationId, 'conversationId')
+          const hostMessageId = requireId(d.hostMessageId, 'hostMessageId')
+          const m = schema.messages
+          const exists = this.#db
+            .select({ id: m.id })
+            .from(m)
+            .where(or(eq(m.id, id), and(eq(m.conversationId, conversationId), eq(m.hostMessageId, hostMessageId))))
+            .get()
+          if (exists) return false
+          if (!this.#db.select({ id: schema.conversations.id }).from(schema.conversations).where(eq(schema.conversations.id, conversationId)).get()) {
+            throw new MemoryStoreError('invalid-argument', `message ${id} belongs to conversation ${conversationId}, which is not in the database or earlier in the file`)
+          }
+          const text = prepareText(d.text, 'text', limits.message).text
+          this.#db
+            .insert(m)
+            .values({
+              id,
+              conversationId,
+              hostMessageId,
+              role: requireRole(d.role),
+              text,
+              turn: requireCount(d.turn ?? 0, 'turn'),
+              seq: requireCount(d.seq, 'seq'),
+              sourceIds: idList(d.sourceIds, 'sourceIds'),
+              tokensEstimate: d.tokensEstimate === undefined ? estimateTokens(text) : requireCount(d.tokensEstimate, 'tokensEstimate'),
+              createdAt: requireTime(d.createdAt, 'createdAt'),
+              flags: flagsObject(d.flags ?? {}),
+            })
+            .run()
+          this.#record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.import' }, options, now)
+          return true
+        }
+        case 'memory': {
+          const d = record.data
+          const id = requireId(d.id, 'id')
+          if (this.#db.select({ id: schema.memories.id }).from(schema.memories).where(eq(schema.memories.id, id)).get()) return false
+          const values = this.#memoryValues({
+            kind: d.kind,
+            text: d.text,
+            scope: d.scope,
+            workspace: d.workspace,
+            sessionId: d.sessionId,
+            sourceMessageIds: d.sourceMessageIds,
+            priority: d.priority,
+            flags: d.flags ?? {},
+            embedding: d.embedding ?? null,
+            embeddingModel: d.embeddingModel ?? null,
+          })
+          const revision = d.revision === undefined ? 1 : Math.max(1, requireCount(d.revision, 'revision'))
+          this.#db
+            .insert(schema.memories)
+            .values({
+              id,
+              ...values,
+              revision,
+              createdAt: requireTime(d.createdAt, 'createdAt'),
+              updatedAt: requireTime(d.updatedAt, 'updatedAt'),
+              lastRecalledAt: d.lastRecalledAt === null || d.lastRecalledAt === undefined ? null : requireTime(d.lastRecalledAt, 'lastRecalledAt'),
+              supersededBy: d.supersededBy === null || d.supersededBy === undefined ? null : requireId(d.supersededBy, 'supersededBy'),
+            })
+            .run()
+          this.#record({ entity: 'memory', entityId: id, change: 'insert', audit: 'memory.import', revision }, options, now)
+          return true
+        }
+        case 'scene': {
+          const d = record.data
+          const id = requireId(d.id, 'id')
+          if (this.#db.select({ id: schema.scenes.id }).from(schema.scenes).where(eq(schema.scenes.id, id)).get()) return false
+          const scope = requireScope(d.scope)
+          const revision = d.revision === undefined ? 1 : Math.max(1, requireCount(d.revision, 'revision'))
+          this.#db
+            .insert(schema.scenes)
+            .values({
+              id,
+              title: prepareLabel(d.title, 'title', limits.label),
+              summary: prepareText(d.summary, 'summary', limits.scene).text,
+              scope,
+              ...this.#placement(scope, d.workspace, d.sessionId),
+              memoryIds: idList(d.memoryIds, 'memoryIds'),
+              revision,
+              createdAt: requireTime(d.createdAt, 'createdAt'),
+              updatedAt: requireTime(d.updatedAt, 'updatedAt'),
+              flags: flagsObject(d.flags ?? {}),
+            })
+            .run()
+          this.#record({ entity: 'scene', entityId: id, change: 'insert', audit: 'scene.import', revision }, options, now)
+          return true
+        }
+        case 'persona': {
+          const d = record.data
+          const key = this.#personaKey({ scope: d.scope, workspace: d.workspace })
+          const t = schema.persona
+          if (this.#db.select({ v: t.version }).from(t).where(and(eq(t.scope, key.scope), eq(t.workspace, key.workspace))).get()) return false
+          const version = Math.max(1, requireCount(d.version, 'version'))
+          this.#db
+            .insert(t)
+            .values({ ...key, text: prepareText(d.text, 'text', limits.persona).text, version, updatedAt: requireTime(d.updatedAt, 'updatedAt') })
+            .run()
+          const entityId = key.scope === 'global' ? 'global' : `workspace:${key.workspace}`
+          this.#record({ entity: 'persona', entityId, change: 'insert', audit: 'persona.import', revision: version }, options, now)
+          return true
+        }
+      }
+    })
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // lifecycle
+
+  close(): Promise<void> {
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
+    // Refuse new calls at once; let a running transaction finish first.
+    this.#closed = true
+    await this.#gate.idle()
+    try {
+      this.#index.persist()
+    } finally {
+      for (const snapshot of this.#snapshots) snapshot.close()
+      this.#snapshots.clear()
+      this.#sqlite.close()
+      this.#sqliteClosed = true
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+}
+
+/** Memory columns derived from input (all but id, revision and times). */
+type MemoryValues = Omit<typeof schema.memories.$inferInsert, 'id' | 'revision' | 'createdAt' | 'updatedAt' | 'lastRecalledAt' | 'supersededBy'> & {
+  scope: Scope
+}
+
+const COUNTER_OF = {
+  conversation: 'conversations',
+  message: 'messages',
+  memory: 'memories',
+  scene: 'scenes',
+  persona: 'persona',
+} as const satisfies Record<Exclude<ExportRecord['type'], 'header'>, keyof RecordCounts>

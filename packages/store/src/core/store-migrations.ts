@@ -1,0 +1,28 @@
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { MemoryStoreError } from './errors.ts'
+import { loadMigrationDir } from './migrations.ts'
+import type { MigrationSet } from './types.ts'
+
+/** The migration owner of this package's own tables. */
+export const STORE_MIGRATION_OWNER = 'store'
+
+let cached: MigrationSet | undefined
+
+/**
+ * This package's migrations, read once from `migrations/store/` in the package root. The
+ * file sits at `dist/<chunk>.js` when built and at `src/core/store-migrations.ts` under
+ * vitest, so both depths are tried, nearest first.
+ * @throws MemoryStoreError `corrupt` when the package was installed without its `migrations/` folder.
+ */
+export function storeMigrations(): MigrationSet {
+  if (cached) return cached
+  for (const relative of ['../migrations/store/', '../../migrations/store/']) {
+    const url = new URL(relative, import.meta.url)
+    if (existsSync(fileURLToPath(url))) {
+      cached = loadMigrationDir(url, STORE_MIGRATION_OWNER)
+      return cached
+    }
+  }
+  throw new MemoryStoreError('corrupt', `@dsh-memory/store is missing its migrations/ folder (looked beside ${fileURLToPath(import.meta.url)})`)
+}

@@ -1,0 +1,145 @@
+/**
+ * The search tokenizer, shared by the index and by other packages (cue-bank keyword
+ * extraction), so a term means the same thing everywhere.
+ *
+ * Pipeline: NFKC → ICU word segmentation (`Intl.Segmenter`, which uses ICU's CJK
+ * dictionaries for Chinese and Japanese) → per word: sub-words of identifiers
+ * (`snake_case`, `camelCase`, `a.b`) → lower-case → English stop words dropped; plus
+ * overlapping character bigrams over every CJK run, because the segmenter often cuts a
+ * compound differently in a short query than in a long document ("数据库" vs "数据|库").
+ * The choice is measured in `bench/tokenizer.ts` (see the README).
+ */
+
+/**
+ * Changes whenever the tokens produced for some input change. Persisted indexes record it
+ * and are rebuilt when it differs. The ICU version is recorded separately (it changes
+ * segmentation of CJK text too).
+ */
+export const TOKENIZER_VERSION = 'icu-words+cjk-bigrams/1'
+
+/** Which token sources to emit; the default tokenizer emits both. Used by the benchmark. */
+export interface TokenizerVariant {
+  /** ICU dictionary words (CJK words included). */
+  words: boolean
+  /** Overlapping CJK character bigrams (a lone CJK character is emitted as itself). */
+  bigrams: boolean
+}
+
+const DEFAULT_VARIANT: TokenizerVariant = { words: true, bigrams: true }
+
+// 'und' rather than the machine's locale: tokens must not depend on where the process runs.
+const SEGMENTER = new Intl.Segmenter('und', { granularity: 'word' })
+
+// Han/Kana/Hangul plus the kana length mark and 〆, which Unicode files under "Common"
+// although they only occur inside Japanese words.
+const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3006]+/gu
+const HAS_CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3006]/u
+
+// Separators ICU keeps inside one word (MidLetter/MidNum/ExtendNumLet) that in code and
+// paths separate meaningful parts: foo_bar, user.name, it's, key:value.
+const SUBWORD_SEPARATORS = /[_.:'’‘·@-]+/
+// camelCase and ACRONYMWord boundaries.
+const CAMEL_BOUNDARY = /(?<=[\p{Ll}\d])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})/u
+
+/**
+ * English function words that carry no topic. Negations ("not", "no", "never") are
+ * deliberately absent: they flip the meaning of preferences. Single letters are dropped
+ * by length anyway.
+ */
+export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set([
+  'a', 'about', 'above', 'after', 'again', 'all', 'also', 'am', 'an', 'and', 'any', 'are', 'as', 'at',
+  'be', 'because', 'been', 'before', 'being', 'below', 'between', 'both', 'but', 'by',
+  'can', 'could', 'did', 'do', 'does', 'doing', 'down', 'during', 'each', 'few', 'for', 'from', 'further',
+  'had', 'has', 'have', 'having', 'he', 'her', 'here', 'hers', 'herself', 'him', 'himself', 'his', 'how',
+  'if', 'in', 'into', 'is', 'it', 'its', 'itself', 'just', 'me', 'more', 'most', 'my', 'myself',
+  'of', 'off', 'on', 'once', 'only', 'or', 'other', 'our', 'ours', 'ourselves', 'out', 'over', 'own',
+  'same', 'she', 'should', 'so', 'some', 'such', 'than', 'that', 'the', 'their', 'theirs', 'them',
+  'themselves', 'then', 'there', 'these', 'they', 'this', 'those', 'through', 'to', 'too', 'under',
+  'until', 'up', 'very', 'was', 'we', 'were', 'what', 'when', 'where', 'which', 'while', 'who', 'whom',
+  'why', 'will', 'with', 'would', 'you', 'your', 'yours', 'yourself', 'yourselves',
+])
+
+/**
+ * CJK grammar words, not topic: Chinese particles and Japanese particles/copula pieces
+ * (single characters plus から and まで). Only dropped when the segmenter returns them as a
+ * word of their own; inside bigrams they stay, so phrases still match.
+ */
+const CJK_STOP_CHARACTERS: ReadonlySet<string> = new Set([
+  '的', '了', '是', '在', '和', '与', '也', '就', '都', '而', '及', '着', '把', '被', '吗', '呢', '吧', '啊', '这', '那', '之',
+  'の', 'は', 'が', 'を', 'に', 'で', 'と', 'も', 'へ', 'や', 'か', 'な', 'だ', 'て', 'た', 'し', 'ね', 'よ', 'から', 'まで',
+])
+
+/**
+ * Split `text` into normalised search terms.
+ *
+ * Contract: deterministic (same input, same output, on any machine with the same ICU);
+ * every term is non-empty, NFKC-normalised and lower-cased; every ASCII word of two or more
+ * characters that is not an English stop word appears (whole and, for identifiers, by
+ * parts); duplicates are kept because term frequency matters to ranking.
+ */
+export function tokenize(text: string): string[] {
+  return tokenizeWith(text, DEFAULT_VARIANT)
+}
+
+/**
+ * {@link tokenize} with a chosen mix of token sources; exists for the benchmark that
+ * justifies the default. Not part of the stable API.
+ */
+export function tokenizeWith(text: string, variant: TokenizerVariant): string[] {
+  if (typeof text !== 'string' || text.length === 0) return []
+  const normalized = text.normalize('NFKC')
+  const tokens: string[] = []
+
+  for (const { segment, isWordLike } of SEGMENTER.segment(normalized)) {
+    if (!isWordLike) continue
+    if (HAS_CJK.test(segment)) {
+      // CJK words: the segmenter's dictionary word. Lone characters only when topical.
+      if (!variant.words) continue
+      const word = normalizeTerm(segment)
+      if (CJK_STOP_CHARACTERS.has(word)) continue
+      tokens.push(word)
+      continue
+    }
+    pushWord(segment, tokens)
+  }
+
+  if (variant.bigrams) {
+    for (const [run] of normalized.matchAll(CJK_RUN)) {
+      const chars = [...run]
+      if (chars.length === 1) {
+        // A lone character has no bigram; the word pass already emitted it when enabled.
+        if (!variant.words && !CJK_STOP_CHARACTERS.has(chars[0]!)) tokens.push(normalizeTerm(chars[0]!))
+        continue
+      }
+      for (let i = 0; i + 1 < chars.length; i++) tokens.push(normalizeTerm(chars[i]! + chars[i + 1]!))
+    }
+  }
+  return tokens
+}
+
+function pushWord(segment: string, tokens: string[]): void {
+  const whole = normalizeTerm(segment)
+  if (isKeptWord(whole)) tokens.push(whole)
+  // Both levels: `foo_barBaz` → foo_barbaz, foo, barbaz, bar, baz.
+  const parts = segment.split(SUBWORD_SEPARATORS)
+  const pieces: string[] = []
+  for (const part of parts) {
+    if (parts.length > 1) pieces.push(part)
+    const camel = part.split(CAMEL_BOUNDARY)
+    if (camel.length > 1) pieces.push(...camel)
+  }
+  for (const piece of pieces) {
+    const term = normalizeTerm(piece)
+    if (term !== whole && isKeptWord(term)) tokens.push(term)
+  }
+}
+
+function isKeptWord(term: string): boolean {
+  return [...term].length >= 2 && !ENGLISH_STOP_WORDS.has(term)
+}
+
+// Lower-casing can leave text that is no longer NFKC (and NFKC can re-introduce capitals
+// for a few compatibility characters); normalising on both sides makes the contract hold.
+function normalizeTerm(term: string): string {
+  return term.toLowerCase().normalize('NFKC').toLowerCase()
+}

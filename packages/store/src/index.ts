@@ -1,0 +1,69 @@
+/**
+ * `@dsh-memory/store`: the shared storage core of dsh-memory, usable as a plain library.
+ * Nothing here imports DSH; the Cordis service lives in `@dsh-memory/store/plugin`.
+ *
+ * @module @dsh-memory/store
+ */
+export { openMemoryStore } from './core/sqlite-store.ts'
+export { DEFAULT_BUSY_TIMEOUT_MS, resolveDataDir } from './core/options.ts'
+export type { MemoryStoreOptions } from './core/options.ts'
+export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'
+export type { MemoryStoreErrorCode } from './core/errors.ts'
+export { loadMigrationDir, migrationChecksum } from './core/migrations.ts'
+export { ENGLISH_STOP_WORDS, tokenize, TOKENIZER_VERSION } from './core/tokenizer.ts'
+export { redactionMarker, redactSecrets } from './core/redact.ts'
+export type { RedactionResult, SecretKind } from './core/redact.ts'
+export { DEFAULT_TEXT_LIMITS, estimateTokens } from './core/text.ts'
+export type { TextLimits } from './core/text.ts'
+export { EXPORT_FORMAT, EXPORT_VERSION } from './core/export-format.ts'
+export type {
+  AddMemoryInput,
+  AddSceneInput,
+  AppendMessageInput,
+  AppendMessageResult,
+  AppliedMigration,
+  AuditEntry,
+  AuditFilter,
+  AuditLog,
+  AuditOp,
+  Conversation,
+  ConversationFilter,
+  ConversationRepository,
+  EnsureConversationInput,
+  EntityName,
+  Flags,
+  ImportResult,
+  IndexBuildReason,
+  Memory,
+  MemoryFilter,
+  MemoryHit,
+  MemoryKind,
+  MemoryRepository,
+  MemoryScopeFilter,
+  MemorySearchOptions,
+  MemoryStore,
+  Message,
+  MessageFilter,
+  MessageHit,
+  MessageRepository,
+  MessageRole,
+  MessageSearchOptions,
+  MetaRepository,
+  Migration,
+  MigrationSet,
+  Persona,
+  PersonaKey,
+  PersonaRepository,
+  PutPersonaInput,
+  RecordCounts,
+  Scene,
+  SceneFilter,
+  SceneRepository,
+  Scope,
+  SearchIndexStatus,
+  SearchService,
+  StoreDiagnostics,
+  UpdateMemoryPatch,
+  UpdateScenePatch,
+  WriteOptions,
+} from './core/types.ts'

@@ -1,0 +1,94 @@
+import Database from 'better-sqlite3'
+import { describe, expect, it } from 'vitest'
+import { openTemp, rejectionOf, reopen } from './helpers.ts'
+
+const PHRASE = 'purple-elephant-7731 sk-live-abcdefghijklmnopqrstuvwxyz99'
+
+describe('audit log', () => {
+  it('has no column that could hold content', async () => {
+    const { store, path } = openTemp()
+    await store.close()
+    const db = new Database(path, { readonly: true })
+    const columns = (db.prepare('PRAGMA table_info(store_audit)').all() as { name: string; type: string }[]).map((c) => c.name)
+    db.close()
+    expect(columns).toEqual(['id', 'at', 'op', 'entity', 'entity_id', 'actor', 'revision'])
+  })
+
+  it('records every write path, with actor and revision, and never the content', async () => {
+    const { store, path } = openTemp({ actor: 'default-actor' })
+    await store.conversations.ensure({ id: 'c1', workspace: '/w', title: `Title ${PHRASE}` })
+    await store.conversations.ensure({ id: 'c1', workspace: '/w2' })
+    await store.conversations.end('c1')
+    const { message } = await store.messages.append({ conversationId: 'c1', hostMessageId: 'h1', role: 'user', text: `note ${PHRASE}` }, { actor: 'capture' })
+    await store.messages.delete(message.id)
+    const memory = await store.memories.add({ kind: 'fact', text: `fact ${PHRASE}`, scope: 'global' }, { actor: 'distill' })
+    await store.memories.update(memory.id, { text: `updated ${PHRASE}` })
+    const next = await store.memories.supersede(memory.id, { text: `newer ${PHRASE}` })
+    await store.memories.touchRecalled([next.id])
+    const scene = await store.scenes.add({ title: `Scene ${PHRASE}`, summary: `summary ${PHRASE}`, scope: 'global' })
+    await store.scenes.update(scene.id, { summary: `again ${PHRASE}` })
+    await store.scenes.delete(scene.id)
+    await store.persona.put({ scope: 'global', text: `persona ${PHRASE}` })
+    await store.persona.delete({ scope: 'global' })
+    await store.meta.set('plugin.setting', PHRASE)
+    await store.meta.delete('plugin.setting')
+    await store.memories.delete(next.id)
+    await store.conversations.delete('c1')
+
+    const entries = await store.audit.list({ limit: 1_000 })
+    expect(entries.map((e) => e.op)).toEqual(
+      expect.arrayContaining([
+        'conversation.create',
+        'conversation.update',
+        'conversation.end',
+        'conversation.delete',
+        'message.append',
+        'message.delete',
+        'memory.add',
+        'memory.update',
+        'memory.supersede',
+        'memory.recall',
+        'memory.delete',
+        'scene.add',
+        'scene.update',
+        'scene.delete',
+        'persona.put',
+        'persona.delete',
+        'meta.set',
+        'meta.delete',
+      ]),
+    )
+    expect(entries.find((e) => e.op === 'message.append')!.actor).toBe('capture')
+    expect(entries.find((e) => e.op === 'memory.add')!.actor).toBe('distill')
+    expect(entries.find((e) => e.op === 'memory.update')).toMatchObject({ actor: 'default-actor', revision: 2, entityId: memory.id })
+    expect((await store.audit.list({ entity: 'memory', entityId: memory.id })).map((e) => e.op)).toEqual(['memory.add', 'memory.update', 'memory.supersede', 'memory.delete'])
+    expect((await store.audit.list({ afterId: entries[entries.length - 2]!.id })).length).toBe(1)
+
+    // The raw table, read without the store: no trace of the phrase, secret or not.
+    await store.close()
+    const db = new Database(path, { readonly: true })
+    const raw = JSON.stringify(db.prepare('SELECT * FROM store_audit').all()) + JSON.stringify(db.prepare('SELECT * FROM store_changes').all())
+    db.close()
+    expect(raw).not.toContain('purple-elephant')
+    expect(raw).not.toContain('sk-live')
+    reopen(path)
+  })
+
+  it('writes audit and change rows in the same transaction as the write, and none for a failed write', async () => {
+    const { store, path } = openTemp()
+    await store.conversations.ensure({ id: 'c', workspace: '' })
+    await rejectionOf(store.messages.append({ conversationId: 'missing', hostMessageId: '1', role: 'user', text: 'x' }))
+    await rejectionOf(store.memories.update('missing', { text: 'x' }))
+    await store.memories.add({ kind: 'fact', text: 'x', scope: 'global' })
+    await store.close()
+    const db = new Database(path, { readonly: true })
+    const audit = db.prepare(`SELECT op FROM store_audit WHERE entity <> 'meta' ORDER BY id`).all() as { op: string }[]
+    const changes = db.prepare(`SELECT entity, op FROM store_changes WHERE entity <> 'meta' ORDER BY seq`).all()
+    db.close()
+    expect(audit.map((a) => a.op)).toEqual(['conversation.create', 'memory.add'])
+    expect(changes).toEqual([
+      { entity: 'conversation', op: 'insert' },
+      { entity: 'memory', op: 'insert' },
+    ])
+  })
+})

@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest'
+import { TRUNCATION_MARKER } from '../src/core/text.ts'
+import { fakeClock, openTemp, rejectionOf } from './helpers.ts'
+
+describe('conversations', () => {
+  it('ensure creates once, then updates in place without clobbering the workspace with an empty one', async () => {
+    const clock = fakeClock(1_000, 10)
+    const { store } = openTemp({ now: clock.now })
+    const first = await store.conversations.ensure({ id: 'session-a', workspace: '/repo', startedAt: 500 })
+    expect(first.created).toBe(true)
+    expect(first.conversation).toMatchObject({ id: 'session-a', workspace: '/repo', title: null, startedAt: 500, endedAt: null })
+
+    const again = await store.conversations.ensure({ id: 'session-a', workspace: '', startedAt: 9_999 })
+    expect(again.created).toBe(false)
+    expect(again.conversation.workspace).toBe('/repo')
+    expect(again.conversation.startedAt).toBe(500)
+
+    const titled = await store.conversations.ensure({ id: 'session-a', workspace: '/repo', title: 'Fix the build' })
+    expect(titled.conversation.title).toBe('Fix the build')
+    const moved = await store.conversations.ensure({ id: 'session-a', workspace: '/other' })
+    expect(moved.conversation.workspace).toBe('/other')
+    expect(moved.conversation.title).toBe('Fix the build')
+
+    const fresh = await store.conversations.ensure({ id: 'session-b', workspace: '' })
+    expect(fresh.conversation.workspace).toBe('')
+    expect((await store.conversations.ensure({ id: 'session-b', workspace: '/late' })).conversation.workspace).toBe('/late')
+  })
+
+  it('lists by recency and workspace, ends and deletes', async () => {
+    const clock = fakeClock(1_000, 10)
+    const { store } = openTemp({ now: clock.now })
+    await store.conversations.ensure({ id: 'a', workspace: '/one' })
+    await store.conversations.ensure({ id: 'b', workspace: '/two' })
+    await store.conversations.ensure({ id: 'c', workspace: '/one' })
+    expect((await store.conversations.list()).map((c) => c.id)).toEqual(['c', 'b', 'a'])
+    expect((await store.conversations.list({ workspace: '/one' })).map((c) => c.id)).toEqual(['c', 'a'])
+    expect((await store.conversations.list({ limit: 1, offset: 1 })).map((c) => c.id)).toEqual(['b'])
+
+    const ended = await store.conversations.end('a', 123_456)
+    expect(ended.endedAt).toBe(123_456)
+    expect((await rejectionOf(store.conversations.end('missing'))).code).toBe('not-found')
+
+    await store.messages.append({ conversationId: 'a', hostMessageId: 'm1', role: 'user', text: 'hello there' })
+    expect(await store.conversations.delete('a')).toBe(true)
+    expect(await store.conversations.delete('a')).toBe(false)
+    expect(await store.conversations.get('a')).toBeUndefined()
+    expect(await store.messages.list({ conversationId: 'a' })).toEqual([])
+  })
+
+  it('rejects invalid ids', async () => {
+    const { store } = openTemp()
+    expect((await rejectionOf(store.conversations.ensure({ id: '', workspace: '' }))).code).toBe('invalid-argument')
+    expect((await rejectionOf(store.conversations.ensure({ id: 'a\u0000b', workspace: '' }))).code).toBe('invalid-argument')
+    expect((await rejectionOf(store.conversations.ensure({ id: 42 as unknown as string, workspace: '' }))).code).toBe('invalid-argument')
+  })
+})
+
+describe('messages', () => {
+  it('append is idempotent on (conversationId, hostMessageId)', async () => {
+    const { store } = openTemp()
+    await store.conversations.ensure({ id: 's', workspace: '/w' })
+    const first = await store.messages.append({ conversationId: 's', hostMessageId: 'evt-1', role: 'user', text: 'Please use pnpm.', turn: 1, sourceIds: ['e1', 'e2'] })
+    expect(first.inserted).toBe(true)
+    expect(first.message).toMatchObject({ conversationId: 's', hostMessageId: 'evt-1', role: 'user', text: 'Please use pnpm.', turn: 1, seq: 1, sourceIds: ['e1', 'e2'] })
+    expect(first.message.tokensEstimate).toBeGreaterThan(0)
+
+    const second = await store.messages.append({ conversationId: 's', hostMessageId: 'evt-1', role: 'user', text: 'Please use pnpm.', turn: 1 })
+    expect(second.inserted).toBe(false)
+    expect(second.message).toEqual(first.message)
+    expect(await store.messages.list({ conversationId: 's' })).toHaveLength(1)
+    expect(await store.audit.list({ op: 'message.append' })).toHaveLength(1)
+
+    // The same host id in another conversation is a different message.
+    await store.conversations.ensure({ id: 't', workspace: '/w' })
+    expect((await store.messages.append({ conversationId: 't', hostMessageId: 'evt-1', role: 'user', text: 'x y' })).inserted).toBe(true)
+    expect(await store.messages.getByHostId('s', 'evt-1')).toEqual(first.message)
+  })
+
+  it('assigns seq, and lists with filters', async () => {
+    const clock = fakeClock(10_000, 1_000)
+    const { store } = openTemp({ now: clock.now })
+    await store.conversations.ensure({ id: 's', workspace: '/w' })
+    await store.conversations.ensure({ id: 'o', workspace: '/other' })
+    const a = (await store.messages.append({ conversationId: 's', hostMessageId: '1', role: 'user', text: 'first' })).message
+    const b = (await store.messages.append({ conversationId: 's', hostMessageId: '2', role: 'assistant', text: 'second' })).message
+    const c = (await store.messages.append({ conversationId: 's', hostMessageId: '3', role: 'user', text: 'third', seq: 10 })).message
+    const d = (await store.messages.append({ conversationId: 'o', hostMessageId: '1', role: 'user', text: 'elsewhere' })).message
+    expect([a.seq, b.seq, c.seq, d.seq]).toEqual([1, 2, 10, 1])
+    const ids = (list: { id: string }[]) => list.map((m) => m.id)
+    expect(ids(await store.messages.list({ conversationId: 's' }))).toEqual([a.id, b.id, c.id])
+    expect(ids(await store.messages.list({ conversationId: 's', order: 'desc' }))).toEqual([c.id, b.id, a.id])
+    expect(ids(await store.messages.list({ role: 'assistant' }))).toEqual([b.id])
+    expect(ids(await store.messages.list({ workspace: '/other' }))).toEqual([d.id])
+    expect(ids(await store.messages.list({ conversationId: 's', afterSeq: 1 }))).toEqual([b.id, c.id])
+    expect(ids(await store.messages.list({ since: b.createdAt, until: c.createdAt }))).toEqual([b.id, c.id])
+    expect(await store.messages.get(a.id)).toEqual(a)
+    expect(await store.messages.delete(a.id)).toBe(true)
+    expect(await store.messages.get(a.id)).toBeUndefined()
+  })
+
+  it('needs an existing conversation and valid input', async () => {
+    const { store } = openTemp()
+    expect((await rejectionOf(store.messages.append({ conversationId: 'nope', hostMessageId: '1', role: 'user', text: 'hi' }))).code).toBe('not-found')
+    await store.conversations.ensure({ id: 's', workspace: '' })
+    const bad = [
+      { text: '' },
+      { text: '   \n\t ' },
+      { text: '\u0000\u0001' },
+      { text: 42 },
+      { text: null },
+      { role: 'system' },
+      { turn: -1 },
+      { sourceIds: 'e1' },
+      { flags: [1] },
+    ]
+    for (const patch of bad) {
+      const error = await rejectionOf(store.messages.append({ conversationId: 's', hostMessageId: 'h', role: 'user', text: 'ok', ...patch } as never))
+      expect(error.code, JSON.stringify(patch)).toBe('invalid-argument')
+    }
+    expect(await store.messages.list()).toEqual([])
+  })
+
+  it('strips control characters, redacts secrets and caps the length', async () => {
+    const { store } = openTemp({ limits: { message: 200 } })
+    await store.conversations.ensure({ id: 's', workspace: '' })
+    const cleaned = await store.messages.append({ conversationId: 's', hostMessageId: '1', role: 'user', text: 'a\u0007b\r\nc\td\u001b[31m' })
+    expect(cleaned.message.text).toBe('ab\nc\td[31m')
+
+    const secret = await store.messages.append({ conversationId: 's', hostMessageId: '2', role: 'user', text: 'my key is sk-proj-abcdefghijklmnopqrstuvwx1234 ok' })
+    expect(secret.message.text).toBe('my key is [REDACTED:api-key] ok')
+    expect(secret.redactions).toBe(1)
+
+    const long = await store.messages.append({ conversationId: 's', hostMessageId: '3', role: 'assistant', text: 'x'.repeat(1_000) })
+    expect(long.message.text).toHaveLength(200)
+    expect(long.message.text.endsWith(TRUNCATION_MARKER)).toBe(true)
+  })
+})

@@ -1,0 +1,179 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { describe, expect, it } from 'vitest'
+import { isMemoryStoreError, loadMigrationDir, migrationChecksum, openMemoryStore } from '../src/index.ts'
+import type { MigrationSet } from '../src/index.ts'
+import { onCleanup, openTemp, rejectionOf, reopen, tempDir } from './helpers.ts'
+
+function tables(path: string): string[] {
+  const db = new Database(path, { readonly: true })
+  try {
+    return (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).all() as { name: string }[]).map((r) => r.name)
+  } finally {
+    db.close()
+  }
+}
+
+function openError(fn: () => unknown): Error & { code?: string } {
+  try {
+    const store = fn() as { close?: () => Promise<void> }
+    void store?.close?.()
+  } catch (error) {
+    return error as Error & { code?: string }
+  }
+  throw new Error('expected openMemoryStore to throw')
+}
+
+const cueBank = (versions: number[], failing?: number): MigrationSet => ({
+  owner: 'cue-bank',
+  migrations: versions.map((version) => ({
+    version,
+    name: `step_${version}`,
+    sql: version === failing ? 'CREATE TABLE cue_bank_broken (' : `CREATE TABLE cue_bank_t${version} (id TEXT PRIMARY KEY);`,
+  })),
+})
+
+describe('migrations', () => {
+  it('a fresh open creates the parent directory, applies the store migrations and enables WAL', async () => {
+    const { store, path } = openTemp()
+    const applied = await store.meta.migrations()
+    expect(applied.map((m) => [m.owner, m.version, m.name])).toEqual([['store', 1, 'init']])
+    expect(applied[0]!.checksum).toMatch(/^[0-9a-f]{64}$/)
+    expect(tables(path)).toEqual(
+      expect.arrayContaining(['store_schema', 'store_meta', 'store_conversations', 'store_messages', 'store_memories', 'store_scenes', 'store_persona', 'store_audit', 'store_changes']),
+    )
+    const raw = new Database(path, { readonly: true })
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
+    raw.close()
+  })
+
+  it('reopening is a no-op', async () => {
+    const { store, path } = openTemp()
+    const before = await store.meta.migrations()
+    await store.close()
+    const again = reopen(path, { now: () => 42 })
+    expect(await again.meta.migrations()).toEqual(before)
+  })
+
+  it('opening an up-to-date database does not need the write lock', async () => {
+    const { store, path } = openTemp()
+    await store.close()
+    const other = new Database(path)
+    other.exec('BEGIN IMMEDIATE')
+    try {
+      // With no wait allowed, the open could not succeed if it needed the lock.
+      const again = openMemoryStore({ path, busyTimeoutMs: 0 })
+      expect((await again.meta.migrations()).length).toBe(1)
+      await again.close()
+    } finally {
+      other.exec('ROLLBACK')
+      other.close()
+    }
+  })
+
+  it('refuses a database whose store schema is newer, naming both versions', async () => {
+    const { store, path } = openTemp()
+    await store.close()
+    const raw = new Database(path)
+    raw.prepare(`INSERT INTO store_schema (owner, version, name, checksum, applied_at) VALUES ('store', 7, 'future', 'x', 0)`).run()
+    raw.close()
+    const error = openError(() => openMemoryStore({ path }))
+    expect(isMemoryStoreError(error, 'schema-too-new')).toBe(true)
+    expect(error.message).toContain('version 7')
+    expect(error.message).toContain('up to version 1')
+  })
+
+  it('applies another owner’s migration set, at open and later through migrate()', async () => {
+    const { store, path } = openTemp({ extraMigrations: [cueBank([1])] })
+    expect(tables(path)).toContain('cue_bank_t1')
+    expect(await store.migrate(cueBank([1, 2]))).toEqual([expect.objectContaining({ owner: 'cue-bank', version: 2 })])
+    expect(await store.migrate(cueBank([1, 2]))).toEqual([])
+    expect(tables(path)).toContain('cue_bank_t2')
+    expect((await store.meta.migrations()).map((m) => `${m.owner}@${m.version}`)).toEqual(['cue-bank@1', 'cue-bank@2', 'store@1'])
+    // The other owner's newer version is refused the same way as the store's own.
+    await store.close()
+    expect(openError(() => openMemoryStore({ path, extraMigrations: [cueBank([1])] })).code).toBe('schema-too-new')
+  })
+
+  it('rolls back every migration of the open when one fails', () => {
+    const path = join(tempDir(), 'memory.db')
+    const error = openError(() => openMemoryStore({ path, extraMigrations: [cueBank([1, 2, 3], 2)] }))
+    expect(isMemoryStoreError(error, 'migration-failed')).toBe(true)
+    expect(error.message).toContain('step_2')
+    // Nothing of that open survived: not the store's tables, not cue-bank v1.
+    expect(tables(path).filter((name) => name !== 'sqlite_sequence')).toEqual([])
+    const store = openMemoryStore({ path, extraMigrations: [cueBank([1])] })
+    onCleanup(() => store.close())
+    expect(tables(path)).toContain('cue_bank_t1')
+  })
+
+  it('fails loudly when an applied migration was edited', async () => {
+    const { store, path } = openTemp({ extraMigrations: [cueBank([1])] })
+    await store.close()
+    const edited: MigrationSet = { owner: 'cue-bank', migrations: [{ version: 1, name: 'step_1', sql: 'CREATE TABLE cue_bank_other (x);' }] }
+    expect(openError(() => openMemoryStore({ path, extraMigrations: [edited] })).code).toBe('migration-mismatch')
+  })
+
+  it('validates migration sets', () => {
+    const path = join(tempDir(), 'memory.db')
+    expect(openError(() => openMemoryStore({ path, extraMigrations: [{ owner: 'store', migrations: [] }] })).code).toBe('invalid-argument')
+    expect(openError(() => openMemoryStore({ path, extraMigrations: [{ owner: 'Bad Owner', migrations: [] }] })).code).toBe('invalid-argument')
+    const duplicate: MigrationSet = { owner: 'tree', migrations: [{ version: 1, name: 'a', sql: '' }, { version: 1, name: 'b', sql: '' }] }
+    expect(openError(() => openMemoryStore({ path, extraMigrations: [duplicate] })).code).toBe('invalid-argument')
+  })
+
+  it('loadMigrationDir reads NNNN_name.sql files in version order', () => {
+    const dir = join(tempDir(), 'palace')
+    mkdirSync(dir)
+    writeFileSync(join(dir, '0002_add_index.sql'), 'CREATE INDEX palace_x ON palace_rooms (id);')
+    writeFileSync(join(dir, '0001_init.sql'), 'CREATE TABLE palace_rooms (id TEXT);\r\n')
+    writeFileSync(join(dir, 'README.md'), 'not a migration')
+    const set = loadMigrationDir(dir)
+    expect(set.owner).toBe('palace')
+    expect(set.migrations.map((m) => [m.version, m.name])).toEqual([
+      [1, 'init'],
+      [2, 'add_index'],
+    ])
+    // Line endings do not change the checksum.
+    expect(migrationChecksum(set.migrations[0]!.sql)).toBe(migrationChecksum('CREATE TABLE palace_rooms (id TEXT);\n'))
+    writeFileSync(join(dir, '2_dup.sql'), '')
+    expect(() => loadMigrationDir(dir)).toThrowError(expect.objectContaining({ code: 'invalid-argument' }))
+    expect(() => loadMigrationDir(join(dir, 'missing'))).toThrowError(expect.objectContaining({ code: 'invalid-argument' }))
+  })
+
+  it('opens read-only without writing, and refuses writes', async () => {
+    const { store, path } = openTemp()
+    await store.conversations.ensure({ id: 'c', workspace: '/w' })
+    await store.close()
+    const ro = reopen(path, { readonly: true })
+    expect(ro.readonly).toBe(true)
+    expect((await ro.conversations.get('c'))?.workspace).toBe('/w')
+    expect((await rejectionOf(ro.conversations.ensure({ id: 'd', workspace: '' }))).code).toBe('readonly')
+    expect(openError(() => openMemoryStore({ path, readonly: true, extraMigrations: [cueBank([1])] })).code).toBe('schema-too-old')
+    expect(openError(() => openMemoryStore({ path: join(tempDir(), 'none.db'), readonly: true })).code).toBe('not-found')
+  })
+
+  it('reports a file that is not a database as corrupt', () => {
+    const path = join(tempDir(), 'memory.db')
+    writeFileSync(path, 'this is not sqlite, just some text that is long enough to have a header'.repeat(20))
+    expect(openError(() => openMemoryStore({ path })).code).toBe('corrupt')
+  })
+
+  it('waits busyTimeoutMs for another connection’s lock, then fails with busy', async () => {
+    const { store, path } = openTemp({ busyTimeoutMs: 150 })
+    const other = new Database(path)
+    other.exec('BEGIN IMMEDIATE')
+    try {
+      const started = Date.now()
+      const error = await rejectionOf(store.conversations.ensure({ id: 'x', workspace: '' }))
+      expect(error.code).toBe('busy')
+      expect(Date.now() - started).toBeGreaterThanOrEqual(140)
+    } finally {
+      other.exec('ROLLBACK')
+      other.close()
+    }
+    // Once the lock is gone the same write succeeds.
+    expect((await store.conversations.ensure({ id: 'x', workspace: '' })).created).toBe(true)
+  })
+})
