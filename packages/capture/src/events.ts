@@ -1,0 +1,17 @@
+import type { CapturedMessage, SessionEventLike, SessionLike } from './core/recorder.js'
+
+declare module '@deepseek-ai/cordis' {
+  interface Events {
+    /** The host's session firehose (declared here structurally; dsh-session owns it). */
+    'session/event'(session: SessionLike, event: SessionEventLike): void
+    /** The host's awaited durability checkpoint for a session (dsh-session owns it). */
+    'session/flush'(session: SessionLike): Promise<void> | void
+    /** An agent left the host's registry (dsh-agent owns it). */
+    'agent/disposed'(agent: { readonly id: string }): void
+    /** A human prompt or assistant reply was committed to the store as an L0 message. */
+    'memory/captured'(message: CapturedMessage): void
+  }
+}
+
+/** Event names this plugin emits, emitted only after the write is committed. */
+export const CAPTURE_EVENTS = Object.freeze({ captured: 'memory/captured' } as const)

@@ -1,0 +1,6 @@
+export { CaptureRecorder } from './core/recorder.js'
+export type { CaptureHooks, CaptureStats, CapturedMessage, SessionEventLike, SessionLike } from './core/recorder.js'
+export { CaptureOptionsError, DEFAULT_CAPTURE_OPTIONS, resolveCaptureOptions } from './core/options.js'
+export type { CaptureOptions } from './core/options.js'
+export { clip, messageText, stripCodeBlocks } from './core/text.js'
+export type { ContentBlockLike } from './core/text.js'

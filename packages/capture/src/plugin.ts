@@ -1,0 +1,67 @@
+import type { Context } from '@deepseek-ai/cordis'
+import z from '@deepseek-ai/schemastery'
+import type {} from '@dsh-memory/store/plugin'
+import { resolveCaptureOptions, type CaptureOptions } from './core/options.js'
+import { CaptureRecorder } from './core/recorder.js'
+import { CAPTURE_EVENTS } from './events.js'
+
+export { CAPTURE_EVENTS } from './events.js'
+export type { CapturedMessage } from './core/recorder.js'
+
+/** Plugin id, as the bundle row names it. */
+export const name = 'memory-capture'
+
+/** Services this plugin needs before it starts. */
+export const inject = ['memoryStore'] as const
+
+/** Config of the capture row (the reference's `capture` block). */
+export interface Config extends CaptureOptions {}
+
+export const Config: z<Config> = z.object({
+  enabled: z.boolean().default(true).description('Record conversations into the memory store (L0).'),
+  stripCodeBlocks: z
+    .boolean()
+    .default(true)
+    .description('Replace fenced code blocks in assistant replies with a one-line placeholder.'),
+  maxMessageChars: z
+    .natural()
+    .default(4000)
+    .description('Longest stored message in characters; longer text is cut with a marker. 0 = unlimited.'),
+})
+
+/**
+ * Wire the pure recorder to the host: every `session/event` goes through it; a committed
+ * row is announced as `memory/captured`. Nothing here throws into the host.
+ */
+export function apply(ctx: Context, config: Config): void {
+  const options = resolveCaptureOptions(config)
+  const logger = ctx.logger('memory-capture')
+  const recorder = new CaptureRecorder(ctx.memoryStore, options, {
+    onCaptured: (message) => {
+      try {
+        ctx.emit(CAPTURE_EVENTS.captured, message)
+      } catch (error) {
+        logger.warn('a memory/captured listener failed: %s', error instanceof Error ? error.message : String(error))
+      }
+    },
+    onError: (error, where) => {
+      logger.warn(
+        'could not store %s #%d of session %s: %s',
+        where.eventType,
+        where.seq,
+        where.sessionId,
+        error instanceof Error ? error.message : String(error),
+      )
+    },
+  })
+  ctx.on('session/event', (session, event) => {
+    // Fire and forget: the recorder queues writes in event order and never rejects.
+    void recorder.handle(session, event)
+  })
+  // The host awaits session/flush before it exits (headless) or checkpoints: drain our queue
+  // so the last assistant reply is committed before the database closes.
+  ctx.on('session/flush', () => recorder.whenIdle())
+  ctx.on('agent/disposed', (agent) => {
+    if (typeof agent?.id === 'string') recorder.forget(agent.id)
+  })
+}
