@@ -1,6 +1,6 @@
 export { DshHome, HostError, HOST_DIR, PLAYGROUND_DIR, REPO_ROOT, TEST_OVERLAY, dshEntry, hostPath, packWorkspaces } from './host.js'
 export type { DshRunOptions, DshRunResult } from './host.js'
-export { contentText, defaultResponder, lastUserText, requestText, startModelServer } from './model-server.js'
+export { contentText, defaultResponder, isHostContext, lastUserText, requestText, startModelServer } from './model-server.js'
 export type {
   ChatRequestBody,
   LoggedRequest,

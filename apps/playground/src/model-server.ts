@@ -68,13 +68,26 @@ export interface ModelServer {
   close(): Promise<void>
 }
 
-/** Text of the newest user message in a request, or ''. */
+/**
+ * Text of the newest user message that a human typed, or ''. The host appends its own
+ * user-role context after the prompt (the "Current runtime context" snapshot) and plugins add
+ * fenced blocks (`<recalled-memories …>`, `<system-reminder>`); those are skipped.
+ */
 export function lastUserText(body: ChatRequestBody): string {
   for (let i = body.messages.length - 1; i >= 0; i--) {
     const message = body.messages[i]
-    if (message?.role === 'user') return contentText(message.content)
+    if (message?.role !== 'user') continue
+    const text = contentText(message.content)
+    if (isHostContext(text)) continue
+    return text
   }
   return ''
+}
+
+/** True for user-role text the host or a plugin added rather than the human. */
+export function isHostContext(text: string): boolean {
+  const head = text.trimStart()
+  return head.startsWith('Current runtime context.') || head.startsWith('<')
 }
 
 /** Flatten OpenAI-style content (string or parts) to text. */

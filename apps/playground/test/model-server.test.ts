@@ -64,3 +64,21 @@ describe('scripted model server', () => {
     expect(server.requests.map((request) => request.purpose)).toEqual(['background', 'title', 'compaction'])
   })
 })
+
+describe('lastUserText', () => {
+  it('returns the human prompt, skipping the host runtime-context snapshot and fenced plugin blocks', async () => {
+    const { lastUserText } = await import('../src/model-server.js')
+    expect(
+      lastUserText({
+        messages: [
+          { role: 'system', content: 'You are…' },
+          { role: 'user', content: 'first question' },
+          { role: 'assistant', content: 'answer' },
+          { role: 'user', content: 'second question' },
+          { role: 'user', content: '<recalled-memories>…</recalled-memories>' },
+          { role: 'user', content: 'Current runtime context. This snapshot supersedes…' },
+        ],
+      }),
+    ).toBe('second question')
+  })
+})
