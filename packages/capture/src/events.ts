@@ -7,7 +7,7 @@ declare module '@deepseek-ai/cordis' {
     /** The host's awaited durability checkpoint for a session (dsh-session owns it). */
     'session/flush'(session: SessionLike): Promise<void> | void
     /** An agent left the host's registry (dsh-agent owns it). */
-    'agent/disposed'(agent: { readonly id: string }): void
+    'agent/disposed'(payload: { readonly agent: { readonly id: string } }): void
     /** A human prompt or assistant reply was committed to the store as an L0 message. */
     'memory/captured'(message: CapturedMessage): void
   }

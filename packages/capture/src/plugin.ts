@@ -61,7 +61,8 @@ export function apply(ctx: Context, config: Config): void {
   // The host awaits session/flush before it exits (headless) or checkpoints: drain our queue
   // so the last assistant reply is committed before the database closes.
   ctx.on('session/flush', () => recorder.whenIdle())
-  ctx.on('agent/disposed', (agent) => {
-    if (typeof agent?.id === 'string') recorder.forget(agent.id)
+  ctx.on('agent/disposed', (payload) => {
+    const id = payload?.agent?.id
+    if (typeof id === 'string') recorder.forget(id)
   })
 }

@@ -62,6 +62,18 @@ describe('capture plugin on a real Cordis context', () => {
     await vi.waitFor(async () => expect(await root.memoryStore.messages.list({ conversationId: s.id })).toHaveLength(1))
   })
 
+  it('forgets the turn of a session when the host disposes its agent ({agent} payload)', async () => {
+    const s = session()
+    const events = new EventScript()
+    root.emit('session/event', s, events.turn(5))
+    root.emit('session/event', s, events.user('during turn five'))
+    root.emit('agent/disposed', { agent: { id: s.id } })
+    root.emit('session/event', s, events.user('after the agent is gone'))
+    await vi.waitFor(async () => expect(await root.memoryStore.messages.list({ conversationId: s.id })).toHaveLength(2))
+    const rows = await root.memoryStore.messages.list({ conversationId: s.id })
+    expect(rows.map((row) => row.turn)).toEqual([5, 0])
+  })
+
   it('rejects an invalid config at load, naming the field', async () => {
     const ctx = new Context()
     await ctx.plugin(MemoryStoreService, { dataDir: join(temp.dir, 'other') })

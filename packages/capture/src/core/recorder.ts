@@ -99,6 +99,11 @@ export class CaptureRecorder {
     return this.queue.then(() => undefined)
   }
 
+  /** Sessions whose current turn is being tracked (forgotten when their agent is disposed). */
+  get trackedSessions(): number {
+    return this.turns.size
+  }
+
   /** Drop per-session turn tracking (call when the session ends). */
   forget(sessionId: string): void {
     this.turns.delete(sessionId)
