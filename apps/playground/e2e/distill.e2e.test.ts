@@ -1,0 +1,150 @@
+import { join } from 'node:path'
+import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { DshHome } from '../src/host.js'
+import { lastUserText, requestText, startModelServer, type ModelServer, type ScriptedReply } from '../src/model-server.js'
+import { freshHome, tarballs } from './helpers.js'
+import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
+
+const FACTS: ScriptedFact[] = [
+  { match: 'Sapporo', kind: 'fact', text: 'The user lives in Sapporo.', scope: 'global' },
+  { match: 'dark roast', kind: 'preference', text: 'The user prefers dark roast coffee.', scope: 'global' },
+  { match: 'Zig', kind: 'fact', text: 'The user writes the build tool in Zig.', scope: 'workspace' },
+  { match: '猫', kind: 'fact', text: 'ユーザーは猫を二匹飼っている。', scope: 'global' },
+]
+
+
+/** Distill calls get the scripted extraction, everything else a chat reply. */
+const chat = (request: Parameters<typeof distillReply>[0]): ScriptedReply => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 40)}` })
+
+describe('distill in the real DSH host', () => {
+  let server: ModelServer
+  let home: DshHome
+  let root: string
+  let cleanup: () => Promise<void>
+  let mode: 'ok' | 'http-500' | 'garbage' = 'ok'
+
+  beforeAll(async () => {
+    server = await startModelServer({
+      responder: (request) => {
+        if (!distillLayer(request)) return chat(request)
+        if (mode === 'http-500') return { kind: 'http-error', status: 500 }
+        if (mode === 'garbage') return { kind: 'garbage', body: '<html>502 Bad Gateway</html>' }
+        return distillReply(request, FACTS)
+      },
+    })
+    ;({ home, root, cleanup } = await freshHome('distill'))
+    await home.createProfile('distill', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill'])
+  })
+
+  afterAll(async () => {
+    await server?.close()
+    await cleanup?.()
+  })
+
+  const withStore = async <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => {
+    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    try {
+      return await fn(store)
+    } finally {
+      await store.close()
+    }
+  }
+  const distillRequests = () => server.requests.filter((request) => distillLayer(request))
+  const run = (cwd: string, prompt: string, patch = '') => home.run({ profile: 'distill', cwd, modelUrl: server.url, patch, args: [prompt] })
+
+  it('distills what the user said into L1 memories during the headless run', async () => {
+    const workspace = join(root, 'work', 'alpha')
+    const before = server.requests.length
+    const result = await run(workspace, 'I live in Sapporo and I prefer dark roast coffee.')
+    expect(result.stderr).not.toMatch(/Error:/)
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('Noted: I live in Sapporo')
+
+    const requests = server.requests.slice(before).filter((request) => distillLayer(request) === 'l1')
+    expect(requests).toHaveLength(1)
+    // A background call: no tools, no session header, our marker first in the system prompt.
+    expect(requests[0]!.body.tools ?? []).toHaveLength(0)
+    expect(requests[0]!.purpose).toBe('background')
+    // The agent's default route, and only after the turn: the reply is part of the slice.
+    expect(requests[0]!.body.model).toBe('deepseek-v4-flash')
+    expect(requestText(requests[0]!.body)).toMatch(/\[m1\] user: I live in Sapporo/)
+    expect(requestText(requests[0]!.body)).toMatch(/\[m2\] assistant: Noted: I live in Sapporo/)
+
+    await withStore(async (store) => {
+      const [conversation] = await store.conversations.list({ workspace })
+      const messages = await store.messages.list({ conversationId: conversation!.id })
+      const userMessage = messages.find((message) => message.role === 'user')!
+      const memories = await store.memories.list({ scope: 'global' })
+      expect(memories.map((memory) => memory.text).sort()).toEqual(['The user lives in Sapporo.', 'The user prefers dark roast coffee.'])
+      for (const memory of memories) expect(memory.sourceMessageIds).toEqual([userMessage.id])
+      const state = JSON.parse((await store.meta.get(`distill.conversation.${conversation!.id}`))!)
+      expect(state).toMatchObject({ cursorSeq: messages.at(-1)!.seq, attempts: 0, lease: null })
+      const ledger = JSON.parse((await store.meta.get('distill.ledger.days'))!)
+      expect(ledger.days.length).toBe(1)
+    })
+  })
+
+  it('keeps the turn working when distillation gets HTTP 500 or garbage, stores nothing invalid, and retries on the next run', async () => {
+    const beta = join(root, 'work', 'beta')
+    const gamma = join(root, 'work', 'gamma')
+    const delta = join(root, 'work', 'delta')
+
+    mode = 'http-500'
+    let started = Date.now()
+    const first = await run(beta, 'Our build tool is written in Zig.')
+    const firstMs = Date.now() - started
+    expect(first.code).toBe(0)
+    expect(first.stdout).toContain('Noted: Our build tool is written in Zig.')
+    expect(firstMs).toBeLessThan(30_000)
+
+    mode = 'garbage'
+    started = Date.now()
+    const second = await run(gamma, '我家有两只猫 (猫 x2).')
+    expect(second.code).toBe(0)
+    expect(second.stdout).toContain('Noted:')
+    expect(Date.now() - started).toBeLessThan(30_000)
+
+    const failedIds = await withStore(async (store) => {
+      const ids: string[] = []
+      for (const workspace of [beta, gamma]) {
+        const [conversation] = await store.conversations.list({ workspace })
+        ids.push(conversation!.id)
+        const state = JSON.parse((await store.meta.get(`distill.conversation.${conversation!.id}`))!)
+        expect(state).toMatchObject({ cursorSeq: -1, lease: null })
+        expect(state.attempts).toBeGreaterThanOrEqual(1)
+        expect(state.lastError).toBeTruthy()
+      }
+      // Nothing but the two memories of the first test exists: no invalid row was stored.
+      expect((await store.memories.list({ includeSuperseded: true })).map((memory) => memory.text).sort()).toEqual(['The user lives in Sapporo.', 'The user prefers dark roast coffee.'])
+      const pending = JSON.parse((await store.meta.get('distill.pending'))!).ids
+      expect(pending).toEqual(expect.arrayContaining(ids))
+      return ids
+    })
+    const failedAttempts = distillRequests().filter((request) => request.body.messages.some((message) => String(message.content).includes('Zig')))
+    expect(failedAttempts.length).toBeGreaterThanOrEqual(1)
+
+    // The model is fixed: the next run (another workspace) distills the slices left behind.
+    mode = 'ok'
+    const third = await run(delta, 'Nothing new today.')
+    expect(third.code).toBe(0)
+    await withStore(async (store) => {
+      const texts = (await store.memories.list({ includeSuperseded: true })).map((memory) => memory.text).sort()
+      expect(texts).toEqual(['The user lives in Sapporo.', 'The user prefers dark roast coffee.', 'The user writes the build tool in Zig.', 'ユーザーは猫を二匹飼っている。'].sort())
+      const zig = (await store.memories.list({ workspace: beta, includeGlobal: false }))[0]!
+      expect(zig).toMatchObject({ scope: 'workspace', workspace: beta })
+      for (const id of failedIds) {
+        expect(JSON.parse((await store.meta.get(`distill.conversation.${id}`))!)).toMatchObject({ attempts: 0, lastError: null, lease: null })
+      }
+      expect(JSON.parse((await store.meta.get('distill.pending'))!).ids).not.toEqual(expect.arrayContaining(failedIds))
+    })
+  })
+
+  it('fails boot with a message naming the field when distill config is broken', async () => {
+    const result = await run(join(root, 'work', 'broken'), 'hello', '- id: memory-distill\n  config:\n    extract:\n      minMessages: lots\n')
+    const output = result.stdout + result.stderr
+    expect(result.code).not.toBe(0)
+    expect(output).toMatch(/memory-distill/)
+    expect(output).toMatch(/minMessages/)
+  })
+})

@@ -1,0 +1,136 @@
+/**
+ * L2: applying the model's scene operations. The model proposes, this code disposes: ids
+ * are checked at validation, the scene cap is enforced here, deletions and merges run first
+ * so they free slots for creations.
+ */
+import type { Memory, MemoryStore, Scene } from '@dsh-memory/store'
+import { tokenize } from '@dsh-memory/store'
+import type { SceneOp } from './schemas.js'
+
+/** The scope a scene pass works on. */
+export interface SceneScope {
+  readonly scope: 'global' | 'workspace'
+  readonly workspace: string | null
+}
+
+/** The layer key of a scope: `global` or `workspace:<path>`. */
+export function layerKey(scope: SceneScope): string {
+  return scope.scope === 'global' ? 'global' : `workspace:${scope.workspace}`
+}
+
+/** Inverse of {@link layerKey}. */
+export function parseLayerKey(key: string): SceneScope | undefined {
+  if (key === 'global') return { scope: 'global', workspace: null }
+  if (key.startsWith('workspace:') && key.length > 'workspace:'.length) return { scope: 'workspace', workspace: key.slice('workspace:'.length) }
+  return undefined
+}
+
+/**
+ * Rank scenes by how many distinct tokens (store tokenizer, CJK-aware) they share with the
+ * new memories; the first `limit` go to the prompt in full.
+ */
+export function relatedScenes(scenes: readonly Scene[], memories: readonly Memory[], limit: number): { context: Scene[]; others: Scene[] } {
+  const wanted = new Set(memories.flatMap((memory) => tokenize(memory.text)))
+  const scored = scenes.map((scene, index) => {
+    const tokens = new Set(tokenize(`${scene.title} ${scene.summary}`))
+    let overlap = 0
+    for (const token of tokens) if (wanted.has(token)) overlap++
+    return { scene, overlap, index }
+  })
+  scored.sort((a, b) => b.overlap - a.overlap || a.index - b.index)
+  const context = scored.slice(0, limit).filter((entry) => entry.overlap > 0 || scored.length <= limit).map((entry) => entry.scene)
+  const chosen = new Set(context.map((scene) => scene.id))
+  return { context, others: scenes.filter((scene) => !chosen.has(scene.id)) }
+}
+
+/** What an L2 pass changed. */
+export interface AppliedSceneOps {
+  readonly created: readonly Scene[]
+  readonly updated: readonly Scene[]
+  readonly deleted: readonly string[]
+  /** Ops the cap or a vanished scene refused. */
+  readonly refused: readonly { readonly op: SceneOp['op']; readonly reason: string }[]
+}
+
+/**
+ * Apply validated ops inside the caller's transaction.
+ * @param sceneAliases - `s#` → scene id (as validated).
+ * @param memoryAliases - `n#` → memory id (as validated).
+ * @param sceneCount - scenes of this scope before the pass.
+ */
+export async function applySceneOps(
+  tx: Pick<MemoryStore, 'scenes'>,
+  ops: readonly SceneOp[],
+  sceneAliases: ReadonlyMap<string, string>,
+  memoryAliases: ReadonlyMap<string, string>,
+  scope: SceneScope,
+  sceneCount: number,
+  maxScenes: number,
+): Promise<AppliedSceneOps> {
+  const created: Scene[] = []
+  const updated: Scene[] = []
+  const deleted: string[] = []
+  const refused: { op: SceneOp['op']; reason: string }[] = []
+  let count = sceneCount
+  const memoryIds = (aliases: readonly string[]) => aliases.map((alias) => memoryAliases.get(alias)!).filter(Boolean)
+  const order: Record<SceneOp['op'], number> = { delete: 0, merge: 1, update: 2, create: 3 }
+  const sorted = [...ops].sort((a, b) => order[a.op] - order[b.op])
+  for (const op of sorted) {
+    if (op.op === 'delete') {
+      if (await tx.scenes.delete(sceneAliases.get(op.scene)!, { actor: 'distill' })) {
+        deleted.push(sceneAliases.get(op.scene)!)
+        count--
+      } else refused.push({ op: op.op, reason: 'scene no longer exists' })
+      continue
+    }
+    if (op.op === 'merge') {
+      const ids = op.scenes.map((alias) => sceneAliases.get(alias)!)
+      const scenes = (await Promise.all(ids.map((id) => tx.scenes.get(id)))).filter((scene): scene is Scene => Boolean(scene))
+      if (scenes.length < 2) {
+        refused.push({ op: op.op, reason: 'fewer than two of the merged scenes still exist' })
+        continue
+      }
+      const [keep, ...rest] = scenes
+      const union = [...new Set([...scenes.flatMap((scene) => scene.memoryIds), ...memoryIds(op.memories)])]
+      updated.push(await tx.scenes.update(keep!.id, { title: op.title, summary: op.summary, memoryIds: union }, { actor: 'distill' }))
+      for (const scene of rest) {
+        if (await tx.scenes.delete(scene.id, { actor: 'distill' })) {
+          deleted.push(scene.id)
+          count--
+        }
+      }
+      continue
+    }
+    if (op.op === 'update') {
+      const scene = await tx.scenes.get(sceneAliases.get(op.scene)!)
+      if (!scene) {
+        refused.push({ op: op.op, reason: 'scene no longer exists' })
+        continue
+      }
+      updated.push(
+        await tx.scenes.update(
+          scene.id,
+          {
+            ...(op.title !== undefined ? { title: op.title } : {}),
+            ...(op.summary !== undefined ? { summary: op.summary } : {}),
+            memoryIds: [...new Set([...scene.memoryIds, ...memoryIds(op.memories)])],
+          },
+          { actor: 'distill' },
+        ),
+      )
+      continue
+    }
+    if (count >= maxScenes) {
+      refused.push({ op: op.op, reason: `scene cap ${maxScenes} reached` })
+      continue
+    }
+    created.push(
+      await tx.scenes.add(
+        { title: op.title, summary: op.summary, scope: scope.scope, workspace: scope.workspace, memoryIds: memoryIds(op.memories), flags: { distill: { layer: 'l2' } } },
+        { actor: 'distill' },
+      ),
+    )
+    count++
+  }
+  return { created, updated, deleted, refused }
+}
