@@ -1,0 +1,52 @@
+/**
+ * Stable error codes of the memory tree. Callers (the tool layer, the MCP server, tests)
+ * switch on `code`, never on the message; a code is never renamed once published.
+ */
+export type TreeErrorCode =
+  /** Input of the wrong type, empty where text is required, or out of range. */
+  | 'invalid-argument'
+  /** A configuration value is invalid; the message names the field. */
+  | 'invalid-config'
+  /** The referenced project, branch, item or checkpoint does not exist. */
+  | 'not-found'
+  /**
+   * The write was based on a stale view: an `expectedRevision` that no longer matches, a branch
+   * that another writer merged first, or an optimistic retry budget that ran out.
+   */
+  | 'conflict'
+  /** The database stayed locked by another process for longer than the busy timeout. */
+  | 'busy'
+  /** The tree (or its database connection) has been closed. */
+  | 'closed'
+  /** The operation needs something this setup cannot give (e.g. an in-memory store). */
+  | 'unsupported'
+
+/**
+ * The only error type the memory tree throws on purpose. `code` is stable API; `message` is
+ * for humans (and for the model, which reads it in a tool result).
+ */
+export class TreeError extends Error {
+  override readonly name = 'TreeError'
+  readonly code: TreeErrorCode
+
+  constructor(code: TreeErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+  }
+}
+
+/**
+ * True when `error` is a {@link TreeError}, optionally with the given code. Checks the shape,
+ * not the prototype, so it works across duplicated copies of this package.
+ */
+export function isTreeError(error: unknown, code?: TreeErrorCode): error is TreeError {
+  if (!(error instanceof Error) || error.name !== 'TreeError') return false
+  const actual = (error as { code?: unknown }).code
+  return typeof actual === 'string' && (code === undefined || actual === code)
+}
+
+/** A readable one-line description of any thrown value. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message
+  return String(error)
+}

@@ -1,0 +1,46 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { projectionRevision } from './render.js'
+import { slugify } from './text.js'
+import type { Project } from './types.js'
+
+/**
+ * Writes the derived markdown projection under one root directory:
+ *
+ * ```
+ * <root>/<project-slug>-<id>/mainline.md
+ *                           /branches/<branch-id>.md
+ *                           /checkpoints/<checkpoint-id>.md
+ * ```
+ *
+ * The database is the source of truth; these files are rebuilt from it at any time. Several
+ * processes may write the same files: each write goes to a temporary file and is renamed into
+ * place, and a file already showing a newer revision is left alone, so a slow writer never
+ * replaces a newer projection with an older one.
+ */
+export class ProjectionWriter {
+  constructor(readonly root: string) {}
+
+  /** The directory of one project's files. */
+  projectDir(project: Pick<Project, 'id' | 'name'>): string {
+    return join(this.root, `${slugify(project.name)}-${project.id.replace(/^pj-/, '')}`)
+  }
+
+  /**
+   * Write `text` to `relative` inside the project's directory unless the file there already
+   * shows a newer revision. Checkpoint documents are immutable: pass `revision` undefined.
+   * @returns the absolute path, or undefined when a newer file was kept.
+   */
+  async write(project: Project, relative: string, text: string, revision: number | undefined = project.revision): Promise<string | undefined> {
+    const path = join(this.projectDir(project), relative)
+    await mkdir(join(path, '..'), { recursive: true })
+    if (revision !== undefined) {
+      const existing = await readFile(path, 'utf8').catch(() => undefined)
+      if (existing !== undefined && projectionRevision(existing) > revision) return undefined
+    }
+    const temporary = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
+    await writeFile(temporary, text, 'utf8')
+    await rename(temporary, path)
+    return path
+  }
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+/**
+ * `dsh-memory-tree-mcp`: the memory tree as an MCP stdio server, over the same core and the
+ * same database as the DSH plugin, so other agents (Claude Code, Codex, DSH's own MCP
+ * manager) share one tree. stdout carries the protocol; logs go to stderr.
+ *
+ * Data location, first match wins: `--data-dir DIR`, `MEMORY_TREE_ROOT`, `DSH_MEMORY_DIR`,
+ * `$DSH_HOME/memory`, `~/.dsh/memory`. The database is `<dir>/memory.db`; the markdown
+ * projection goes to `<dir>/tree` unless `--projection-dir` (or `--no-projection`) says
+ * otherwise. The workspace (which project a call belongs to) is `--workspace DIR`, else the
+ * directory the client started the server in.
+ *
+ * @module @dsh-memory/tree/mcp
+ */
+import { createRequire } from 'node:module'
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import { describeError } from './core/errors.js'
+import { openMemoryTree } from './core/open.js'
+import { MCP_USAGE as USAGE, resolveMcpSettings as resolveSettings } from './core/mcp-settings.js'
+import { runTreeTool, TREE_HELP, TREE_TOOLS } from './core/tools.js'
+import type { Caller } from './core/tree.js'
+
+function version(): string {
+  try {
+    return (createRequire(import.meta.url)('../package.json') as { version: string }).version
+  } catch {
+    return '0.0.0'
+  }
+}
+
+async function main(): Promise<void> {
+  let settings: ReturnType<typeof resolveSettings>
+  try {
+    settings = resolveSettings(process.argv.slice(2), process.env, process.cwd())
+  } catch (error) {
+    process.stderr.write(`dsh-memory-tree-mcp: ${describeError(error)}\n\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (settings === 'help') {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  if (settings === 'version') {
+    process.stdout.write(`${version()}\n`)
+    return
+  }
+
+  const log = (message: string) => process.stderr.write(`[memory-tree] ${message}\n`)
+  const opened = await openMemoryTree({
+    dataDir: settings.dataDir,
+    projectionDir: settings.projectionDir,
+    onError: (error, where) => log(`${where} failed: ${describeError(error)}`),
+  })
+  // One id per server process: what this client writes is tagged with it.
+  const caller: Caller = { workspace: settings.workspace, sessionId: `mcp-${process.pid}`, source: 'mcp' }
+
+  const server = new McpServer(
+    { name: 'dsh-memory-tree', version: version() },
+    { instructions: TREE_HELP, capabilities: { tools: {} } },
+  )
+  for (const spec of TREE_TOOLS) {
+    server.registerTool(spec.name, { description: spec.description, inputSchema: spec.input }, async (args: unknown) => {
+      const result = await runTreeTool(opened.tree, spec.name, args, caller)
+      return { content: [{ type: 'text' as const, text: result.text }], structuredContent: result as unknown as Record<string, unknown>, isError: !result.ok }
+    })
+  }
+
+  let stopping = false
+  const stop = async (code: number) => {
+    if (stopping) return
+    stopping = true
+    try {
+      await server.close()
+    } catch (error) {
+      log(`closing the transport failed: ${describeError(error)}`)
+    }
+    await opened.close()
+    process.exit(code)
+  }
+  process.on('SIGINT', () => void stop(0))
+  process.on('SIGTERM', () => void stop(0))
+  process.stdin.on('end', () => void stop(0))
+  process.on('unhandledRejection', (error) => log(`unhandled: ${describeError(error)}`))
+
+  await server.connect(new StdioServerTransport())
+  log(`serving ${settings.dataDir} (workspace ${settings.workspace})`)
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`dsh-memory-tree-mcp: ${describeError(error)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,103 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { resolveMcpSettings } from '../src/core/mcp-settings.js'
+import { TREE_TOOL_NAMES } from '../src/core/tools.js'
+import { openTestTree, tempDir } from './helpers.js'
+import { callTool, connect, SERVER } from './mcp-client.js'
+
+describe('dsh-memory-tree-mcp over stdio with the MCP SDK client', () => {
+  let temp: ReturnType<typeof tempDir>
+  const workspace = '/work/search-engine'
+
+  beforeAll(() => {
+    if (!existsSync(SERVER)) throw new Error(`build the package first (cd packages/tree && npx tsup): ${SERVER} is missing`)
+  })
+  beforeEach(() => {
+    temp = tempDir('tree-mcp')
+  })
+  afterEach(() => temp.remove())
+
+  it('serves every tool and runs branch → merge → checkpoint on the shared database', async () => {
+    const server = await connect({ env: { MEMORY_TREE_ROOT: temp.dir }, args: ['--workspace', workspace] })
+    try {
+      const { tools } = await server.client.listTools()
+      expect(tools.map((tool) => tool.name).sort()).toEqual([...TREE_TOOL_NAMES].sort())
+      expect(tools.find((tool) => tool.name === 'mt_merge')?.inputSchema).toMatchObject({ type: 'object', properties: { branchId: { type: 'string' } } })
+
+      const branch = await callTool(server.client, 'mt_branch', { title: '索引结构调研', note: 'BM25 vs learned sparse' })
+      expect(branch.isError).toBe(false)
+      const branchId = branch.structuredContent!.data!.branchId as string
+      expect(branchId).toMatch(/^br-/)
+
+      const merged = await callTool(server.client, 'mt_merge', {
+        branchId,
+        summary: '決定:検索は BM25 と CJK バイグラムで行う\nConstraint: the index must rebuild in under a minute\nQuestion: do we need vectors at all?',
+      })
+      expect(merged.isError).toBe(false)
+      expect(merged.content[0]!.text).toContain('Merged branch')
+      expect((merged.structuredContent!.data!.added as unknown[]).length).toBe(3)
+
+      const checkpoint = await callTool(server.client, 'mt_checkpoint', { title: '阶段1复盘', review: 'Index design settled.' })
+      expect(checkpoint.isError).toBe(false)
+      const data = checkpoint.structuredContent!.data!
+      expect(data.document).toContain('検索は BM25 と CJK バイグラムで行う')
+      expect(data.document).toContain(`\`${branchId}\` "索引结构调研" — merged`)
+      expect(data.clearedBranches).toBe(1)
+      expect(existsSync(data.path as string)).toBe(true)
+      expect(readFileSync(data.path as string, 'utf8')).toBe(data.document)
+
+      // Errors are tool results with a code, not protocol failures.
+      const again = await callTool(server.client, 'mt_merge', { branchId, summary: 'Decision: again' })
+      expect(again.isError).toBe(true)
+      expect(again.content[0]!.text).toMatch(/conflict/)
+      const bad = await callTool(server.client, 'mt_checkpoint', {})
+      expect(bad.isError).toBe(true)
+      expect(bad.content[0]!.text).toMatch(/title/)
+    } finally {
+      await server.close()
+    }
+
+    // The same data, read through the library: the plugin would inject this.
+    const reader = await openTestTree(temp.dir)
+    try {
+      const context = await reader.tree.getContext({ workspace })
+      expect(context.text).toContain('Baseline: checkpoint "阶段1复盘"')
+      expect(context.text).toContain('the index must rebuild in under a minute')
+      expect(context.text).not.toContain('BM25 vs learned sparse')
+    } finally {
+      await reader.close()
+    }
+  })
+
+  it('uses the launch directory as the workspace and answers --help and --version', async () => {
+    const server = await connect({ env: { DSH_MEMORY_DIR: temp.dir }, cwd: temp.dir })
+    try {
+      const status = await callTool(server.client, 'mt_set_project', { name: 'launch-dir' })
+      expect(status.isError).toBe(false)
+    } finally {
+      await server.close()
+    }
+    const reader = await openTestTree(temp.dir)
+    try {
+      expect((await reader.tree.resolveProject({ workspace: temp.dir }, { create: false }))?.name).toBe('launch-dir')
+    } finally {
+      await reader.close()
+    }
+    const { execFileSync } = await import('node:child_process')
+    expect(execFileSync(process.execPath, [SERVER, '--help'], { encoding: 'utf8' })).toContain('--data-dir DIR')
+    expect(execFileSync(process.execPath, [SERVER, '--version'], { encoding: 'utf8' }).trim()).toMatch(/^\d+\.\d+\.\d+/)
+  })
+})
+
+describe('MCP settings', () => {
+  it('resolves the data directory: flag, MEMORY_TREE_ROOT, DSH_MEMORY_DIR, $DSH_HOME/memory', () => {
+    const env = { MEMORY_TREE_ROOT: '/data/tree', DSH_MEMORY_DIR: '/data/dsh', DSH_HOME: '/home/u/.dsh' }
+    expect(resolveMcpSettings(['--data-dir', '/flag'], env, '/cwd')).toEqual({ dataDir: '/flag', workspace: '/cwd', projectionDir: '/flag/tree' })
+    expect(resolveMcpSettings([], env, '/cwd')).toMatchObject({ dataDir: '/data/tree' })
+    expect(resolveMcpSettings([], { DSH_MEMORY_DIR: '/data/dsh', DSH_HOME: '/h' }, '/cwd')).toMatchObject({ dataDir: '/data/dsh' })
+    expect(resolveMcpSettings(['--no-projection', '--workspace', 'sub'], { DSH_HOME: '/h' }, '/cwd')).toEqual({ dataDir: '/h/memory', workspace: '/cwd/sub', projectionDir: null })
+    expect(resolveMcpSettings(['--help'], {}, '/')).toBe('help')
+    expect(() => resolveMcpSettings(['--nope'], {}, '/')).toThrow(/nope/)
+    expect(resolveMcpSettings(['--projection-dir', '/p'], { DSH_HOME: '/h' }, '/')).toMatchObject({ dataDir: '/h/memory', projectionDir: '/p' })
+  })
+})
