@@ -1,0 +1,167 @@
+import { join } from 'node:path'
+import { openCueRepository } from '@dsh-memory/cue-bank'
+import { openMemoryStore } from '@dsh-memory/store'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { DshHome, DshRunResult } from '../src/host.js'
+import { contentText, lastUserText, startModelServer, type LoggedRequest, type ModelServer } from '../src/model-server.js'
+import { freshHome, tarballs } from './helpers.js'
+import { followupOverlay, writeFollowupPlugin } from './support/cue-bank-followup.js'
+
+const BLOCK = '<memory-cues source="cue-bank">'
+
+const TOPIC_A = '我们决定把 PostgreSQL 主数据库迁移到 16 版本，所有索引都要重建'
+const SWITCH_B = 'PostgreSQL 主数据库迁移之后，索引重建要多久？'
+const CONTINUE_B = 'PostgreSQL 主数据库迁移时扩展和索引怎么处理？'
+const UNRELATED = 'Recommend a pasta recipe for dinner tonight'
+
+function sessionOf(request: LoggedRequest): string {
+  return String(request.headers['x-deepseek-harness-session-id'] ?? '')
+}
+
+/** How many wake blocks the model was shown in one request (history included). */
+function blocks(request: LoggedRequest): number {
+  return request.body.messages.reduce((count, message) => count + contentText(message.content).split(BLOCK).length - 1, 0)
+}
+
+describe('cue-bank in the real DSH host', () => {
+  let server: ModelServer
+  let home: DshHome
+  let root: string
+  let cleanup: () => Promise<void>
+  let alpha: string
+
+  const chatSince = (start: number) => server.requests.slice(start).filter((request) => request.purpose === 'chat')
+
+  async function run(prompt: string, options: { cwd?: string; patch?: string } = {}): Promise<{ result: DshRunResult; requests: LoggedRequest[] }> {
+    const start = server.requests.length
+    const result = await home.run({ profile: 'cue-bank', cwd: options.cwd ?? alpha, modelUrl: server.url, args: [prompt], patch: options.patch })
+    expect(result.stderr).not.toMatch(/Error/)
+    expect(result.code).toBe(0)
+    return { result, requests: chatSince(start) }
+  }
+
+  beforeAll(async () => {
+    server = await startModelServer({
+      responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }),
+    })
+    ;({ home, root, cleanup } = await freshHome('cue-bank'))
+    alpha = join(root, 'work', 'alpha')
+    // Installed the way a user installs: `dsh plugin --profile cue-bank add <tarballs>`. Capture is
+    // not needed by the cue bank; it is installed so cue_bank_open can show recorded L0 turns.
+    await home.createProfile('cue-bank', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/cue-bank'])
+  })
+
+  afterAll(async () => {
+    await server?.close()
+    await cleanup?.()
+  })
+
+  it('session B switching to session A’s topic gets the cue block; continuing on it gets no second block; an unrelated topic and another workspace get none', async () => {
+    // Session A talks about one topic; its cues are written at turn end.
+    const a = await run(TOPIC_A)
+    expect(a.requests.every((request) => blocks(request) === 0)).toBe(true)
+    const sessionA = sessionOf(a.requests[0]!)
+    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    try {
+      const repository = await openCueRepository(store)
+      const cues = repository.listCues(undefined)
+      repository.close()
+      expect(cues.map((cue) => cue.level).sort()).toEqual(['conversation', 'task'])
+      expect(cues.every((cue) => cue.sessionId === sessionA && cue.partition === `workspace:${alpha}`)).toBe(true)
+      expect(cues[0]!.keywords.map((keyword) => keyword.word)).toEqual(expect.arrayContaining(['postgresql', '主数据库', '索引']))
+    } finally {
+      await store.close()
+    }
+
+    // Session B starts on something else, then switches to A's topic, then continues on it: three
+    // prompts in one session (a support plugin sends the second and third through agent.followup).
+    const plugin = await writeFollowupPlugin(root)
+    const b = await run(UNRELATED, { patch: followupOverlay(plugin, [SWITCH_B, CONTINUE_B]) })
+    expect(b.requests).toHaveLength(3)
+    const [openRequest, switchRequest, continueRequest] = b.requests as [LoggedRequest, LoggedRequest, LoggedRequest]
+    expect(new Set(b.requests.map(sessionOf)).size).toBe(1)
+    expect(sessionOf(switchRequest)).not.toBe(sessionA)
+    expect(lastUserText(openRequest.body)).toBe(UNRELATED)
+    expect(blocks(openRequest)).toBe(0)
+    // The switch: the request carries the cue block, naming session A.
+    expect(lastUserText(switchRequest.body)).toBe(SWITCH_B)
+    expect(blocks(switchRequest)).toBe(1)
+    const block = switchRequest.body.messages.map((message) => contentText(message.content)).find((text) => text.includes(BLOCK))!
+    expect(block).toContain(`session: ${sessionA}`)
+    expect(block).toMatch(/matched: .*postgresql/)
+    expect(block).toContain('detail: User: 我们决定把 PostgreSQL')
+    expect(block).toContain('call cue_bank_open')
+    const switchIndex = switchRequest.body.messages.findIndex((message) => contentText(message.content) === SWITCH_B)
+    expect(switchRequest.body.messages.slice(switchIndex).some((message) => contentText(message.content).includes(BLOCK))).toBe(true)
+    // Continuing on the topic: the first block stays in history, no second one is added.
+    expect(lastUserText(continueRequest.body)).toBe(CONTINUE_B)
+    expect(blocks(continueRequest)).toBe(1)
+    const continueIndex = continueRequest.body.messages.findIndex((message) => contentText(message.content) === CONTINUE_B)
+    expect(continueRequest.body.messages.slice(continueIndex).some((message) => contentText(message.content).includes('memory-cues'))).toBe(false)
+
+    // An unrelated topic in a new session of the same workspace: nothing.
+    const c = await run('How do I sharpen a kitchen knife?')
+    expect(c.requests.length).toBeGreaterThan(0)
+    expect(c.requests.every((request) => blocks(request) === 0)).toBe(true)
+
+    // A's topic from another workspace: its cues are not that workspace's.
+    const d = await run(SWITCH_B, { cwd: join(root, 'work', 'beta') })
+    expect(d.requests.every((request) => blocks(request) === 0)).toBe(true)
+
+    // The cue the block showed was marked as woken in the store.
+    const shown = [...block.matchAll(/cue: ([ct]-[0-9a-f-]+)/g)].map((match) => match[1]!)
+    expect(shown.length).toBeGreaterThan(0)
+    const after = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    try {
+      const repository = await openCueRepository(after)
+      const woken = shown.map((id) => repository.getCue(id))
+      repository.close()
+      expect(woken.every((cue) => cue?.sessionId === sessionA && cue.hitCount >= 1)).toBe(true)
+    } finally {
+      await after.close()
+    }
+  })
+
+  it('the model can open a woken cue’s source with cue_bank_open, and the next step shows no second block', async () => {
+    let asked: { cueId: string; session: string } | undefined
+    server.setResponder((request) => {
+      if (request.purpose !== 'chat') return undefined
+      const toolResult = request.body.messages.find((message) => message.role === 'tool')
+      if (toolResult) return { kind: 'text', text: `Source: ${contentText(toolResult.content).slice(0, 200)}` }
+      const block = request.body.messages.map((message) => contentText(message.content)).find((text) => text.includes(BLOCK))
+      const line = block ? /cue: ([ct]-[0-9a-f-]+) · session: (\S+)/.exec(block) : null
+      if (line) {
+        asked = { cueId: line[1]!, session: line[2]! }
+        return { kind: 'tools', calls: [{ name: 'cue_bank_open', arguments: { cueId: asked.cueId } }] }
+      }
+      return { kind: 'text', text: 'No memory.' }
+    })
+    const e = await run('PostgreSQL 主数据库迁移的索引重建计划是什么？')
+    expect(e.requests).toHaveLength(2)
+    const [first, second] = e.requests as [LoggedRequest, LoggedRequest]
+    expect(blocks(first)).toBe(1)
+    expect(blocks(second)).toBe(1)
+    const tool = second.body.messages.find((message) => message.role === 'tool')!
+    const opened = contentText(tool.content)
+    // The opened cue names the session the block named, and shows the turn it came from.
+    expect(opened).toMatch(new RegExp(`^Cue ${asked!.cueId} \\[(conversation|task)\\] from session ${asked!.session}, created \\d{4}-\\d{2}-\\d{2}`))
+    // Capture recorded the source turns as L0 messages; the tool shows them verbatim.
+    expect(opened).toContain('Source turns (recorded conversation):')
+    expect(opened).toMatch(/\[turn \d+, \d{4}-\d{2}-\d{2}\] user: (PostgreSQL 主数据库迁移|我们决定把 PostgreSQL 主数据库迁移)/)
+    expect(opened).toMatch(/\] assistant: Noted: /)
+    expect(e.result.stdout).toContain('Source: Cue')
+  })
+
+  it('fails boot with a message naming the field when the cue-bank config is broken', async () => {
+    const result = await home.run({
+      profile: 'cue-bank',
+      cwd: join(root, 'work', 'broken'),
+      modelUrl: server.url,
+      patch: '- id: memory-cue-bank\n  config:\n    topic:\n      switchThreshold: 7\n',
+      args: ['hello'],
+    })
+    const output = result.stdout + result.stderr
+    expect(result.code).not.toBe(0)
+    expect(output).toMatch(/switchThreshold/)
+  })
+})

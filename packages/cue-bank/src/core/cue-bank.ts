@@ -1,0 +1,733 @@
+/**
+ * The cue bank engine: the write side (cues and idioms at the end of each turn) and the wake
+ * side (topic-switch detection and the block to inject), over a {@link CueRepository}.
+ *
+ * It knows nothing about the host. The adapter feeds it user messages as the agent claims
+ * them, finished turns, and asks it for the prepared block when the prompt is assembled; the
+ * block is computed when the message arrives, so reading it is synchronous and instant.
+ */
+import { randomUUID } from 'node:crypto'
+import { redactSecrets, type MessageRepository } from '@dsh-memory/store'
+import type { Embedder } from './embedding.js'
+import { CueBankError, isCueBankError } from './errors.js'
+import { computeIdioms, selectIdiomHints } from './idioms.js'
+import { candidateTerms, extractKeywords, type Keyword } from './keywords.js'
+import { isTopicSwitch, mergeKeywords, rankCues, topicOverlap, type RankedCue } from './matching.js'
+import type { Cue, CueDimensions, Idiom } from './model.js'
+import type { PartitionMode, ResolvedCueBankOptions } from './options.js'
+import { formatDate, renderCueBlock } from './render.js'
+import type { CueRepository } from './sqlite-cue-repository.js'
+import { detectLanguage, excerpt, omitCodeBlocks } from './text.js'
+
+const DAY_MS = 86_400_000
+/** Longest stored detail, in characters. */
+const MAX_DETAIL = 2000
+/** Host message ids kept on a task cue. */
+const MAX_TASK_SOURCES = 50
+/** Cues lacking a vector that are embedded along with each write. */
+const BACKFILL_PER_WRITE = 4
+const BUSY_RETRIES = [50, 100, 200, 400, 800, 1600]
+/** Longest text (per side of a turn, and per new message) keywords are extracted from. */
+const MAX_EXTRACT_CHARS = 20_000
+
+/** The session a message or turn belongs to. */
+export interface SessionRef {
+  readonly id: string
+  /** The session's working directory; `''` when unknown. */
+  readonly workspace: string
+}
+
+/** One host message of a turn. */
+export interface TurnMessage {
+  /** The host's message id (also the key of the store's L0 message). */
+  readonly id: string
+  readonly text: string
+}
+
+/** A finished turn, as the write side consumes it. */
+export interface TurnRecord {
+  readonly turn: number
+  /** Human messages of the turn (plugin-made messages excluded by the caller). */
+  readonly user: readonly TurnMessage[]
+  /** The assistant's text replies. */
+  readonly assistant: readonly TurnMessage[]
+}
+
+/** What the wake side decided for one user message. */
+export interface WakeDecision {
+  readonly sessionId: string
+  readonly partition: string
+  readonly messageId: string
+  readonly turn: number
+  /** The message's keywords. */
+  readonly keywords: readonly Keyword[]
+  /** Overlap with the previous user turn (0..1); `null` for a session's first message or a message without keywords. */
+  readonly overlap: number | null
+  readonly switched: boolean
+  /** True when the cue bank was scanned for this message. */
+  readonly scanned: boolean
+  readonly cues: readonly RankedCue[]
+  readonly idioms: readonly string[]
+  /** How the cues were matched; `'none'` when nothing was scanned or nothing matched. */
+  readonly via: 'keyword' | 'vector' | 'none'
+  /** The block served from now on (`''` = none). Unchanged when the topic did not switch. */
+  readonly text: string
+}
+
+/** Reported after a turn's cues are committed. */
+export interface CueWrittenEvent {
+  readonly partition: string
+  readonly sessionId: string
+  readonly turn: number
+  /** The conversation cue and the task cue written or merged. */
+  readonly cueIds: readonly string[]
+  /** Cues deleted by decay or the LRU cap in the same transaction. */
+  readonly evicted: readonly string[]
+}
+
+/** Reported after woken cues are marked (hit count, last touched). */
+export interface CueWokenEvent {
+  readonly partition: string
+  readonly sessionId: string
+  readonly turn: number
+  readonly cueIds: readonly string[]
+  readonly via: 'keyword' | 'vector'
+}
+
+/** A cue together with its source turns, for traceability. */
+export interface OpenedCue {
+  readonly cue: Cue
+  /** `'store'` when the source messages were found among the store's L0 messages, else the cue's own excerpt. */
+  readonly source: 'store' | 'cue-detail'
+  readonly turns: readonly { readonly role: string; readonly turn: number; readonly at: number; readonly text: string }[]
+}
+
+/** Callbacks of {@link CueBank}; each is guarded, a throwing hook cannot break a turn. */
+export interface CueBankHooks {
+  readonly onWritten?: (event: CueWrittenEvent) => void
+  readonly onWoken?: (event: CueWokenEvent) => void
+  readonly onError?: (error: unknown, where: string) => void
+  /** Decision log, called only with `dbg` on. */
+  readonly debug?: (message: string) => void
+}
+
+/** Dependencies of {@link CueBank}. */
+export interface CueBankDependencies {
+  readonly repository: CueRepository
+  readonly options: ResolvedCueBankOptions
+  /** The clock, epoch ms. */
+  readonly now?: () => number
+  /** Vector source; used when `options.vectorAvailable`. */
+  readonly embedder?: Embedder | null
+  /** L0 messages, for opening a cue's source turns. */
+  readonly messages?: Pick<MessageRepository, 'getByHostId'>
+  readonly hooks?: CueBankHooks
+  /** Name of the tool that opens cues, mentioned in the block while it returns one (the tool may come and go). */
+  readonly openTool?: () => string | undefined
+}
+
+/** Filter of {@link CueBank.list}. */
+export interface CueListFilter {
+  /** Partitions to list. */
+  readonly partitions?: readonly string[]
+  /** List what a session of this workspace reads (when `partitions` is not given). Neither: every partition. */
+  readonly workspace?: string
+  readonly level?: Cue['level']
+  /** Default 100. */
+  readonly limit?: number
+}
+
+interface PendingVector {
+  readonly messageId: string
+  promise: Promise<void>
+  settled: boolean
+}
+
+interface SessionState {
+  readonly partition: string
+  readonly reads: readonly string[]
+  /** Keywords of the previous user turn (the topic reference). */
+  previous: readonly Keyword[] | undefined
+  /** The turn that opened the current topic segment. */
+  segmentStart: number
+  /** Turns up to this one were compacted away: their own conversation cues may wake again. */
+  compactedThrough: number
+  /** The block currently served. */
+  text: string
+  decision: WakeDecision | undefined
+  /** Whether the current decision's hits were recorded. */
+  finalized: boolean
+  pending: PendingVector | undefined
+}
+
+/**
+ * The partition a session's cues belong to: `global`; `user:<id>` for session ids shaped
+ * `<channel>:<user>` (as the reference derives `ou_xxx` from `feishu:ou_xxx`), other ids fall
+ * back to the workspace; `workspace:<dir>`.
+ */
+export function partitionKey(mode: PartitionMode, session: SessionRef): string {
+  if (mode === 'global') return 'global'
+  if (mode === 'user') {
+    const match = /^[a-z][\w-]*:(.+)$/i.exec(session.id)
+    if (match) return `user:${match[1]}`
+  }
+  return `workspace:${session.workspace || '(unknown)'}`
+}
+
+/** The cue bank. Construct one per repository; `close()` when done. */
+export class CueBank {
+  readonly options: ResolvedCueBankOptions
+  readonly #repository: CueRepository
+  readonly #now: () => number
+  readonly #embedder: Embedder | null
+  readonly #messages: Pick<MessageRepository, 'getByHostId'> | undefined
+  readonly #hooks: CueBankHooks
+  readonly #openTool: () => string | undefined
+  readonly #sessions = new Map<string, SessionState>()
+  #queue: Promise<unknown> = Promise.resolve()
+  readonly #background = new Set<Promise<void>>()
+  #closed = false
+  #closing: Promise<void> | undefined
+
+  constructor(dependencies: CueBankDependencies) {
+    this.#repository = dependencies.repository
+    this.options = dependencies.options
+    this.#now = dependencies.now ?? Date.now
+    this.#embedder = dependencies.options.vectorAvailable ? (dependencies.embedder ?? null) : null
+    this.#messages = dependencies.messages
+    this.#hooks = dependencies.hooks ?? {}
+    this.#openTool = dependencies.openTool ?? (() => undefined)
+  }
+
+  /** The partition a session writes to. */
+  partitionOf(session: SessionRef): string {
+    return partitionKey(this.options.partition, session)
+  }
+
+  /** The partitions a session reads (its own, plus `global` when configured). */
+  readPartitions(session: SessionRef): string[] {
+    const own = this.partitionOf(session)
+    return own !== 'global' && this.options.includeGlobal ? [own, 'global'] : [own]
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // wake side
+
+  /**
+   * A human message entered the session: detect a topic switch against the previous user
+   * turn and, on a switch (or with `scanEveryTurn`), scan the bank and prepare the block.
+   * Synchronous; with vectors available the query embedding starts in the background and
+   * {@link CueBank.settle} waits for it. Never throws: failures are reported and the previous
+   * block stays.
+   */
+  observeUserMessage(session: SessionRef, message: TurnMessage, turn: number): WakeDecision | undefined {
+    if (this.#closed) return undefined
+    try {
+      return this.#observe(session, message, turn)
+    } catch (error) {
+      this.#report(error, 'wake')
+      return undefined
+    }
+  }
+
+  /**
+   * Wait (at most `embedding.waitMs`) for a pending query embedding of the session, then
+   * record the hits of the final decision. Resolves immediately when nothing is pending.
+   * Never rejects.
+   */
+  async settle(sessionId: string): Promise<WakeDecision | undefined> {
+    const state = this.#sessions.get(sessionId)
+    if (!state) return undefined
+    const pending = state.pending
+    if (pending && !pending.settled) {
+      let timer: NodeJS.Timeout | undefined
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.options.embedding.waitMs)
+      })
+      try {
+        await Promise.race([pending.promise, deadline])
+      } finally {
+        clearTimeout(timer)
+      }
+      if (!pending.settled) {
+        // Too late for this request: keep the keyword decision, and never switch blocks mid-turn.
+        pending.settled = true
+        this.#debug(`query embedding of ${pending.messageId} missed the ${this.options.embedding.waitMs} ms wait; keyword match stays`)
+      }
+    }
+    this.#finalize(state)
+    return state.decision
+  }
+
+  /** The block to inject for a session right now (`''` = nothing). Synchronous and cheap. */
+  injection(sessionId: string): string {
+    return this.#sessions.get(sessionId)?.text ?? ''
+  }
+
+  /** The last wake decision of a session. */
+  lastDecision(sessionId: string): WakeDecision | undefined {
+    return this.#sessions.get(sessionId)?.decision
+  }
+
+  #observe(session: SessionRef, message: TurnMessage, turn: number): WakeDecision {
+    const state = this.#state(session)
+    const { topic, inject, extract } = this.options
+    // Redacted: the text may travel to the embedding endpoint.
+    const text = redactSecrets(message.text.slice(0, MAX_EXTRACT_CHARS)).text
+    const keywords = extractKeywords(text, { max: topic.maxKeywords, minLength: extract.keywordMinLen })
+    const previous = state.previous
+    const overlap = keywords.length > 0 && previous && previous.length > 0 ? topicOverlap(previous, keywords) : null
+    const switched = topic.switchDetection && isTopicSwitch(previous, keywords, topic.switchThreshold)
+    if (keywords.length > 0) state.previous = keywords
+    if (switched) state.segmentStart = turn
+    const scan = inject.enabled && keywords.length > 0 && (switched || topic.scanEveryTurn)
+    // A superseded message's late embedding must not touch the new decision.
+    if (state.pending) state.pending.settled = true
+    state.pending = undefined
+
+    const base = { sessionId: session.id, partition: state.partition, messageId: message.id, turn, keywords, overlap, switched, scanned: scan }
+    if (!scan) {
+      // Same topic: the block already served stays as it is (no second block, no cache churn).
+      const decision: WakeDecision = { ...base, cues: [], idioms: [], via: 'none', text: state.text }
+      state.decision = decision
+      state.finalized = true
+      this.#debug(`${session.id} turn ${turn}: ${describe(decision)}`)
+      return decision
+    }
+
+    const cues = this.#repository.listCues(state.reads).filter((cue) => this.#wakeable(cue, session.id, state))
+    const idioms = this.#repository.listIdioms(state.reads)
+    const terms = candidateTerms(text, extract.keywordMinLen)
+    const decide = (queryVector: Float32Array | null): WakeDecision => {
+      const ranked = rankCues({
+        query: keywords,
+        cues,
+        now: this.#now(),
+        mode: queryVector ? this.options.matchMode : 'keyword',
+        queryVector,
+        vectorModel: this.#embedder?.model ?? null,
+        maxCues: inject.maxCues,
+        minScore: inject.minScore,
+        minVectorScore: inject.minVectorScore,
+        halfLifeDays: this.options.decay.halfLifeDays,
+      })
+      const hints = ranked.length > 0 ? selectIdiomHints(idioms, terms, extract.maxIdiomHints) : []
+      const text = renderCueBlock({ cues: ranked, idioms: hints, maxDetailChars: inject.maxDetailChars, openTool: this.#openTool() })
+      const via = ranked.length === 0 ? 'none' : ranked.some((entry) => entry.via === 'vector') ? 'vector' : 'keyword'
+      return { ...base, cues: ranked, idioms: hints, via, text }
+    }
+
+    const apply = (decision: WakeDecision): void => {
+      state.decision = decision
+      state.text = decision.text
+      state.finalized = false
+    }
+    apply(decide(null))
+
+    const embedder = this.#embedder
+    if (embedder && embedder.available && cues.length > 0) {
+      const pending: PendingVector = { messageId: message.id, settled: false, promise: Promise.resolve() }
+      pending.promise = embedder.embed([text]).then(
+        ([vector]) => {
+          if (pending.settled || this.#closed || !vector) return
+          pending.settled = true
+          // Nobody may await this promise (no prompt assembly happens), so it must never reject.
+          try {
+            apply(decide(vector))
+          } catch (error) {
+            this.#report(error, 'vector wake')
+          }
+        },
+        (error: unknown) => {
+          if (pending.settled) return
+          pending.settled = true
+          this.#report(error, 'query embedding')
+        },
+      )
+      state.pending = pending
+    } else {
+      this.#finalize(state)
+    }
+    this.#debug(`${session.id} turn ${turn}: ${describe(state.decision!)}`)
+    return state.decision!
+  }
+
+  /**
+   * The host compacted a session's history: turns up to `throughTurn` are no longer in the
+   * model's context verbatim, so their conversation cues may wake in this session again (a
+   * long-lived session, such as one per chat user, then recalls its own past).
+   */
+  observeCompaction(session: SessionRef, throughTurn: number): void {
+    if (this.#closed) return
+    try {
+      const state = this.#state(session)
+      state.compactedThrough = Math.max(state.compactedThrough, throughTurn)
+    } catch (error) {
+      this.#report(error, 'compaction')
+    }
+  }
+
+  /**
+   * Whether a cue may wake in a session. Another session's cues may. The session's own cues
+   * are still in its context, so they may not, except conversation cues of turns the host has
+   * compacted away.
+   */
+  #wakeable(cue: Cue, sessionId: string, state: SessionState): boolean {
+    const own = cue.sessionId === sessionId || cue.refSessions.includes(sessionId)
+    if (!own) return true
+    return cue.level === 'conversation' && cue.sessionId === sessionId && cue.turn <= state.compactedThrough
+  }
+
+  /** Record the hits of the current decision once, then announce them. */
+  #finalize(state: SessionState): void {
+    const decision = state.decision
+    if (!decision || state.finalized) return
+    state.finalized = true
+    if (decision.cues.length === 0 || decision.via === 'none') return
+    const ids = decision.cues.map((entry) => entry.cue.id)
+    const via = decision.via
+    this.#enqueue('wake hits', async () => {
+      await this.#withRetry(() => this.#repository.touchCues(ids, this.#now()))
+      this.#notify('onWoken', () => this.#hooks.onWoken?.({ partition: decision.partition, sessionId: decision.sessionId, turn: decision.turn, cueIds: ids, via }))
+    })
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // write side
+
+  /**
+   * A turn ended: write its conversation cue, merge it into the session's task cue, update the
+   * idiom window, apply decay and the LRU cap, all in one transaction; then compute vectors in
+   * the background. Queued behind earlier writes; never rejects (failures go to `onError`).
+   * @returns what was written, or undefined when the turn had no human message or no keywords.
+   */
+  recordTurn(session: SessionRef, record: TurnRecord): Promise<CueWrittenEvent | undefined> {
+    if (this.#closed) return Promise.resolve(undefined)
+    let job: (() => Promise<CueWrittenEvent | undefined>) | undefined
+    try {
+      job = this.#planTurn(session, record)
+    } catch (error) {
+      this.#report(error, 'turn')
+    }
+    if (!job) return Promise.resolve(undefined)
+    return this.#enqueue('turn write', job)
+  }
+
+  #planTurn(session: SessionRef, record: TurnRecord): (() => Promise<CueWrittenEvent | undefined>) | undefined {
+    const state = this.#state(session)
+    const user = record.user.filter((message) => message.text.trim().length > 0)
+    if (user.length === 0) return undefined
+    // Bounded so a huge paste or reply cannot stall the host's event path at turn end.
+    const userText = redactSecrets(user.map((message) => message.text).join('\n').slice(0, MAX_EXTRACT_CHARS)).text
+    const assistantText = redactSecrets(record.assistant.map((message) => message.text).join('\n').slice(0, MAX_EXTRACT_CHARS)).text
+    const { extract } = this.options
+    // The topic reference of the next message is this turn's human text.
+    const userKeywords = extractKeywords(userText, { max: this.options.topic.maxKeywords, minLength: extract.keywordMinLen })
+    if (userKeywords.length > 0) state.previous = userKeywords
+    if (!extract.enabled) return undefined
+    const keywords = turnKeywords(userText, assistantText, extract.maxKeywordsPerTurn, extract.keywordMinLen)
+    if (keywords.length === 0) return undefined
+    const segment = `${session.id}#${state.segmentStart}`
+    const terms = [...new Set(candidateTerms(userText, extract.keywordMinLen))]
+    const sourceIds = [...user, ...record.assistant].map((message) => message.id).filter((id) => id.length > 0)
+    // Keywords come from the full text (code is stripped by the extractor); what is shown keeps prose only.
+    const shownUser = omitCodeBlocks(userText)
+    const shownAssistant = omitCodeBlocks(assistantText)
+    const detail = cap(`User: ${shownUser}${shownAssistant ? `\nAssistant: ${shownAssistant}` : ''}`, MAX_DETAIL)
+    const dimensions = (level: Cue['level']): CueDimensions => ({
+      trigger: 'keywords',
+      perspective: level,
+      language: detectLanguage(userText),
+      ...(session.workspace ? { workspace: session.workspace } : {}),
+    })
+
+    return async () => {
+      const now = this.#now()
+      const written = await this.#withRetry(() =>
+        this.#repository.transaction(() => {
+          const partition = state.partition
+          const cueIds: string[] = []
+          const conversation: Cue = {
+            id: `c-${randomUUID()}`,
+            partition,
+            level: 'conversation',
+            sessionId: session.id,
+            turn: record.turn,
+            summary: excerpt(shownUser, 120),
+            detail,
+            keywords,
+            dimensions: dimensions('conversation'),
+            refSessions: [session.id],
+            sourceMessageIds: sourceIds,
+            embedding: null,
+            embeddingModel: null,
+            createdAt: now,
+            lastMentionedAt: now,
+            lastTouchedAt: now,
+            hitCount: 0,
+          }
+          if (this.#repository.insertCue(conversation)) cueIds.push(conversation.id)
+
+          const task = this.#repository.taskCue(partition, session.id)
+          if (!task) {
+            const created: Cue = {
+              ...conversation,
+              id: `t-${randomUUID()}`,
+              level: 'task',
+              keywords: mergeKeywords([], keywords, extract.maxKeywordsPerTurn * 2),
+              dimensions: dimensions('task'),
+            }
+            if (this.#repository.insertCue(created)) cueIds.push(created.id)
+          } else if (task.turn < record.turn) {
+            // A replayed turn (resume) is not merged twice.
+            this.#repository.updateCue({
+              ...task,
+              turn: record.turn,
+              keywords: mergeKeywords(task.keywords, keywords, extract.maxKeywordsPerTurn * 2),
+              detail: cap(`First request: ${excerpt(firstRequest(task.detail), 600)}\nLatest: ${detail}`, MAX_DETAIL),
+              sourceMessageIds: [...task.sourceMessageIds, ...sourceIds].slice(-MAX_TASK_SOURCES),
+              embedding: null,
+              embeddingModel: null,
+              lastMentionedAt: now,
+              lastTouchedAt: Math.max(task.lastTouchedAt, now),
+            })
+            cueIds.push(task.id)
+          }
+
+          if (terms.length > 0) this.#repository.addUserTurn(partition, session.id, record.turn, segment, terms, now)
+          const window = this.#repository.recentUserTurns(partition, extract.userIdiomWindowTurns)
+          this.#repository.upsertIdioms(partition, computeIdioms(window))
+          this.#repository.evictIdioms(partition, this.options.maxIdioms)
+          this.#repository.pruneUserTurns(partition, extract.userIdiomWindowTurns)
+
+          const evicted: string[] = []
+          const cutoff = this.#pruneCutoff(now)
+          if (cutoff !== undefined) evicted.push(...this.#repository.deleteUntouchedSince(partition, cutoff))
+          evicted.push(...this.#repository.evictCues(partition, this.options.maxTopics))
+          return { partition, sessionId: session.id, turn: record.turn, cueIds: cueIds.filter((id) => !evicted.includes(id)), evicted }
+        }),
+      )
+      if (written.cueIds.length === 0 && written.evicted.length === 0) return undefined
+      this.#notify('onWritten', () => this.#hooks.onWritten?.(written))
+      this.#debug(`${session.id} turn ${record.turn}: wrote ${written.cueIds.join(', ') || 'nothing'}; evicted ${written.evicted.length}`)
+      // Vectors are background work: a slow endpoint must not hold up the turn's flush.
+      if (this.#embedder) this.#track(this.#embedCues(state.reads, written.cueIds))
+      return written
+    }
+  }
+
+  /** The touch time before which a cue's decay factor is under `pruneBelow`. */
+  #pruneCutoff(now: number): number | undefined {
+    const { halfLifeDays, pruneBelow } = this.options.decay
+    if (!(halfLifeDays > 0) || !(pruneBelow > 0)) return undefined
+    return now - halfLifeDays * DAY_MS * Math.log2(1 / pruneBelow)
+  }
+
+  /** Embed the new cues plus a few older ones still lacking a vector; failures leave them keyword-only. */
+  async #embedCues(partitions: readonly string[], ids: readonly string[]): Promise<void> {
+    const embedder = this.#embedder
+    if (!embedder || !embedder.available) return
+    try {
+      const fresh = ids.map((id) => this.#repository.getCue(id)).filter((cue): cue is Cue => !!cue)
+      const backlog = this.#repository
+        .cuesWithoutEmbedding(partitions, embedder.model, BACKFILL_PER_WRITE + fresh.length)
+        .filter((cue) => !ids.includes(cue.id))
+        .slice(0, BACKFILL_PER_WRITE)
+      const cues = [...fresh, ...backlog]
+      if (cues.length === 0) return
+      const vectors = await embedder.embed(cues.map(embeddingText))
+      await this.#withRetry(() =>
+        this.#repository.transaction(() => {
+          cues.forEach((cue, index) => this.#repository.setEmbedding(cue.id, vectors[index]!, embedder.model))
+        }),
+      )
+    } catch (error) {
+      this.#report(error, 'cue embedding')
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // reading and traceability
+
+  /** Cues, most recently touched first. */
+  list(filter: CueListFilter = {}): Cue[] {
+    const partitions = filter.partitions ?? (filter.workspace === undefined ? undefined : this.readPartitions({ id: '', workspace: filter.workspace }))
+    const cues = this.#repository.listCues(partitions).filter((cue) => !filter.level || cue.level === filter.level)
+    return cues.slice(0, filter.limit ?? 100)
+  }
+
+  /** Idioms of the partitions a session of `workspace` reads (every partition without one), best first. */
+  idioms(workspace?: string): Idiom[] {
+    return this.#repository.listIdioms(workspace === undefined ? undefined : this.readPartitions({ id: '', workspace }))
+  }
+
+  /**
+   * A cue with its source turns: the store's L0 messages when capture recorded them, else the
+   * excerpt kept on the cue. With `viewer`, only cues of the partitions that session reads are
+   * found, so a session cannot open another workspace's memories by id.
+   * @throws CueBankError `not-found`
+   */
+  async open(cueId: string, viewer?: SessionRef): Promise<OpenedCue> {
+    const cue = this.#repository.getCue(cueId)
+    if (!cue || (viewer && !this.readPartitions(viewer).includes(cue.partition))) {
+      throw new CueBankError('not-found', `no cue with id ${JSON.stringify(cueId)}`)
+    }
+    const turns: { role: string; turn: number; at: number; text: string }[] = []
+    if (this.#messages) {
+      const sessions = [...new Set([cue.sessionId, ...cue.refSessions])]
+      for (const hostId of cue.sourceMessageIds) {
+        for (const sessionId of sessions) {
+          const message = await this.#messages.getByHostId(sessionId, hostId).catch(() => undefined)
+          if (message) {
+            turns.push({ role: message.role, turn: message.turn, at: message.createdAt, text: message.text })
+            break
+          }
+        }
+      }
+    }
+    if (turns.length > 0) return { cue, source: 'store', turns }
+    return { cue, source: 'cue-detail', turns: [{ role: 'excerpt', turn: cue.turn, at: cue.lastMentionedAt, text: cue.detail }] }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // lifecycle
+
+  /** Resolves when every queued cue write has committed (what the host's flush waits for). */
+  whenCommitted(): Promise<void> {
+    return this.#queue.then(() => undefined)
+  }
+
+  /** Resolves when queued writes and background embeddings have all settled. */
+  async whenIdle(): Promise<void> {
+    await this.whenCommitted()
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background])
+  }
+
+  /** Drop a session's in-memory state (its cues stay). */
+  forget(sessionId: string): void {
+    const state = this.#sessions.get(sessionId)
+    if (state?.pending) state.pending.settled = true
+    this.#sessions.delete(sessionId)
+  }
+
+  /** Wait for queued writes, then close the repository. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      // Refuse new work first, then let what is queued or in flight finish.
+      this.#closed = true
+      for (const id of [...this.#sessions.keys()]) this.forget(id)
+      await this.whenIdle()
+      this.#repository.close()
+    })()
+    return this.#closing
+  }
+
+  #state(session: SessionRef): SessionState {
+    let state = this.#sessions.get(session.id)
+    if (!state) {
+      // A resumed session continues its topic: the newest conversation cue is the reference.
+      const last = this.#repository.latestConversationCue(session.id)
+      state = {
+        partition: this.partitionOf(session),
+        reads: this.readPartitions(session),
+        previous: last?.keywords,
+        segmentStart: last?.turn ?? 0,
+        compactedThrough: 0,
+        text: '',
+        decision: undefined,
+        finalized: true,
+        pending: undefined,
+      }
+      this.#sessions.set(session.id, state)
+    }
+    return state
+  }
+
+  /** Keep a background promise (which never rejects) until it settles, so close() can wait for it. */
+  #track(work: Promise<void>): void {
+    this.#background.add(work)
+    void work.finally(() => this.#background.delete(work))
+  }
+
+  #enqueue<T>(where: string, job: () => Promise<T>): Promise<T | undefined> {
+    const run = this.#queue.then(job).catch((error: unknown) => {
+      this.#report(error, where)
+      return undefined
+    })
+    this.#queue = run
+    return run
+  }
+
+  /** Run a synchronous write, retrying later (not blocking) while another connection holds the lock. */
+  async #withRetry<T>(op: () => T): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return op()
+      } catch (error) {
+        if (!isCueBankError(error, 'busy') || attempt >= BUSY_RETRIES.length) throw error
+        await new Promise((resolve) => setTimeout(resolve, BUSY_RETRIES[attempt]))
+      }
+    }
+  }
+
+  #report(error: unknown, where: string): void {
+    this.#safely(() => this.#hooks.onError?.(error, where))
+  }
+
+  #debug(message: string): void {
+    if (this.options.dbg) this.#safely(() => this.#hooks.debug?.(message))
+  }
+
+  /** Call a listener hook; its failure is reported, never thrown into the turn. */
+  #notify(name: string, fn: () => void): void {
+    try {
+      fn()
+    } catch (error) {
+      this.#report(error, `${name} listener`)
+    }
+  }
+
+  #safely(fn: () => void): void {
+    try {
+      fn()
+    } catch {
+      // A hook must not break the turn.
+    }
+  }
+}
+
+/** The keywords of a turn: the human text counts double, the reply fills in. */
+function turnKeywords(userText: string, assistantText: string, max: number, minLength: number): Keyword[] {
+  const user = extractKeywords(userText, { max: max * 2, minLength })
+  const reply = extractKeywords(assistantText, { max: max * 2, minLength })
+  const weights = new Map<string, number>()
+  for (const keyword of user) weights.set(keyword.word, (weights.get(keyword.word) ?? 0) + 2 * keyword.score)
+  for (const keyword of reply) weights.set(keyword.word, (weights.get(keyword.word) ?? 0) + keyword.score)
+  const top = [...weights.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, max)
+  const sum = top.reduce((total, [, weight]) => total + weight, 0)
+  return top.map(([word, weight]) => ({ word, score: Math.round((weight / sum) * 10_000) / 10_000 }))
+}
+
+/** Text embedded for a cue: what it is about, its keywords and the start of its detail. */
+export function embeddingText(cue: Pick<Cue, 'summary' | 'keywords' | 'detail'>): string {
+  return `${cue.summary}\n${cue.keywords.map((keyword) => keyword.word).join(', ')}\n${excerpt(cue.detail, 500)}`
+}
+
+function firstRequest(detail: string): string {
+  const first = /^First request: ([\s\S]*?)\nLatest: /.exec(detail)
+  if (first) return first[1]!
+  const user = /^User: ([\s\S]*?)(?:\nAssistant: |$)/.exec(detail)
+  return user ? user[1]! : detail
+}
+
+function cap(text: string, max: number): string {
+  const points = Array.from(text)
+  return points.length <= max ? text : points.slice(0, max - 1).join('') + '…'
+}
+
+function describe(decision: WakeDecision): string {
+  const overlap = decision.overlap === null ? 'n/a' : decision.overlap.toFixed(2)
+  if (!decision.scanned) return `overlap ${overlap}, same topic, block ${decision.text ? 'kept' : 'none'}`
+  const cues = decision.cues.map((entry) => `${entry.cue.id}(${entry.via} ${entry.score.toFixed(2)}, ${formatDate(entry.cue.lastMentionedAt)})`)
+  return `overlap ${overlap}, ${decision.switched ? 'switch' : 'scan'}, ${cues.length ? cues.join(' ') : 'no match'}`
+}

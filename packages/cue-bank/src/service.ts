@@ -1,0 +1,99 @@
+/**
+ * `ctx.cueBank` and the `cue_bank_open` tool: the adapter-side surface over the core.
+ */
+import type { MemoryStore } from '@dsh-memory/store'
+import type { CueBank, CueListFilter, OpenedCue, SessionRef, WakeDecision } from './core/cue-bank.js'
+import { importCueBankJson, type ImportCueBankOptions, type ImportCueBankResult } from './core/import.js'
+import type { Cue, Idiom } from './core/model.js'
+import { formatDate } from './core/render.js'
+import type { AgentLike } from './events.js'
+
+/** The tool the wake block points to for opening a cue's source turns. */
+export const OPEN_TOOL_NAME = 'cue_bank_open'
+
+/** The service `ctx.cueBank`. */
+export class CueBankService {
+  constructor(
+    private readonly bank: CueBank,
+    private readonly store: Pick<MemoryStore, 'path' | 'readonly' | 'migrate'>,
+  ) {}
+
+  /** Cues, most recently touched first (default: what a session of `filter.workspace` reads). */
+  list(filter: CueListFilter = {}): Cue[] {
+    return this.bank.list(filter)
+  }
+
+  /** Idioms a session of `workspace` reads (every partition without one), best first. */
+  idioms(workspace?: string): Idiom[] {
+    return this.bank.idioms(workspace)
+  }
+
+  /** A cue with its source turns; with `viewer`, only cues that session may read. @throws CueBankError `not-found` */
+  open(cueId: string, viewer?: SessionRef): Promise<OpenedCue> {
+    return this.bank.open(cueId, viewer)
+  }
+
+  /** The block currently injected for a session (`''` = none). */
+  injection(sessionId: string): string {
+    return this.bank.injection(sessionId)
+  }
+
+  /** The last wake decision for a session: overlap, switch, matched cues. */
+  lastDecision(sessionId: string): WakeDecision | undefined {
+    return this.bank.lastDecision(sessionId)
+  }
+
+  /** Import a reference cue-bank JSON file into the store (see {@link importCueBankJson}). */
+  importJson(json: string | unknown, options?: ImportCueBankOptions): Promise<ImportCueBankResult> {
+    return importCueBankJson(this.store, json, options)
+  }
+
+  /** Resolves when queued writes have committed and background embeddings have settled. */
+  whenIdle(): Promise<void> {
+    return this.bank.whenIdle()
+  }
+}
+
+/** Render an opened cue for the model: where it came from, then its source turns. */
+export function renderOpenedCue(opened: OpenedCue): string {
+  const { cue } = opened
+  const source = cue.refSessions[0] ?? cue.sessionId
+  const lines = [
+    `Cue ${cue.id} [${cue.level}] from session ${source}, created ${formatDate(cue.createdAt)}, last mentioned ${formatDate(cue.lastMentionedAt)}, woken ${cue.hitCount} time(s).`,
+    `Summary: ${cue.summary}`,
+    `Keywords: ${cue.keywords.map((keyword) => keyword.word).join(', ')}`,
+    opened.source === 'store' ? 'Source turns (recorded conversation):' : 'Source excerpt (the recorded turns are not in the store):',
+  ]
+  for (const turn of opened.turns) {
+    lines.push(opened.source === 'store' ? `[turn ${turn.turn}, ${formatDate(turn.at)}] ${turn.role}: ${turn.text}` : turn.text)
+  }
+  return lines.join('\n')
+}
+
+/** The `cue_bank_open` tool definition (dsh-tools shape: schema, mandatory output, execute). */
+export function openToolDefinition(bank: CueBank): unknown {
+  return {
+    name: OPEN_TOOL_NAME,
+    description:
+      'Open a recalled memory cue (ids appear in <memory-cues> blocks): shows the session and date it came from and the original conversation turns.',
+    parameters: {
+      type: 'object',
+      properties: { cueId: { type: 'string', description: 'The cue id, e.g. c-0190… or t-0190…' } },
+      required: ['cueId'],
+      additionalProperties: false,
+    },
+    output: {
+      schema: { type: 'string' },
+      render: (_args: unknown, value: unknown) => [{ type: 'text', text: String(value) }],
+    },
+    isConcurrencySafe: () => true,
+    async execute(args: unknown, exec?: { agent?: AgentLike }): Promise<string> {
+      const cueId = (args as { cueId?: unknown } | null)?.cueId
+      if (typeof cueId !== 'string' || cueId.trim() === '') throw new Error('cueId must be a non-empty string')
+      // The calling session sees only the partitions it may be woken from.
+      const session = exec?.agent?.session ?? (exec?.agent ? { id: exec.agent.id } : undefined)
+      const viewer = session ? { id: session.id, workspace: session.header?.cwd ?? '' } : undefined
+      return renderOpenedCue(await bank.open(cueId.trim(), viewer))
+    },
+  }
+}

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { CueBank, type CueBankHooks, type SessionRef } from '../src/core/cue-bank.js'
+import type { Embedder } from '../src/core/embedding.js'
+import { resolveCueBankOptions, type CueBankOptionsInput } from '../src/core/options.js'
+import { openCueRepository, type CueRepository } from '../src/core/sqlite-cue-repository.js'
+
+/** 2026-08-15T00:00:00Z, the reference's date. */
+export const T0 = Date.UTC(2026, 7, 15)
+export const DAY = 86_400_000
+
+/** A controllable clock (the only thing besides the remote model that tests fake). */
+export class Clock {
+  constructor(public time = T0) {}
+  readonly now = (): number => this.time
+  advance(ms: number): void {
+    this.time += ms
+  }
+}
+
+/** A temp directory removed by the returned function. */
+export function tempDir(): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'dshm-cue-bank-'))
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** A session of a workspace with a fresh id. */
+export function session(workspace = '/work/alpha', id = `session-${randomUUID()}`): SessionRef {
+  return { id, workspace }
+}
+
+/** A real store on disk plus a cue bank over it. */
+export interface Harness {
+  readonly store: MemoryStore
+  readonly repository: CueRepository
+  readonly bank: CueBank
+  readonly clock: Clock
+  readonly errors: { error: unknown; where: string }[]
+  close(): Promise<void>
+}
+
+/** Open a store file in `dir` and a cue bank on it. */
+export async function openHarness(
+  dir: string,
+  input: CueBankOptionsInput = {},
+  extra: { clock?: Clock; embedder?: Embedder | null; env?: Record<string, string>; hooks?: CueBankHooks; openTool?: string } = {},
+): Promise<Harness> {
+  const clock = extra.clock ?? new Clock()
+  const store = openMemoryStore({ path: join(dir, 'memory.db'), now: clock.now })
+  const repository = await openCueRepository(store)
+  const errors: { error: unknown; where: string }[] = []
+  const options = resolveCueBankOptions(input, extra.env ?? {})
+  const bank = new CueBank({
+    repository,
+    options,
+    now: clock.now,
+    embedder: extra.embedder ?? null,
+    messages: store.messages,
+    openTool: () => extra.openTool,
+    hooks: { ...extra.hooks, onError: (error, where) => errors.push({ error, where }) },
+  })
+  return {
+    store,
+    repository,
+    bank,
+    clock,
+    errors,
+    close: async () => {
+      await bank.close()
+      await store.close()
+    },
+  }
+}
+
+/** Record one complete turn (a human message and a reply) and wait for the write. */
+export async function talk(bank: CueBank, ref: SessionRef, turn: number, user: string, assistant: string) {
+  bank.observeUserMessage(ref, { id: `u-${ref.id}-${turn}`, text: user }, turn)
+  await bank.settle(ref.id)
+  return bank.recordTurn(ref, { turn, user: [{ id: `u-${ref.id}-${turn}`, text: user }], assistant: [{ id: `a-${ref.id}-${turn}`, text: assistant }] })
+}
+
+/** A scripted OpenAI-compatible `/embeddings` server on 127.0.0.1 (the remote model stand-in). */
+export interface EmbeddingServer {
+  readonly url: string
+  readonly requests: { headers: IncomingMessage['headers']; body: { model: string; input: string[] } }[]
+  close(): Promise<void>
+}
+
+/**
+ * Start an embedding server. `vectorFor` maps each input text to a vector; `behaviour` can
+ * delay or break the answer.
+ */
+export async function startEmbeddingServer(
+  vectorFor: (text: string) => number[],
+  behaviour: (body: { model: string; input: string[] }) => { delayMs?: number; status?: number; raw?: string } = () => ({}),
+): Promise<EmbeddingServer> {
+  const requests: EmbeddingServer['requests'] = []
+  const server: Server = createServer((request, response) => {
+    let raw = ''
+    request.setEncoding('utf8')
+    request.on('data', (chunk: string) => (raw += chunk))
+    request.on('end', () => {
+      const body = JSON.parse(raw) as { model: string; input: string[] }
+      requests.push({ headers: request.headers, body })
+      const plan = behaviour(body)
+      const answer = () => {
+        if (response.destroyed) return
+        if (plan.status && plan.status !== 200) {
+          response.writeHead(plan.status, { 'content-type': 'application/json' }).end('{"error":"scripted failure"}')
+          return
+        }
+        const payload = plan.raw ?? JSON.stringify({ object: 'list', model: body.model, data: body.input.map((text, index) => ({ object: 'embedding', index, embedding: vectorFor(text) })) })
+        response.writeHead(200, { 'content-type': 'application/json' }).end(payload)
+      }
+      if (plan.delayMs) setTimeout(answer, plan.delayMs)
+      else answer()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+/**
+ * A deterministic "semantic" embedding for tests: one axis per concept, a text gets weight on
+ * every concept whose words it mentions (in any language). Related texts that share no
+ * keyword still point the same way.
+ */
+export const CONCEPTS: readonly (readonly string[])[] = [
+  ['database', 'postgres', 'postgresql', 'sql', '数据库', 'データベース', 'schema', 'migration'],
+  ['deploy', 'kubernetes', 'k8s', 'cluster', '部署', '集群', 'helm'],
+  ['cooking', 'recipe', 'pasta', '菜谱', '做饭', '料理'],
+  ['plugin', 'feishu', '飞书', '插件', 'プラグイン'],
+]
+
+export function conceptVector(text: string): number[] {
+  const lower = text.toLowerCase()
+  const vector: number[] = CONCEPTS.map((words) => (words.some((word) => lower.includes(word)) ? 1 : 0))
+  vector.push(0.05)
+  return vector
+}
