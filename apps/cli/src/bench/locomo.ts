@@ -1,0 +1,226 @@
+/**
+ * The LoCoMo retrieval benchmark: load samples into a fresh store through the store API the
+ * plugins use (each turn an L0 message stamped with its session time; observations as L1
+ * memories linked to their turns), then rank every question (categories 1-4 with evidence)
+ * with the recall ranking core and measure turn-level recall@k.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { MAX_SCAN, RankingCorpus, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
+import type { LocomoSample } from './locomo-format.ts'
+
+/** Retrieval modes of the benchmark. */
+export type LocomoMode = 'turns' | 'turns+observations'
+/** Every mode, in report order. */
+export const LOCOMO_MODES: readonly LocomoMode[] = ['turns', 'turns+observations']
+/** Question categories that have evidence turns (5, adversarial, is skipped). */
+export const LOCOMO_CATEGORIES: Readonly<Record<string, string>> = Object.freeze({ '1': 'multi-hop', '2': 'temporal', '3': 'open-domain', '4': 'single-hop' })
+
+/** recall@k per k (keys are k as strings), fractions between 0 and 1. */
+export type RecallAtK = Record<string, number>
+
+/** Metrics of one category. */
+export interface CategoryMetrics {
+  readonly questions: number
+  readonly recall_any: RecallAtK
+  readonly recall_all: RecallAtK
+}
+
+/** Metrics of one mode: the documented `--json` shape. */
+export interface ModeMetrics {
+  readonly recall_any: RecallAtK
+  readonly recall_all: RecallAtK
+  readonly by_category: Record<string, CategoryMetrics>
+}
+
+/** The `--json` object: one entry per mode that ran. */
+export type LocomoReport = Partial<Record<LocomoMode, ModeMetrics>>
+
+/** Progress callbacks (a bar on a TTY, plain lines otherwise). */
+export interface BenchProgress {
+  start(phase: string, total: number): void
+  tick(detail?: string): void
+  stop(): void
+}
+
+/** Options of {@link runLocomoBench}. */
+export interface LocomoBenchOptions {
+  /** The k values (at least one, positive integers). */
+  readonly ks: readonly number[]
+  readonly modes: readonly LocomoMode[]
+  readonly progress?: BenchProgress
+  /** Directory for the temporary store (default: a fresh OS temp dir, removed afterwards). */
+  readonly workDir?: string
+}
+
+const workspaceOf = (sample: LocomoSample) => `locomo/${sample.sampleId}`
+const conversationOf = (sample: LocomoSample, session: number) => `${sample.sampleId}/session_${session}`
+
+/** The L0 text of a turn: speaker, words and, when a picture was shared, its caption. */
+export function turnText(turn: { speaker: string; text: string; imageCaption?: string }): string {
+  return `${turn.speaker}: ${turn.text}${turn.imageCaption ? ` [shares an image: ${turn.imageCaption}]` : ''}`
+}
+
+/** Write the samples into `store` as L0 messages and (optionally) L1 observations. */
+export async function loadLocomo(store: MemoryStore, samples: readonly LocomoSample[], withObservations: boolean, progress?: BenchProgress): Promise<void> {
+  progress?.start('load', samples.length)
+  for (const sample of samples) {
+    const workspace = workspaceOf(sample)
+    const messageIds = new Map<string, string>()
+    await store.transaction(async (tx) => {
+      for (const session of sample.sessions) {
+        const conversationId = conversationOf(sample, session.index)
+        await tx.conversations.ensure({ id: conversationId, workspace, title: `${sample.sampleId} session ${session.index}`, startedAt: session.time })
+        let seq = 0
+        for (const turn of session.turns) {
+          const { message } = await tx.messages.append({
+            conversationId,
+            hostMessageId: turn.diaId,
+            // L0 roles are the two parties; the first speaker plays the user.
+            role: turn.speaker === sample.speakers[0] ? 'user' : 'assistant',
+            text: turnText(turn),
+            turn: seq,
+            seq,
+            // Turns of a session keep their order one second apart from the session's time.
+            createdAt: session.time + seq * 1000,
+            flags: { speaker: turn.speaker },
+          })
+          messageIds.set(turn.diaId, message.id)
+          seq++
+        }
+      }
+      if (withObservations) {
+        for (const observation of sample.observations) {
+          const session = sample.sessions.find((candidate) => candidate.index === observation.session)
+          const sourceMessageIds = observation.diaIds.map((id) => messageIds.get(id)).filter((id): id is string => id !== undefined)
+          if (sourceMessageIds.length === 0) continue
+          await tx.memories.add({
+            kind: 'fact',
+            text: observation.text,
+            scope: 'workspace',
+            workspace,
+            sourceMessageIds,
+            createdAt: session?.time,
+            flags: { speaker: observation.speaker },
+          })
+        }
+      }
+    })
+    progress?.tick(sample.sampleId)
+  }
+  progress?.stop()
+}
+
+interface Tally {
+  questions: number
+  any: number[]
+  all: number[]
+}
+
+const newTally = (ks: readonly number[]): Tally => ({ questions: 0, any: ks.map(() => 0), all: ks.map(() => 0) })
+
+function toMetrics(tally: Tally, ks: readonly number[]): { recall_any: RecallAtK; recall_all: RecallAtK } {
+  const at = (counts: number[]) => Object.fromEntries(ks.map((k, i) => [String(k), tally.questions ? counts[i]! / tally.questions : 0]))
+  return { recall_any: at(tally.any), recall_all: at(tally.all) }
+}
+
+/**
+ * Rank every eligible question of the loaded samples in one mode.
+ * @returns the metrics in the documented shape.
+ */
+export async function evaluateLocomo(store: MemoryStore, samples: readonly LocomoSample[], mode: LocomoMode, ks: readonly number[], progress?: BenchProgress): Promise<ModeMetrics> {
+  const eligible = (sample: LocomoSample) => sample.questions.filter((question) => question.category >= 1 && question.category <= 4 && question.evidence.length > 0)
+  progress?.start(mode, samples.reduce((sum, sample) => sum + eligible(sample).length, 0))
+  const overall = newTally(ks)
+  const byCategory = new Map<number, Tally>()
+
+  for (const sample of samples) {
+    const workspace = workspaceOf(sample)
+    // Read back what was stored: the benchmark ranks store rows, as the plugin does.
+    const messages = await store.messages.list({ workspace, limit: MAX_SCAN })
+    // turns+observations: each turn document also carries the L1 memories distilled from it
+    // (document expansion through `sourceMessageIds`), so a question phrased like the fact
+    // finds the turn the fact came from.
+    const linked = new Map<string, string[]>()
+    if (mode === 'turns+observations') {
+      for (const memory of await store.memories.list({ workspace, includeGlobal: false, limit: MAX_SCAN })) {
+        for (const id of memory.sourceMessageIds) linked.set(id, [...(linked.get(id) ?? []), memory.text])
+      }
+    }
+    const corpus = RankingCorpus.from(
+      messages.map((message) => ({
+        id: message.hostMessageId,
+        text: [message.text, ...(linked.get(message.id) ?? [])].join('\n'),
+        group: message.conversationId,
+        position: message.seq,
+        author: typeof message.flags.speaker === 'string' ? message.flags.speaker : undefined,
+        time: message.createdAt,
+      })),
+    )
+
+    for (const question of eligible(sample)) {
+      const ranking = rankDocuments(corpus, question.question, TURN_RANKING, { authors: sample.speakers }).map((ranked) => ranked.id)
+      const tally = byCategory.get(question.category) ?? newTally(ks)
+      byCategory.set(question.category, tally)
+      for (const target of [overall, tally]) {
+        target.questions++
+        ks.forEach((k, i) => {
+          const top = new Set(ranking.slice(0, k))
+          if (question.evidence.some((id) => top.has(id))) target.any[i]!++
+          if (question.evidence.every((id) => top.has(id))) target.all[i]!++
+        })
+      }
+      progress?.tick()
+    }
+  }
+  progress?.stop()
+  const by_category: Record<string, CategoryMetrics> = {}
+  for (const category of [...byCategory.keys()].sort((a, b) => a - b)) {
+    const tally = byCategory.get(category)!
+    by_category[String(category)] = { questions: tally.questions, ...toMetrics(tally, ks) }
+  }
+  return { ...toMetrics(overall, ks), by_category }
+}
+
+/**
+ * Load the samples into a fresh temporary store and evaluate each requested mode.
+ * The store is deleted afterwards.
+ */
+export async function runLocomoBench(samples: readonly LocomoSample[], options: LocomoBenchOptions): Promise<LocomoReport> {
+  const dir = mkdtempSync(join(options.workDir ?? tmpdir(), 'dsh-memory-locomo-'))
+  const store = openMemoryStore({ path: join(dir, 'memory.db'), persistSearchIndex: false })
+  try {
+    await loadLocomo(store, samples, options.modes.includes('turns+observations'), options.progress)
+    const report: LocomoReport = {}
+    for (const mode of LOCOMO_MODES) {
+      if (options.modes.includes(mode)) report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress)
+    }
+    return report
+  } finally {
+    await store.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** A plain-text table of a report (the non-JSON output). */
+export function formatLocomoReport(report: LocomoReport, ks: readonly number[]): string {
+  const pct = (value: number | undefined) => (value === undefined ? '-' : `${(value * 100).toFixed(1)}%`.padStart(7))
+  const lines: string[] = []
+  for (const mode of LOCOMO_MODES) {
+    const metrics = report[mode]
+    if (!metrics) continue
+    const questions = Object.values(metrics.by_category).reduce((sum, category) => sum + category.questions, 0)
+    lines.push(`mode ${mode} (${questions} questions)`)
+    lines.push(`  ${'category'.padEnd(22)}${ks.map((k) => `any@${k}`.padStart(8)).join('')}${ks.map((k) => `all@${k}`.padStart(8)).join('')}`)
+    const row = (label: string, m: { recall_any: RecallAtK; recall_all: RecallAtK }) =>
+      `  ${label.padEnd(22)}${ks.map((k) => ` ${pct(m.recall_any[String(k)])}`).join('')}${ks.map((k) => ` ${pct(m.recall_all[String(k)])}`).join('')}`
+    lines.push(row('overall', metrics))
+    for (const [category, m] of Object.entries(metrics.by_category)) {
+      lines.push(row(`${category} ${LOCOMO_CATEGORIES[category] ?? ''} (${m.questions})`, m))
+    }
+    lines.push('')
+  }
+  return lines.join('\n').trimEnd()
+}

@@ -1,0 +1,65 @@
+/**
+ * `dsh-memory bench …`: benchmarks that print numbers. `bench locomo` measures turn-level
+ * retrieval with the recall ranking core.
+ */
+import { readFile } from 'node:fs/promises'
+import { type Command, Option } from 'commander'
+import { formatLocomoReport, LOCOMO_MODES, type LocomoMode, runLocomoBench } from '../bench/locomo.ts'
+import { LocomoFormatError, parseLocomo } from '../bench/locomo-format.ts'
+import { CliUsageError, type CliIO } from '../io.ts'
+import { createProgress } from '../progress.ts'
+
+/** Parse `--k 5,10` into sorted unique positive integers. */
+export function parseKs(text: string): number[] {
+  const parts = text.split(',').map((part) => part.trim())
+  const ks = parts.map((part) => (/^\d+$/.test(part) ? Number(part) : Number.NaN))
+  if (parts.length === 0 || ks.some((k) => !Number.isSafeInteger(k) || k < 1)) {
+    throw new CliUsageError(`--k expects a comma-separated list of positive integers (like 5,10), got ${JSON.stringify(text)}`)
+  }
+  return [...new Set(ks)].sort((a, b) => a - b)
+}
+
+/** Parse `--mode`: one mode or `all`. */
+export function parseModes(text: string): LocomoMode[] {
+  if (text === 'all') return [...LOCOMO_MODES]
+  if ((LOCOMO_MODES as readonly string[]).includes(text)) return [text as LocomoMode]
+  throw new CliUsageError(`--mode expects ${LOCOMO_MODES.join(', ')} or all, got ${JSON.stringify(text)}`)
+}
+
+/** Register `bench` and its subcommands on the program. */
+export function registerBench(program: Command, io: CliIO): void {
+  const bench = program.command('bench').description('Benchmarks that print numbers (retrieval quality).')
+  bench
+    .command('locomo')
+    .description('Turn-level retrieval on a LoCoMo-format file: recall_any@k and recall_all@k, overall and per category.')
+    .requiredOption('--data <file>', 'LoCoMo-format JSON file (see shared/bench/README.md)')
+    .option('--k <list>', 'comma-separated cut-offs', '5,10')
+    .addOption(new Option('--mode <mode>', 'which modes to run').choices([...LOCOMO_MODES, 'all']).default('all'))
+    .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} and nothing else on stdout')
+    .option('--quiet', 'no progress output')
+    .action(async (options: { data: string; k: string; mode: string; json?: boolean; quiet?: boolean }) => {
+      const ks = parseKs(options.k)
+      const modes = parseModes(options.mode)
+      let text: string
+      try {
+        text = await readFile(options.data, 'utf8')
+      } catch (error) {
+        throw new CliUsageError(`cannot read --data ${options.data}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+      }
+      let json: unknown
+      try {
+        json = JSON.parse(text)
+      } catch (error) {
+        throw new CliUsageError(`--data ${options.data} is not valid JSON: ${(error as Error).message}`)
+      }
+      let samples
+      try {
+        samples = parseLocomo(json)
+      } catch (error) {
+        if (error instanceof LocomoFormatError) throw new CliUsageError(`--data ${options.data} is not LoCoMo-shaped: ${error.message}`)
+        throw error
+      }
+      const report = await runLocomoBench(samples, { ks, modes, progress: createProgress(io, options.quiet === true) })
+      io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatLocomoReport(report, ks)}\n`)
+    })
+}

@@ -1,0 +1,56 @@
+/**
+ * The `dsh-memory` command line. Each command group lives in `src/commands/<group>.ts` and
+ * exports one `register…(program, io)` function; adding a command is adding a file and one
+ * line in {@link COMMANDS}.
+ */
+import { Command, CommanderError } from 'commander'
+import { registerBench } from './commands/bench.ts'
+import { type CliIO, CliUsageError, processIO } from './io.ts'
+
+/** Registration functions of every command group, in help order. */
+export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerBench]
+
+/** Build the program; `io` receives every byte it prints. */
+export function createProgram(io: CliIO = processIO()): Command {
+  const program = new Command('dsh-memory')
+    .description('Inspect and measure dsh-memory data without a running host.')
+    .version('0.1.0')
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+  for (const register of COMMANDS) register(program, io)
+  // Subcommands inherit the overrides so errors surface as exceptions, not process.exit.
+  for (const command of allCommands(program)) command.exitOverride().configureOutput(program.configureOutput())
+  return program
+}
+
+function allCommands(command: Command): Command[] {
+  return command.commands.flatMap((child) => [child, ...allCommands(child)])
+}
+
+/**
+ * Run the CLI with `argv` (without the node and script paths).
+ * @returns the exit code: 0 success, 2 bad usage, 1 any other failure.
+ */
+export async function runCli(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
+  const program = createProgram(io)
+  try {
+    await program.parseAsync([...argv], { from: 'user' })
+    return 0
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are "errors" only to commander.
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 0
+      return error.exitCode === 0 ? 0 : 2
+    }
+    if (error instanceof CliUsageError) {
+      io.stderr.write(`error: ${error.message}\n`)
+      return error.exitCode
+    }
+    io.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`)
+    return 1
+  }
+}

@@ -1,0 +1,159 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { PassThrough } from 'node:stream'
+import { openMemoryStore } from '@dsh-memory/store'
+import { afterAll, describe, expect, it } from 'vitest'
+import { evaluateLocomo, loadLocomo, runLocomoBench, turnText } from '../src/bench/locomo.ts'
+import { normaliseEvidence, parseLocomo, parseSessionDate } from '../src/bench/locomo-format.ts'
+import { runCli } from '../src/program.ts'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const FIXTURE = join(here, 'fixtures/locomo-mini.json')
+const scratch = mkdtempSync(join(tmpdir(), 'dshm-cli-'))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+/** Run the CLI in-process and capture what it prints. */
+async function cli(args: string[], tty = false): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough()
+  const stderr = Object.assign(new PassThrough(), { isTTY: tty, columns: 100 })
+  let out = ''
+  let err = ''
+  stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+  stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk))
+  const code = await runCli(args, { stdout, stderr })
+  return { code, stdout: out, stderr: err }
+}
+
+describe('the LoCoMo format', () => {
+  it('parses samples, session dates, packed and malformed evidence, observations', async () => {
+    const { readFile } = await import('node:fs/promises')
+    const [sample] = parseLocomo(JSON.parse(await readFile(FIXTURE, 'utf8')))
+    expect(sample!.speakers).toEqual(['Ana', 'Ben'])
+    expect(sample!.sessions.map((session) => [session.index, new Date(session.time).toISOString()])).toEqual([
+      [1, '2024-03-01T10:00:00.000Z'],
+      [2, '2024-03-20T14:30:00.000Z'],
+    ])
+    expect(sample!.questions[1]!.evidence).toEqual(['D1:2', 'D2:1'])
+    expect(sample!.questions[5]!.evidence).toEqual([])
+    expect(sample!.observations).toHaveLength(3)
+    expect(normaliseEvidence(['D8:6; D9:17', 'D1:2,D1:3', 'bad', 7])).toEqual(['D8:6', 'D9:17', 'D1:2', 'D1:3'])
+    expect(parseSessionDate('12:05 am on 2 January, 2023')).toBe(Date.UTC(2023, 0, 2, 0, 5))
+    expect(Number.isNaN(parseSessionDate('yesterday'))).toBe(true)
+  })
+
+  it('names the offending path of a file that is not LoCoMo-shaped', () => {
+    expect(() => parseLocomo({})).toThrow(/^\$: expected a JSON array/)
+    expect(() => parseLocomo([{ sample_id: 'x', conversation: { speaker_a: 'A', speaker_b: 'B', session_1: [{ speaker: 'A', dia_id: 'D1:1' }], session_1_date_time: '1:00 pm on 1 May, 2023' }, qa: [] }])).toThrow(
+      /\$\[0\]\.conversation\.session_1\[0\]\.text: expected a string/,
+    )
+    expect(() => parseLocomo([{ sample_id: 'x', conversation: { speaker_a: 'A', speaker_b: 'B', session_1: [], session_1_date_time: 'soon' }, qa: [] }])).toThrow(/session_1_date_time: unrecognised date/)
+  })
+})
+
+describe('the benchmark', () => {
+  it('loads turns as L0 messages with their session time, and observations as L1 memories linked to the turns', async () => {
+    const { readFile } = await import('node:fs/promises')
+    const samples = parseLocomo(JSON.parse(await readFile(FIXTURE, 'utf8')))
+    const dir = mkdtempSync(join(scratch, 'load-'))
+    const store = openMemoryStore({ path: join(dir, 'memory.db') })
+    try {
+      await loadLocomo(store, samples, true)
+      const messages = await store.messages.list({ workspace: 'locomo/fx-1' })
+      expect(messages).toHaveLength(6)
+      const beach = messages.find((message) => message.hostMessageId === 'D2:2')!
+      expect(beach.text).toBe(turnText({ speaker: 'Ana', text: 'Pixel loves the beach.', imageCaption: 'a dog running on sand' }))
+      expect(beach.createdAt).toBe(Date.UTC(2024, 2, 20, 14, 30) + 1000)
+      expect(beach.role).toBe('user')
+      const memories = await store.memories.list({ workspace: 'locomo/fx-1', includeGlobal: false })
+      const cello = memories.find((memory) => memory.text.includes('cello'))!
+      expect(cello.sourceMessageIds).toEqual([messages.find((message) => message.hostMessageId === 'D1:2')!.id])
+      // The ranking reads the store back: an easy question finds its turn first.
+      const metrics = await evaluateLocomo(store, samples, 'turns', [1, 3])
+      expect(metrics.by_category['4']!.questions).toBe(2)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('measures recall_any/recall_all per k and per category, skipping category 5 and questions without evidence', async () => {
+    const { readFile } = await import('node:fs/promises')
+    const samples = parseLocomo(JSON.parse(await readFile(FIXTURE, 'utf8')))
+    const report = await runLocomoBench(samples, { ks: [1, 6], modes: ['turns', 'turns+observations'], workDir: scratch })
+    for (const mode of ['turns', 'turns+observations'] as const) {
+      const metrics = report[mode]!
+      expect(Object.keys(metrics)).toEqual(['recall_any', 'recall_all', 'by_category'])
+      expect(Object.fromEntries(Object.entries(metrics.by_category).map(([category, value]) => [category, value.questions]))).toEqual({ '1': 1, '2': 1, '3': 1, '4': 2 })
+      for (const k of ['1', '6']) {
+        expect(metrics.recall_all[k]).toBeLessThanOrEqual(metrics.recall_any[k]!)
+        expect(metrics.recall_any[k]).toBeGreaterThanOrEqual(0)
+        expect(metrics.recall_any[k]).toBeLessThanOrEqual(1)
+      }
+      expect(metrics.recall_any['6']).toBeGreaterThanOrEqual(metrics.recall_any['1']!)
+      // Six turns per sample, k = 6: every evidence turn that matches anything is found.
+      expect(metrics.recall_all['6']).toBe(1)
+      // "Where does Ana's sister live?" is answered by the first turn returned.
+      expect(metrics.by_category['4']!.recall_any['1']).toBeGreaterThanOrEqual(0.5)
+    }
+  })
+})
+
+describe('dsh-memory bench locomo (command line)', () => {
+  it('--json prints exactly one object of the documented shape on stdout, progress lines on stderr', async () => {
+    const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--k', '5,10', '--json'])
+    expect(result.code).toBe(0)
+    expect(result.stdout.trim().split('\n')).toHaveLength(1)
+    const report = JSON.parse(result.stdout)
+    expect(Object.keys(report)).toEqual(['turns', 'turns+observations'])
+    expect(Object.keys(report.turns.recall_any)).toEqual(['5', '10'])
+    expect(Object.keys(report.turns.recall_all)).toEqual(['5', '10'])
+    expect(Object.keys(report.turns.by_category)).toEqual(['1', '2', '3', '4'])
+    expect(result.stderr).toMatch(/^load: 0\/1$/m)
+    expect(result.stderr).toMatch(/^turns: 5\/5$/m)
+  })
+
+  it('prints a table without --json and a progress bar on a terminal', async () => {
+    const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--k', '3', '--mode', 'turns'], true)
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^mode turns \(5 questions\)$/m)
+    expect(result.stdout).toMatch(/overall\s+\d+\.\d%\s+\d+\.\d%/)
+    expect(result.stdout).not.toMatch(/turns\+observations/)
+    expect(result.stderr).toMatch(/\[[█░]+\] \d+\/5/)
+  })
+
+  it.each([
+    [['bench', 'locomo'], /required option '--data <file>' not specified/],
+    [['bench', 'locomo', '--data', FIXTURE, '--k', '0'], /--k expects a comma-separated list of positive integers/],
+    [['bench', 'locomo', '--data', FIXTURE, '--k', '5,ten'], /--k expects a comma-separated list of positive integers \(like 5,10\), got "5,ten"/],
+    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'sessions'], /argument 'sessions' is invalid. Allowed choices are turns, turns\+observations, all/],
+    [['bench', 'locomo', '--data', '/nonexistent/locomo.json'], /cannot read --data \/nonexistent\/locomo.json: ENOENT/],
+    [['bench', 'locomo', '--data', FIXTURE, '--frobnicate'], /unknown option '--frobnicate'/],
+    [['bench', 'nope'], /unknown command 'nope'/],
+  ])('rejects %j with exit code 2 and a clear message', async (args, message) => {
+    const result = await cli(args)
+    expect(result.code).toBe(2)
+    expect(result.stderr).toMatch(message)
+    expect(result.stdout).toBe('')
+  })
+
+  it('rejects a file that is not JSON or not LoCoMo-shaped', async () => {
+    const notJson = join(scratch, 'not.json')
+    writeFileSync(notJson, '{ nope')
+    const notLocomo = join(scratch, 'object.json')
+    writeFileSync(notLocomo, JSON.stringify([{ sample_id: 'x' }]))
+    const first = await cli(['bench', 'locomo', '--data', notJson])
+    expect(first.code).toBe(2)
+    expect(first.stderr).toMatch(/is not valid JSON/)
+    const second = await cli(['bench', 'locomo', '--data', notLocomo])
+    expect(second.code).toBe(2)
+    expect(second.stderr).toMatch(/is not LoCoMo-shaped: \$\[0\]\.conversation: expected an object/)
+  })
+
+  it('runs as the dsh-memory executable', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, [join(here, '../src/bin.ts'), 'bench', 'locomo', '--data', FIXTURE, '--k', '2', '--mode', 'turns', '--json', '--quiet'])
+    expect(Object.keys(JSON.parse(stdout).turns.recall_any)).toEqual(['2'])
+  })
+})

@@ -1,0 +1,108 @@
+import { join } from 'node:path'
+import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { DshHome } from '../src/host.js'
+import { lastUserText, startModelServer, type ModelServer } from '../src/model-server.js'
+import { freshHome, tarballs } from './helpers.js'
+import { loggedUserMessages, RECALL_FENCE, recallTexts, systemText } from './support/recall-requests.js'
+
+describe('recall in the real DSH host (memories seeded through the store library)', () => {
+  let server: ModelServer
+  let home: DshHome
+  let root: string
+  let cleanup: () => Promise<void>
+  const alpha = () => join(root, 'work', 'alpha')
+  const beta = () => join(root, 'work', 'beta')
+
+  const withStore = async <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => {
+    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    try {
+      return await fn(store)
+    } finally {
+      await store.close()
+    }
+  }
+  const run = (cwd: string, prompt: string, patch = '') =>
+    home.run({ profile: 'recall', cwd, modelUrl: server.url, patch, args: [prompt] })
+
+  beforeAll(async () => {
+    server = await startModelServer({
+      responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }),
+    })
+    ;({ home, root, cleanup } = await freshHome('recall'))
+    await home.createProfile('recall', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/recall'])
+  })
+
+  afterAll(async () => {
+    await server?.close()
+    await cleanup?.()
+  })
+
+  it('injects the workspace\'s relevant memory into the model request, fenced and sourced from recall, and never captures it back', async () => {
+    const ids = await withStore(async (store) => {
+      const deploy = await store.memories.add({ kind: 'fact', text: 'Staging deploys of this project go out with Kamal from the ops laptop.', scope: 'workspace', workspace: alpha() })
+      const foreign = await store.memories.add({ kind: 'fact', text: 'Staging deploys of the beta project use Capistrano.', scope: 'workspace', workspace: beta() })
+      await store.memories.add({ kind: 'preference', text: 'The user likes answers with a short summary first.', scope: 'global' })
+      await store.persona.put({ scope: 'global', text: 'A platform engineer who runs small teams.' })
+      return { deploy: deploy.id, foreign: foreign.id }
+    })
+
+    const before = server.requests.length
+    const result = await run(alpha(), 'How do staging deploys go out?')
+    expect(result.stderr).not.toMatch(/Error:/)
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('Noted: How do staging deploys go out?')
+
+    const chats = server.requests.slice(before).filter((request) => request.purpose === 'chat')
+    expect(chats).toHaveLength(1)
+    const recalled = recallTexts(chats[0]!)
+    expect(recalled).toHaveLength(1)
+    expect(recalled[0]).toContain('Kamal')
+    expect(recalled[0]).toContain(`id="${ids.deploy}"`)
+    expect(recalled[0]).not.toContain('Capistrano')
+    expect(systemText(chats[0]!)).toContain('A platform engineer who runs small teams.')
+
+    // In the host's own session log the message carries the recall source.
+    const logged = (await loggedUserMessages(join(home.dir, 'sessions'))).filter((message) => message.text.startsWith(RECALL_FENCE))
+    expect(logged).toHaveLength(1)
+    expect(logged[0]!.source).toEqual({ kind: 'plugin', plugin: 'memory-recall', form: 'recall' })
+
+    await withStore(async (store) => {
+      const [conversation] = await store.conversations.list({ workspace: alpha() })
+      const messages = await store.messages.list({ conversationId: conversation!.id })
+      // Capture stored the human prompt and the reply, not the recalled block.
+      expect(messages.map((message) => message.role)).toEqual(['user', 'assistant'])
+      expect(messages.some((message) => message.text.includes('Kamal'))).toBe(false)
+      expect((await store.memories.get(ids.deploy))!.lastRecalledAt).toEqual(expect.any(Number))
+      expect((await store.memories.get(ids.foreign))!.lastRecalledAt).toBeNull()
+    })
+  })
+
+  it('does not inject one workspace\'s memories into another workspace\'s request', async () => {
+    const other = join(root, 'work', 'other')
+    const before = server.requests.length
+    const result = await run(other, 'How do staging deploys go out with Kamal?')
+    expect(result.code).toBe(0)
+    const chats = server.requests.slice(before).filter((request) => request.purpose === 'chat')
+    expect(chats).toHaveLength(1)
+    const text = recallTexts(chats[0]!).join('\n')
+    expect(text).not.toContain('Kamal from the ops laptop')
+    expect(text).not.toContain('Capistrano')
+  })
+
+  it('a session in write-only mode (recall.enabled false) gets nothing injected and still runs', async () => {
+    const before = server.requests.length
+    const result = await run(alpha(), 'How do staging deploys go out again?', '- id: memory-recall\n  config:\n    recall:\n      enabled: false\n')
+    expect(result.code).toBe(0)
+    const chats = server.requests.slice(before).filter((request) => request.purpose === 'chat')
+    expect(recallTexts(chats[0]!)).toEqual([])
+  })
+
+  it('fails boot with a message naming the field when recall config is broken', async () => {
+    const result = await run(join(root, 'work', 'broken'), 'hello', '- id: memory-recall\n  config:\n    recall:\n      scoreThreshold: 7\n')
+    const output = result.stdout + result.stderr
+    expect(result.code).not.toBe(0)
+    expect(output).toMatch(/memory-recall/)
+    expect(output).toMatch(/scoreThreshold/)
+  })
+})

@@ -1,0 +1,66 @@
+/**
+ * The recall analyzer: the store's tokenizer (so CJK and mixed text split exactly as the
+ * store indexes them), then English inflection folding with the Porter stemmer, so
+ * "painting", "painted" and "paints" meet. CJK terms pass through unchanged: the tokenizer's
+ * dictionary words and bigrams already are the right units there.
+ */
+import { tokenize } from '@dsh-memory/store'
+import { stemmer } from 'stemmer'
+
+/**
+ * Changes whenever the terms produced for some input change. Caches of analyzed text key on
+ * it, so a new analyzer never compares against stale terms.
+ */
+export const ANALYZER_VERSION = 'store-tokenize+porter/1'
+
+// Words the store keeps (it drops classic function words only) that carry no topic in
+// questions and chat turns; measured on the LoCoMo dev split (see apps/cli/README.md).
+const EXTRA_STOP_WORDS: ReadonlySet<string> = new Set([
+  'did', 'does', 'do', 'has', 'have', 'had', 'was', 'were', 'is', 'are', 'be',
+  'hey', 'hi', 'hello', 'yeah', 'yes', 'oh', 'wow', 'ok', 'okay', 'lol', 'haha',
+  'thanks', 'thank', 'really', 'sure', 'well', 'got', 'get', 'gonna', 'let', 'lets',
+  'im', 'ive', 'youre', 'thats', 'its', 'dont', 'didnt', 'doesnt', 've', 're', 'll',
+])
+
+const ASCII_WORD = /^[a-z][a-z0-9]*$/
+// Possessive and contraction tails the tokenizer keeps on the whole word ("caroline's").
+const APOSTROPHE_TAIL = /['’](s|re|ve|ll|d|m|t)$/
+
+/**
+ * Turn text into ranking terms: the store's {@link tokenize} terms, possessives folded,
+ * a few conversational fillers dropped, English words stemmed. Deterministic; duplicates
+ * are kept because term frequency matters.
+ */
+export function analyze(text: string): string[] {
+  const out: string[] = []
+  // The tokenizer emits "caroline's" and then its part "caroline"; after folding the
+  // possessive both are "caroline", which would count the word twice.
+  let folded: string | undefined
+  for (const raw of tokenize(text)) {
+    if (folded !== undefined && raw === folded) {
+      folded = undefined
+      continue
+    }
+    folded = undefined
+    let term = raw
+    if (/['’]/.test(raw)) {
+      term = raw.replace(APOSTROPHE_TAIL, '').replace(/['’]/g, '')
+      folded = term
+    }
+    if (term.length < 2 || EXTRA_STOP_WORDS.has(term)) continue
+    out.push(ASCII_WORD.test(term) ? stem(term) : term)
+  }
+  return out
+}
+
+const STEM_CACHE = new Map<string, string>()
+const STEM_CACHE_LIMIT = 50_000
+
+function stem(word: string): string {
+  const cached = STEM_CACHE.get(word)
+  if (cached !== undefined) return cached
+  const stemmed = stemmer(word)
+  if (STEM_CACHE.size >= STEM_CACHE_LIMIT) STEM_CACHE.clear()
+  STEM_CACHE.set(word, stemmed)
+  return stemmed
+}

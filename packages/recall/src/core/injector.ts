@@ -1,0 +1,146 @@
+/**
+ * The per-step injection decision: given the messages a step is about to enter and the
+ * session's current history, decide whether and what to recall, within the time budget.
+ * The adapter turns a plan into a sourced user message; this module never touches the host.
+ */
+import { withinBudget } from './budget.ts'
+import { errorMessage } from './errors.ts'
+import type { LastRecallInfo } from './command.ts'
+import type { RecallEngine, RecallScope } from './recall-engine.ts'
+import { formatRecallMessage, type HistoryMessageLike, memoriesInContext } from './recall-text.ts'
+import { injectionActive, modePolicy, type SessionMemorySettings } from './session-modes.ts'
+
+/** Reads a session's settings, falling back to the defaults (with a warning) when the record is damaged. */
+export async function settingsOrDefaults(engine: RecallEngine, sessionId: string, warn: (message: string) => void): Promise<SessionMemorySettings> {
+  try {
+    return await engine.settings.get(sessionId)
+  } catch (error) {
+    warn(`memory-recall: ${errorMessage(error)}; using the defaults for session ${sessionId}`)
+    return { mode: engine.options.defaultMode, inject: 'follow', updatedAt: null }
+  }
+}
+
+/** A message as the pre-step payload carries it (only what recall reads). */
+export interface StepMessageLike {
+  readonly role?: string
+  readonly content?: readonly { readonly type?: string; readonly text?: string }[]
+  readonly source?: { readonly kind?: string }
+}
+
+/** What to inject. */
+export interface InjectionPlan {
+  /** The fenced text of the recall message. */
+  readonly text: string
+  readonly memoryIds: readonly string[]
+  /** Characters of memory text (not counting the fence). */
+  readonly chars: number
+  readonly strategy: string
+  readonly ms: number
+}
+
+/** Result of {@link RecallInjector.prepare}. */
+export interface PrepareResult {
+  /** Present when memories should be injected. */
+  readonly plan?: InjectionPlan
+  /** Why nothing was injected (for logs and `/memory status`); absent when `plan` is set or there was no user message. */
+  readonly skipped?: string
+}
+
+/** The text of the new human messages in a step's batch (`''` when there are none). */
+export function humanQuery(messages: readonly StepMessageLike[]): string {
+  return messages
+    .filter((message) => message?.role === 'user' && message.source?.kind === 'user')
+    .flatMap((message) => (message.content ?? []).filter((block) => block?.type === 'text' && typeof block.text === 'string').map((block) => block.text!))
+    .join('\n')
+    .trim()
+}
+
+/**
+ * Decides injections for sessions and remembers the last outcome per session. Never throws:
+ * every failure ends as `skipped` with a reason, and the turn goes on.
+ */
+export class RecallInjector {
+  readonly #engine: RecallEngine
+  readonly #now: () => number
+  readonly #warn: (message: string) => void
+  readonly #last = new Map<string, LastRecallInfo>()
+
+  constructor(engine: RecallEngine, deps: { now?: () => number; onWarning?: (message: string) => void } = {}) {
+    this.#engine = engine
+    this.#now = deps.now ?? Date.now
+    this.#warn = deps.onWarning ?? (() => {})
+  }
+
+  /** The last recall outcome of a session. */
+  lastRecall(sessionId: string): LastRecallInfo | undefined {
+    return this.#last.get(sessionId)
+  }
+
+  /** Forget a disposed session's state. */
+  forget(sessionId: string): void {
+    this.#last.delete(sessionId)
+  }
+
+  #settings(sessionId: string): Promise<SessionMemorySettings> {
+    return settingsOrDefaults(this.#engine, sessionId, this.#warn)
+  }
+
+  /**
+   * Plan the injection for one step. Does nothing (and costs one string scan) unless the
+   * batch holds a new human message. Runs within `recall.timeoutMs`.
+   */
+  async prepare(scope: RecallScope, messages: readonly StepMessageLike[], history: readonly HistoryMessageLike[], signal?: AbortSignal): Promise<PrepareResult> {
+    const query = humanQuery(messages)
+    if (!query) return {}
+    const options = this.#engine.options
+    const outcome = await withinBudget(
+      async () => {
+        const settings = await this.#settings(scope.sessionId)
+        if (!injectionActive(settings, options.recall.enabled)) {
+          return { skipped: settings.mode === 'off' ? 'memory mode is off' : 'injection is off for this session (write-only)' }
+        }
+        const recall = await this.#engine.recallForTurn(query, scope, modePolicy(settings.mode), memoriesInContext(history), signal)
+        return { recall }
+      },
+      options.recall.timeoutMs,
+      (error) => this.#warn(`memory-recall: a recall that had already timed out failed: ${errorMessage(error)}`),
+    )
+    if (!outcome.ok) {
+      const skipped =
+        outcome.reason === 'timeout'
+          ? `recall took longer than recall.timeoutMs (${options.recall.timeoutMs} ms); skipped this turn`
+          : `recall failed: ${errorMessage(outcome.error)}`
+      if (outcome.reason === 'error') this.#warn(`memory-recall: ${skipped}`)
+      this.#last.set(scope.sessionId, { at: this.#now(), injected: 0, chars: 0, strategy: options.recall.strategy, skipped })
+      return { skipped }
+    }
+    const { recall, skipped } = outcome.value as { recall?: Awaited<ReturnType<RecallEngine['recallForTurn']>>; skipped?: string }
+    if (!recall) {
+      this.#last.set(scope.sessionId, { at: this.#now(), injected: 0, chars: 0, strategy: options.recall.strategy, skipped })
+      return { skipped }
+    }
+    const { selection, strategy, fallbackReason } = recall
+    const note = [
+      selection.alreadyInContext ? `${selection.alreadyInContext} already in context` : '',
+      selection.belowThreshold ? `${selection.belowThreshold} below threshold` : '',
+      selection.overBudget ? `${selection.overBudget} over budget` : '',
+      fallbackReason ?? '',
+    ]
+      .filter(Boolean)
+      .join(', ')
+    this.#last.set(scope.sessionId, { at: this.#now(), injected: selection.selected.length, chars: selection.chars, strategy, skipped: note || undefined })
+    if (selection.selected.length === 0) return { skipped: note || 'no memory matched' }
+    const text = formatRecallMessage(
+      selection.selected.map(({ scored, text: clipped }) => ({
+        id: scored.memory.id,
+        kind: scored.memory.kind,
+        scope: scored.memory.scope,
+        updatedAt: scored.memory.updatedAt,
+        text: clipped,
+      })),
+    )
+    return {
+      plan: { text, memoryIds: selection.selected.map(({ scored }) => scored.memory.id), chars: selection.chars, strategy, ms: outcome.ms },
+    }
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * Recall options as the core uses them, their defaults (the reference's `recall.*` and
+ * `embedding.*` blocks) and the cross-field rules the adapter's schema cannot express.
+ */
+import { RecallError } from './errors.ts'
+
+/** Search strategies. `hybrid` fuses keyword and embedding rankings (reciprocal rank fusion). */
+export type RecallStrategy = 'keyword' | 'embedding' | 'hybrid'
+
+/** Per-session memory mode; see `session-modes.ts` for what each one recalls. */
+export type MemoryMode = 'auto' | 'chat' | 'work' | 'off'
+
+/** Per-session injection switch: follow the config, force on, or write-only (off). */
+export type InjectSwitch = 'follow' | 'on' | 'off'
+
+/** The automatic recall block. */
+export interface RecallInjectionOptions {
+  /** Inject recalled memories before model steps that follow a new user message. */
+  readonly enabled: boolean
+  /** At most this many memories per injection. */
+  readonly maxResults: number
+  /** Longer memories are cut (with an ellipsis) to this many characters. 0 = unlimited. */
+  readonly maxCharsPerMemory: number
+  /** Total characters of memory text per injection. 0 = unlimited. */
+  readonly maxTotalRecallChars: number
+  /** Whole recall budget in ms; over it, this turn gets no injection. 0 = unlimited. */
+  readonly timeoutMs: number
+  /** Put the persona (L3) into the system prompt. */
+  readonly includePersona: boolean
+  /** Put the scene (L2) navigation into the system prompt. */
+  readonly includeSceneNav: boolean
+  readonly strategy: RecallStrategy
+  /** Memories whose normalised score (relevance × decay) is below this are not injected. */
+  readonly scoreThreshold: number
+  /** Half-life of the age weight `max(0.5, 0.5^(days/halfLife))`; 0 disables decay. */
+  readonly decayHalfLifeDays: number
+}
+
+/** The optional remote embeddings source (any OpenAI-compatible `/embeddings`). */
+export interface EmbeddingOptions {
+  readonly enabled: boolean
+  /** Base URL; requests go to `${baseUrl}/embeddings`. */
+  readonly baseUrl: string
+  /** Sent as `Authorization: Bearer …` when non-empty (a local server may need none). */
+  readonly apiKey: string
+  readonly model: string
+  /** Vector size; requested from the server and checked on every answer. */
+  readonly dimensions: number
+  /** Longer inputs are cut to this many characters before embedding. */
+  readonly maxInputChars: number
+  /** Timeout of one embeddings call in ms. */
+  readonly timeoutMs: number
+}
+
+/** Everything the recall core needs. */
+export interface RecallOptions {
+  /** Mode of a session that has not chosen one. */
+  readonly defaultMode: MemoryMode
+  /** Register the model tools (memory_search, conversation_search, memory_read_scene, memory_add, memory_delete). */
+  readonly tools: boolean
+  /** Register the `/memory` slash command. */
+  readonly command: boolean
+  readonly recall: RecallInjectionOptions
+  readonly embedding: EmbeddingOptions
+}
+
+/** Defaults, matching the reference README's table. */
+export const DEFAULT_RECALL_OPTIONS: RecallOptions = Object.freeze({
+  defaultMode: 'auto',
+  tools: true,
+  command: true,
+  recall: Object.freeze({
+    enabled: true,
+    maxResults: 5,
+    maxCharsPerMemory: 500,
+    maxTotalRecallChars: 2000,
+    timeoutMs: 5000,
+    includePersona: true,
+    includeSceneNav: true,
+    strategy: 'hybrid',
+    scoreThreshold: 0.3,
+    decayHalfLifeDays: 30,
+  }),
+  embedding: Object.freeze({
+    enabled: false,
+    baseUrl: '',
+    apiKey: '',
+    model: '',
+    dimensions: 0,
+    maxInputChars: 5000,
+    timeoutMs: 10000,
+  }),
+})
+
+/** Input of {@link resolveRecallOptions}: any subset, nested blocks partial too. */
+export interface RecallOptionsInput {
+  defaultMode?: MemoryMode
+  tools?: boolean
+  command?: boolean
+  recall?: Partial<RecallInjectionOptions>
+  embedding?: Partial<EmbeddingOptions>
+}
+
+const MODES: readonly MemoryMode[] = ['auto', 'chat', 'work', 'off']
+const STRATEGIES: readonly RecallStrategy[] = ['keyword', 'embedding', 'hybrid']
+
+function fail(path: string, message: string): never {
+  throw new RecallError('invalid-config', `memory-recall: ${path}: ${message}`, { path })
+}
+
+function naturalNumber(value: unknown, path: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) fail(path, `must be a non-negative integer, got ${JSON.stringify(value)}`)
+  return value
+}
+
+function bool(value: unknown, path: string): boolean {
+  if (typeof value !== 'boolean') fail(path, `must be a boolean, got ${JSON.stringify(value)}`)
+  return value
+}
+
+function text(value: unknown, path: string): string {
+  if (typeof value !== 'string') fail(path, `must be a string, got ${JSON.stringify(value)}`)
+  return value
+}
+
+/**
+ * Fill defaults and enforce the rules between fields.
+ * @returns a deeply frozen options object.
+ * @throws RecallError `invalid-config` whose `path` names the field.
+ */
+export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOptions {
+  const recallInput = { ...DEFAULT_RECALL_OPTIONS.recall, ...(input.recall ?? {}) }
+  const embeddingInput = { ...DEFAULT_RECALL_OPTIONS.embedding, ...(input.embedding ?? {}) }
+  const defaultMode = input.defaultMode ?? DEFAULT_RECALL_OPTIONS.defaultMode
+  if (!MODES.includes(defaultMode)) fail('defaultMode', `must be one of ${MODES.join(', ')}, got ${JSON.stringify(defaultMode)}`)
+
+  const recall: RecallInjectionOptions = {
+    enabled: bool(recallInput.enabled, 'recall.enabled'),
+    maxResults: naturalNumber(recallInput.maxResults, 'recall.maxResults'),
+    maxCharsPerMemory: naturalNumber(recallInput.maxCharsPerMemory, 'recall.maxCharsPerMemory'),
+    maxTotalRecallChars: naturalNumber(recallInput.maxTotalRecallChars, 'recall.maxTotalRecallChars'),
+    timeoutMs: naturalNumber(recallInput.timeoutMs, 'recall.timeoutMs'),
+    includePersona: bool(recallInput.includePersona, 'recall.includePersona'),
+    includeSceneNav: bool(recallInput.includeSceneNav, 'recall.includeSceneNav'),
+    strategy: recallInput.strategy,
+    scoreThreshold: recallInput.scoreThreshold,
+    decayHalfLifeDays: recallInput.decayHalfLifeDays,
+  }
+  if (recall.maxResults < 1) fail('recall.maxResults', 'must be at least 1 (disable recall with recall.enabled: false)')
+  if (recall.maxCharsPerMemory > 0 && recall.maxCharsPerMemory < 20) fail('recall.maxCharsPerMemory', 'must be 0 (unlimited) or at least 20')
+  if (recall.maxTotalRecallChars > 0 && recall.maxCharsPerMemory > 0 && recall.maxTotalRecallChars < recall.maxCharsPerMemory) {
+    fail('recall.maxTotalRecallChars', `must be 0 (unlimited) or at least recall.maxCharsPerMemory (${recall.maxCharsPerMemory})`)
+  }
+  if (!STRATEGIES.includes(recall.strategy)) fail('recall.strategy', `must be one of ${STRATEGIES.join(', ')}, got ${JSON.stringify(recall.strategy)}`)
+  if (typeof recall.scoreThreshold !== 'number' || !(recall.scoreThreshold >= 0 && recall.scoreThreshold <= 1)) {
+    fail('recall.scoreThreshold', `must be a number between 0 and 1, got ${JSON.stringify(recall.scoreThreshold)}`)
+  }
+  if (typeof recall.decayHalfLifeDays !== 'number' || !Number.isFinite(recall.decayHalfLifeDays) || recall.decayHalfLifeDays < 0) {
+    fail('recall.decayHalfLifeDays', `must be a non-negative number (0 disables decay), got ${JSON.stringify(recall.decayHalfLifeDays)}`)
+  }
+
+  const embedding: EmbeddingOptions = {
+    enabled: bool(embeddingInput.enabled, 'embedding.enabled'),
+    baseUrl: text(embeddingInput.baseUrl, 'embedding.baseUrl').trim().replace(/\/+$/, ''),
+    apiKey: text(embeddingInput.apiKey, 'embedding.apiKey').trim(),
+    model: text(embeddingInput.model, 'embedding.model').trim(),
+    dimensions: naturalNumber(embeddingInput.dimensions, 'embedding.dimensions'),
+    maxInputChars: naturalNumber(embeddingInput.maxInputChars, 'embedding.maxInputChars'),
+    timeoutMs: naturalNumber(embeddingInput.timeoutMs, 'embedding.timeoutMs'),
+  }
+  if (embedding.enabled) {
+    if (!embedding.baseUrl) fail('embedding.baseUrl', 'is required when embedding.enabled is true')
+    try {
+      const url = new URL(embedding.baseUrl)
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol')
+    } catch {
+      fail('embedding.baseUrl', `must be an http(s) URL, got ${JSON.stringify(embedding.baseUrl)}`)
+    }
+    if (!embedding.model) fail('embedding.model', 'is required when embedding.enabled is true')
+    if (embedding.dimensions < 1) fail('embedding.dimensions', 'must be set (> 0) when embedding.enabled is true')
+    if (embedding.timeoutMs < 1) fail('embedding.timeoutMs', 'must be at least 1 ms when embedding.enabled is true')
+    if (embedding.maxInputChars < 1) fail('embedding.maxInputChars', 'must be at least 1 when embedding.enabled is true')
+  }
+  if (recall.strategy === 'embedding' && !embedding.enabled) {
+    fail('recall.strategy', "'embedding' needs embedding.enabled: true (use 'hybrid' to fall back to keyword search without it)")
+  }
+
+  return Object.freeze({
+    defaultMode,
+    tools: bool(input.tools ?? DEFAULT_RECALL_OPTIONS.tools, 'tools'),
+    command: bool(input.command ?? DEFAULT_RECALL_OPTIONS.command, 'command'),
+    recall: Object.freeze(recall),
+    embedding: Object.freeze(embedding),
+  })
+}

@@ -1,0 +1,411 @@
+/**
+ * The recall engine: everything recall does against the store, without the host. The
+ * adapter calls it from the pre-step listener, the tools and the command; tests and the CLI
+ * call it directly.
+ */
+import type { Memory, MemoryStore, Message, Persona, Scene } from '@dsh-memory/store'
+import { analyze, ANALYZER_VERSION } from './analyzer.ts'
+import { RankingCorpus } from './corpus.ts'
+import type { Embedder } from './embedding.ts'
+import { errorMessage, RecallError } from './errors.ts'
+import { type InjectionSelection, rankMemories, type ScoredMemory, selectForInjection } from './memory-ranking.ts'
+import type { RecallOptions, RecallStrategy } from './options.ts'
+import { rankDocuments, TURN_RANKING } from './ranking.ts'
+import { formatPersonaSection, formatSceneNavSection, type PersonaText, type SceneNavEntry } from './recall-text.ts'
+import { type ModePolicy, policyAllows, SessionSettingsRepository } from './session-modes.ts'
+
+/** Where a request comes from: the session and its workspace (its cwd; `''` when unknown). */
+export interface RecallScope {
+  readonly sessionId: string
+  readonly workspace: string
+}
+
+/** The store surface the engine uses (the Cordis service and a plain store both fit). */
+export type RecallStore = Pick<MemoryStore, 'memories' | 'messages' | 'scenes' | 'persona' | 'meta' | 'conversations'>
+
+/** Optional collaborators of {@link RecallEngine}. */
+export interface RecallEngineDeps {
+  /** The embeddings source; `null`/absent = keyword only. */
+  readonly embedder?: Embedder | null
+  /** Clock (epoch ms); tests inject a fake one. */
+  readonly now?: () => number
+  /** Where non-fatal problems go (embedding failures, background backfill). */
+  readonly onWarning?: (message: string) => void
+}
+
+/** The outcome of one automatic recall. */
+export interface TurnRecall {
+  readonly selection: InjectionSelection<Memory>
+  /** Memories considered (after the mode's filter). */
+  readonly considered: number
+  /** The strategy that actually ran (a configured embedding strategy may fall back to keyword). */
+  readonly strategy: RecallStrategy
+  /** Why the strategy fell back, when it did. */
+  readonly fallbackReason: string | undefined
+}
+
+/** A conversation (L0) hit of {@link RecallEngine.searchConversations}. */
+export interface ConversationHit {
+  readonly message: Message
+  readonly score: number
+}
+
+/** Counts for `/memory status`. */
+export interface ScopeStatus {
+  readonly memories: { readonly workspace: number; readonly global: number; readonly session: number }
+  readonly scenes: number
+  readonly persona: { readonly global: boolean; readonly workspace: boolean }
+}
+
+/** Largest number of rows one scope scan reads (the store's page maximum). */
+export const MAX_SCAN = 10_000
+const MEMO_LIMIT = 100_000
+const EMBEDDING_COOLDOWN_MS = 60_000
+const BACKFILL_BATCH = 32
+const PERSONA_MAX_CHARS = 2000
+const SCENE_SUMMARY_CHARS = 160
+const MAX_NAV_SCENES = 12
+const MIN_ID_PREFIX = 6
+
+/** Memory kinds a user or the model may give explicitly. */
+export const MEMORY_KINDS = ['fact', 'preference', 'instruction', 'decision', 'episode'] as const
+
+/**
+ * Recall over one store. Stateless across processes: every call reads the store, so writes
+ * by distillation or another DSH process are seen at once. Caches only derived data (the
+ * analyzer's terms per memory revision) and the embedding source's health.
+ */
+export class RecallEngine {
+  readonly settings: SessionSettingsRepository
+  readonly #store: RecallStore
+  readonly #options: RecallOptions
+  readonly #embedder: Embedder | null
+  readonly #now: () => number
+  readonly #warn: (message: string) => void
+  readonly #terms = new Map<string, readonly string[]>()
+  #embeddingDownUntil = 0
+  #lastEmbeddingError: string | undefined
+  readonly #background = new Set<Promise<unknown>>()
+
+  constructor(store: RecallStore, options: RecallOptions, deps: RecallEngineDeps = {}) {
+    this.#store = store
+    this.#options = options
+    this.#embedder = options.embedding.enabled ? (deps.embedder ?? null) : null
+    this.#now = deps.now ?? Date.now
+    this.#warn = deps.onWarning ?? (() => {})
+    this.settings = new SessionSettingsRepository(store.meta, { mode: options.defaultMode, inject: 'follow' }, this.#now)
+  }
+
+  get options(): RecallOptions {
+    return this.#options
+  }
+
+  /** The last embeddings failure, for status output. */
+  get lastEmbeddingError(): string | undefined {
+    return this.#lastEmbeddingError
+  }
+
+  /** Settles when background work (embedding backfill) started so far has finished. */
+  async whenIdle(): Promise<void> {
+    while (this.#background.size > 0) await Promise.allSettled([...this.#background])
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // scope
+
+  /** True when a memory is visible from `scope`: global, this workspace's, or this session's. */
+  visible(memory: Pick<Memory, 'scope' | 'workspace' | 'sessionId'>, scope: RecallScope): boolean {
+    if (memory.scope === 'global') return true
+    if (memory.scope === 'workspace') return !!scope.workspace && memory.workspace === scope.workspace
+    return memory.sessionId === scope.sessionId
+  }
+
+  /** Current (not superseded) memories visible from `scope`, newest first. */
+  async visibleMemories(scope: RecallScope): Promise<Memory[]> {
+    const rows = scope.workspace
+      ? await this.#store.memories.list({ workspace: scope.workspace, sessionId: scope.sessionId, limit: MAX_SCAN })
+      : [
+          ...(await this.#store.memories.list({ scope: 'global', limit: MAX_SCAN })),
+          ...(await this.#store.memories.list({ scope: 'session', sessionId: scope.sessionId, includeGlobal: false, limit: MAX_SCAN })),
+        ]
+    // The store already filters by scope; the second check keeps the rule local and explicit.
+    return rows.filter((memory) => this.visible(memory, scope))
+  }
+
+  #termsOf = (memory: Pick<Memory, 'id' | 'revision' | 'text'>): readonly string[] => {
+    const key = `${ANALYZER_VERSION}:${memory.id}:${memory.revision}`
+    let terms = this.#terms.get(key)
+    if (!terms) {
+      if (this.#terms.size >= MEMO_LIMIT) this.#terms.clear()
+      terms = analyze(memory.text)
+      this.#terms.set(key, terms)
+    }
+    return terms
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // ranking
+
+  async #queryEmbedding(query: string, signal?: AbortSignal): Promise<{ vector: Float32Array | null; reason: string | undefined }> {
+    // Not configured is not a failure: hybrid without embeddings simply is keyword search.
+    if (!this.#embedder) return { vector: null, reason: undefined }
+    if (this.#now() < this.#embeddingDownUntil) return { vector: null, reason: `embeddings unavailable: ${this.#lastEmbeddingError}` }
+    try {
+      const [vector] = await this.#embedder.embed([query], signal)
+      return { vector: vector ?? null, reason: undefined }
+    } catch (error) {
+      this.#lastEmbeddingError = errorMessage(error)
+      this.#embeddingDownUntil = this.#now() + EMBEDDING_COOLDOWN_MS
+      this.#warn(`memory-recall: falling back to keyword search: ${this.#lastEmbeddingError}`)
+      return { vector: null, reason: `embeddings unavailable: ${this.#lastEmbeddingError}` }
+    }
+  }
+
+  /**
+   * Rank `memories` for `query` with the configured strategy (degrading to keyword when no
+   * query vector is available), decay included.
+   */
+  async rank(
+    query: string,
+    memories: readonly Memory[],
+    signal?: AbortSignal,
+  ): Promise<{ ranked: ScoredMemory<Memory>[]; strategy: RecallStrategy; fallbackReason: string | undefined }> {
+    const configured = this.#options.recall.strategy
+    let vector: Float32Array | null = null
+    let fallbackReason: string | undefined
+    if (configured !== 'keyword') {
+      ;({ vector, reason: fallbackReason } = await this.#queryEmbedding(query, signal))
+      if (vector) this.#backfill(memories)
+    }
+    const strategy: RecallStrategy = vector ? configured : 'keyword'
+    const ranked = rankMemories(query, memories, {
+      strategy,
+      decayHalfLifeDays: this.#options.recall.decayHalfLifeDays,
+      now: this.#now(),
+      queryEmbedding: vector,
+      embeddingModel: this.#embedder?.modelKey ?? null,
+      termsOf: this.#termsOf,
+    })
+    return { ranked, strategy, fallbackReason }
+  }
+
+  /** Embed memories that have no vector of the current model yet, in the background. */
+  #backfill(memories: readonly Memory[]): void {
+    const embedder = this.#embedder
+    if (!embedder) return
+    const missing = memories.filter((memory) => memory.embeddingModel !== embedder.modelKey).slice(0, BACKFILL_BATCH)
+    if (missing.length === 0) return
+    const job = (async () => {
+      const vectors = await embedder.embed(missing.map((memory) => memory.text))
+      for (let i = 0; i < missing.length; i++) {
+        const memory = missing[i]!
+        const current = await this.#store.memories.get(memory.id)
+        // Skip rows that changed meanwhile: their text is no longer what was embedded.
+        if (!current || current.revision !== memory.revision) continue
+        await this.#store.memories.update(memory.id, { embedding: vectors[i]!, embeddingModel: embedder.modelKey }, { actor: 'recall' })
+      }
+    })().catch((error: unknown) => this.#warn(`memory-recall: embedding backfill failed: ${errorMessage(error)}`))
+    this.#background.add(job)
+    void job.finally(() => this.#background.delete(job))
+  }
+
+  /**
+   * The automatic recall for one turn: memories the session's mode admits, ranked,
+   * thresholded and budgeted, minus those already in the session's context.
+   */
+  async recallForTurn(query: string, scope: RecallScope, policy: ModePolicy, exclude: ReadonlySet<string>, signal?: AbortSignal): Promise<TurnRecall> {
+    // Rank over everything visible and filter afterwards: term statistics then do not depend
+    // on the mode, so a memory scores the same in every mode that admits it.
+    const visible = await this.visibleMemories(scope)
+    const { ranked, strategy, fallbackReason } = await this.rank(query, visible, signal)
+    const admitted = ranked.filter((scored) => policyAllows(policy, scored.memory))
+    const { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold } = this.#options.recall
+    const selection = selectForInjection(admitted, { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold }, exclude)
+    return { selection, considered: visible.filter((memory) => policyAllows(policy, memory)).length, strategy, fallbackReason }
+  }
+
+  /** Record that memories were recalled (sets `lastRecalledAt`). */
+  async touch(ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.#store.memories.touchRecalled(ids, this.#now(), { actor: 'recall' })
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // tools and command
+
+  /**
+   * Search memories visible from `scope` (no threshold: the caller asked explicitly).
+   * @param filter.scope - `all` (default), `workspace` (workspace + session) or `global`.
+   */
+  async searchMemories(
+    query: string,
+    scope: RecallScope,
+    filter: { limit?: number; scope?: 'all' | 'workspace' | 'global'; kind?: string } = {},
+  ): Promise<ScoredMemory<Memory>[]> {
+    let memories = await this.visibleMemories(scope)
+    if (filter.scope === 'global') memories = memories.filter((memory) => memory.scope === 'global')
+    if (filter.scope === 'workspace') memories = memories.filter((memory) => memory.scope !== 'global')
+    if (filter.kind) memories = memories.filter((memory) => memory.kind === filter.kind)
+    const { ranked } = await this.rank(query, memories)
+    return ranked.slice(0, filter.limit ?? 10)
+  }
+
+  /**
+   * Search the verbatim conversation log (L0) of the session's workspace with the turn
+   * ranking (context windows inside each conversation). Other workspaces are never searched.
+   */
+  async searchConversations(
+    query: string,
+    scope: RecallScope,
+    filter: { limit?: number; includeCurrentSession?: boolean } = {},
+  ): Promise<ConversationHit[]> {
+    if (!scope.workspace) return []
+    const messages = (await this.#store.messages.list({ workspace: scope.workspace, order: 'desc', limit: MAX_SCAN })).filter(
+      (message) => filter.includeCurrentSession || message.conversationId !== scope.sessionId,
+    )
+    if (messages.length === 0) return []
+    const corpus = RankingCorpus.from(
+      messages.map((message) => ({
+        id: message.id,
+        text: `${message.role}: ${message.text}`,
+        terms: this.#messageTerms(message),
+        group: message.conversationId,
+        position: message.seq,
+        time: message.createdAt,
+      })),
+    )
+    const byId = new Map(messages.map((message) => [message.id, message]))
+    return rankDocuments(corpus, query, TURN_RANKING)
+      .slice(0, filter.limit ?? 8)
+      .map((ranked) => ({ message: byId.get(ranked.id)!, score: ranked.score }))
+  }
+
+  #messageTerms(message: Message): readonly string[] {
+    const key = `${ANALYZER_VERSION}:m:${message.id}`
+    let terms = this.#terms.get(key)
+    if (!terms) {
+      if (this.#terms.size >= MEMO_LIMIT) this.#terms.clear()
+      terms = analyze(`${message.role}: ${message.text}`)
+      this.#terms.set(key, terms)
+    }
+    return terms
+  }
+
+  /** A memory visible from `scope`, by full id or a unique prefix or suffix (at least 6 characters). */
+  async resolveMemory(idOrPrefix: string, scope: RecallScope): Promise<Memory> {
+    const wanted = idOrPrefix.trim()
+    if (!wanted) throw new RecallError('invalid-argument', 'a memory id is required', { path: 'id' })
+    const exact = await this.#store.memories.get(wanted)
+    if (exact) {
+      if (!this.visible(exact, scope)) throw new RecallError('not-found', `memory ${wanted} is not visible from this workspace`)
+      if (exact.supersededBy) throw new RecallError('not-found', `memory ${wanted} was replaced by ${exact.supersededBy}; use the newer id`)
+      return exact
+    }
+    if (wanted.length < MIN_ID_PREFIX) throw new RecallError('not-found', `no memory with id ${wanted} (give the full id, or at least ${MIN_ID_PREFIX} of its first or last characters)`)
+    // Ids are time-ordered (UUIDv7): memories written together share a prefix, so the random
+    // tail is accepted too.
+    const matches = (await this.visibleMemories(scope)).filter((memory) => memory.id.startsWith(wanted) || memory.id.endsWith(wanted))
+    if (matches.length === 0) throw new RecallError('not-found', `no memory with id ${wanted} in this workspace`)
+    if (matches.length > 1) throw new RecallError('ambiguous-id', `${matches.length} memories start with ${wanted}; give more characters`)
+    return matches[0]!
+  }
+
+  /** Store a memory stated explicitly (by the user or the model). */
+  async addMemory(
+    input: { text: string; kind?: string; scope?: 'workspace' | 'global' | 'session' },
+    scope: RecallScope,
+    actor: string,
+  ): Promise<Memory> {
+    const text = input.text.trim()
+    if (!text) throw new RecallError('invalid-argument', 'the memory text is empty', { path: 'text' })
+    const target = input.scope ?? (scope.workspace ? 'workspace' : 'global')
+    if (target === 'workspace' && !scope.workspace) throw new RecallError('invalid-argument', 'this session has no workspace; use scope "global"', { path: 'scope' })
+    return this.#store.memories.add(
+      {
+        kind: input.kind ?? 'fact',
+        text,
+        scope: target,
+        workspace: target === 'global' ? null : scope.workspace || null,
+        sessionId: target === 'session' ? scope.sessionId : null,
+        priority: 1,
+        flags: { origin: actor },
+      },
+      { actor },
+    )
+  }
+
+  /** Delete a visible memory (and its older versions). @returns the deleted memory. */
+  async deleteMemory(idOrPrefix: string, scope: RecallScope, actor: string): Promise<Memory> {
+    const memory = await this.resolveMemory(idOrPrefix, scope)
+    await this.#store.memories.delete(memory.id, { actor })
+    return memory
+  }
+
+  /** Replace a visible memory's text, keeping the old version as history. @returns the new memory. */
+  async correctMemory(idOrPrefix: string, text: string, scope: RecallScope, actor: string): Promise<{ old: Memory; current: Memory }> {
+    const cleaned = text.trim()
+    if (!cleaned) throw new RecallError('invalid-argument', 'the corrected text is empty', { path: 'text' })
+    const old = await this.resolveMemory(idOrPrefix, scope)
+    const current = await this.#store.memories.supersede(old.id, { text: cleaned, flags: { ...old.flags, correctedBy: actor } }, { actor })
+    return { old, current }
+  }
+
+  /** A scene visible from `scope`, with its member memories that are visible too. */
+  async readScene(id: string, scope: RecallScope): Promise<{ scene: Scene; memories: Memory[] }> {
+    const scene = await this.#store.scenes.get(id.trim())
+    if (!scene || !this.visible(scene, scope)) throw new RecallError('not-found', `no scene ${id} in this workspace`)
+    const memories: Memory[] = []
+    for (const memoryId of scene.memoryIds) {
+      const memory = await this.#store.memories.get(memoryId)
+      if (memory && !memory.supersededBy && this.visible(memory, scope)) memories.push(memory)
+    }
+    return { scene, memories }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // system prompt sections
+
+  /** The persona section text for a session under `policy` (`''` when there is none). */
+  async personaSection(scope: RecallScope, policy: ModePolicy): Promise<string> {
+    if (!this.#options.recall.includePersona) return ''
+    const parts: PersonaText[] = []
+    const take = (persona: Persona | undefined) => persona && parts.push({ scope: persona.scope, text: persona.text })
+    if (policy.globalPersona) take(await this.#store.persona.get({ scope: 'global' }))
+    if (policy.workspacePersona && scope.workspace) take(await this.#store.persona.get({ scope: 'workspace', workspace: scope.workspace }))
+    return formatPersonaSection(parts, PERSONA_MAX_CHARS)
+  }
+
+  /** The scene navigation section text for a session under `policy` (`''` when there is none). */
+  async sceneNavSection(scope: RecallScope, policy: ModePolicy): Promise<string> {
+    if (!this.#options.recall.includeSceneNav || (!policy.globalScenes && !policy.workspaceScenes)) return ''
+    const scenes = scope.workspace
+      ? await this.#store.scenes.list({ workspace: scope.workspace, sessionId: scope.sessionId, limit: 100 })
+      : await this.#store.scenes.list({ scope: 'global', limit: 100 })
+    const entries: SceneNavEntry[] = scenes
+      .filter((scene) => this.visible(scene, scope))
+      .filter((scene) => (scene.scope === 'global' ? policy.globalScenes : policy.workspaceScenes))
+      // Stable order (creation time, then id) so the section text only changes with the scenes.
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+      .slice(-MAX_NAV_SCENES)
+      .map((scene) => ({ id: scene.id, title: scene.title, summary: scene.summary, scope: scene.scope }))
+    return formatSceneNavSection(entries, SCENE_SUMMARY_CHARS)
+  }
+
+  /** Counts for `/memory status`. */
+  async status(scope: RecallScope): Promise<ScopeStatus> {
+    const memories = await this.visibleMemories(scope)
+    const scenes = scope.workspace ? await this.#store.scenes.list({ workspace: scope.workspace, limit: MAX_SCAN }) : await this.#store.scenes.list({ scope: 'global', limit: MAX_SCAN })
+    return {
+      memories: {
+        workspace: memories.filter((memory) => memory.scope === 'workspace').length,
+        global: memories.filter((memory) => memory.scope === 'global').length,
+        session: memories.filter((memory) => memory.scope === 'session').length,
+      },
+      scenes: scenes.filter((scene) => this.visible(scene, scope)).length,
+      persona: {
+        global: !!(await this.#store.persona.get({ scope: 'global' })),
+        workspace: scope.workspace ? !!(await this.#store.persona.get({ scope: 'workspace', workspace: scope.workspace })) : false,
+      },
+    }
+  }
+}
+

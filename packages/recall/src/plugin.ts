@@ -1,0 +1,327 @@
+/**
+ * The DSH adapter of recall: builds the core from config and wires it to the host — the
+ * `agent/pre-step` injection, the persona and scene sections of the system prompt, the model
+ * tools and the `/memory` command. Nothing here throws into the host; every registration is
+ * made through `ctx`, so unloading the plugin removes it.
+ *
+ * @module @dsh-memory/recall/plugin
+ */
+import type { Context } from '@deepseek-ai/cordis'
+import { createUserMessage } from '@deepseek-ai/dsh-llm/message'
+import z from '@deepseek-ai/schemastery'
+import type {} from '@dsh-memory/store/plugin'
+import { runMemoryCommand, MEMORY_COMMAND_USAGE } from './core/command.ts'
+import { createEmbedder } from './core/embedding.ts'
+import { errorMessage, isRecallError } from './core/errors.ts'
+import { RecallInjector } from './core/injector.ts'
+import { PromptSections } from './core/prompt-sections.ts'
+import { DEFAULT_RECALL_OPTIONS as D, type InjectSwitch, type MemoryMode, type RecallOptionsInput, type RecallStrategy, resolveRecallOptions } from './core/options.ts'
+import { RecallEngine, type RecallScope } from './core/recall-engine.ts'
+import { RECALL_PLUGIN_ID } from './core/recall-text.ts'
+import { RECALL_TOOLS } from './core/tools.ts'
+import { RECALL_EVENTS } from './events.ts'
+
+export { RECALL_EVENTS } from './events.ts'
+export type { RecallInjectedEvent, RecallMemoryChangedEvent, RecallSettingsChangedEvent } from './events.ts'
+
+/** Plugin id, as the bundle row names it (also `source.plugin` of every recall message). */
+export const name = RECALL_PLUGIN_ID
+
+/** Services this plugin needs before it starts. Prompt, tools and commands are used when present. */
+export const inject = ['memoryStore'] as const
+
+/** Section names and orders in the system prompt: after the host's own sections, so a persona change only invalidates the tail of the cached prefix. */
+export const PERSONA_SECTION = { name: 'memory-recall:persona', order: 900 } as const
+/** See {@link PERSONA_SECTION}. */
+export const SCENES_SECTION = { name: 'memory-recall:scenes', order: 910 } as const
+
+/** Config of the recall row (the reference's `family`, `recall.*`, `embedding.*` and `tools`). */
+export interface Config {
+  defaultMode: MemoryMode
+  tools: boolean
+  command: boolean
+  recall: {
+    enabled: boolean
+    maxResults: number
+    maxCharsPerMemory: number
+    maxTotalRecallChars: number
+    timeoutMs: number
+    includePersona: boolean
+    includeSceneNav: boolean
+    strategy: RecallStrategy
+    scoreThreshold: number
+    decayHalfLifeDays: number
+  }
+  embedding: {
+    enabled: boolean
+    baseUrl: string
+    apiKey: string
+    model: string
+    dimensions: number
+    maxInputChars: number
+    timeoutMs: number
+  }
+}
+
+const R = D.recall
+const E = D.embedding
+
+/** Schemastery schema of {@link Config}; the README's table mirrors it (and a test checks that). */
+export const Config: z<Config> = z.object({
+  defaultMode: z
+    .union(['auto', 'chat', 'work', 'off'])
+    .default(D.defaultMode)
+    .description('Memory mode of a session that has not chosen one: auto | chat | work | off (see the README).'),
+  tools: z.boolean().default(D.tools).description('Register the model tools memory_search, conversation_search, memory_read_scene, memory_add, memory_delete.'),
+  command: z.boolean().default(D.command).description('Register the /memory slash command (interactive hosts).'),
+  recall: z
+    .object({
+      enabled: z.boolean().default(R.enabled).description('Inject recalled memories before each model step that follows a new user message.'),
+      maxResults: z.natural().default(R.maxResults).description('At most this many memories per injection.'),
+      maxCharsPerMemory: z.natural().default(R.maxCharsPerMemory).description('Longer memories are cut to this many characters. 0 = unlimited.'),
+      maxTotalRecallChars: z.natural().default(R.maxTotalRecallChars).description('Total memory characters per injection. 0 = unlimited.'),
+      timeoutMs: z.natural().default(R.timeoutMs).description('Whole recall budget in ms; over it the turn goes on without injection. 0 = unlimited.'),
+      includePersona: z.boolean().default(R.includePersona).description('Put the persona (L3) into the system prompt.'),
+      includeSceneNav: z.boolean().default(R.includeSceneNav).description('Put the scene (L2) navigation into the system prompt.'),
+      strategy: z.union(['keyword', 'embedding', 'hybrid']).default(R.strategy).description('keyword | embedding | hybrid (reciprocal rank fusion); hybrid without embeddings = keyword.'),
+      scoreThreshold: z.number().min(0).max(1).default(R.scoreThreshold).description('Memories whose relevance × decay is below this are not injected (0..1).'),
+      decayHalfLifeDays: z.number().min(0).default(R.decayHalfLifeDays).description('Half-life of the age weight max(0.5, 0.5^(days/halfLife)); 0 disables decay.'),
+    })
+    .default({} as Config['recall'])
+    .description('Automatic recall.'),
+  embedding: z
+    .object({
+      enabled: z.boolean().default(E.enabled).description('Use an OpenAI-compatible /embeddings endpoint for the embedding and hybrid strategies.'),
+      baseUrl: z.string().default(E.baseUrl).description('Base URL; requests go to <baseUrl>/embeddings.'),
+      apiKey: z.string().default(E.apiKey).description('Bearer token (optional: a local server may need none).'),
+      model: z.string().default(E.model).description('Embedding model name.'),
+      dimensions: z.natural().default(E.dimensions).description('Vector size (required when enabled).'),
+      maxInputChars: z.natural().default(E.maxInputChars).description('Longer texts are cut before embedding.'),
+      timeoutMs: z.natural().default(E.timeoutMs).description('Timeout of one embeddings call in ms.'),
+    })
+    .default({} as Config['embedding'])
+    .description('Optional remote embeddings.'),
+})
+
+/** The parts of the host's agent that recall reads (declared structurally: no host type dependency). */
+interface AgentLike {
+  readonly id: string
+  readonly session?: {
+    readonly header?: { readonly cwd?: string }
+    readonly events?: readonly { readonly type: string; readonly data?: unknown }[]
+    deriveMessages?(): readonly unknown[]
+  }
+}
+
+interface ToolRegistryLike {
+  register(definition: Record<string, unknown>): () => void
+}
+interface CommandRegistryLike {
+  register(definition: Record<string, unknown>): () => void
+}
+interface SystemPromptLike {
+  section(section: { name: string; order: number; text: (context: { agent?: { id?: string } }) => string }): () => void
+}
+
+declare module '@deepseek-ai/cordis' {
+  interface Events {
+    /** The host's step admission waterfall (dsh-agent owns it; declared structurally). */
+    'agent/pre-step'(
+      payload: { agent: AgentLike; messages: unknown[]; turn: number; step: number; signal: AbortSignal },
+      next: () => Promise<{ kind: 'reject' } | { kind: 'enter'; messages: unknown[] }>,
+    ): Promise<{ kind: 'reject' } | { kind: 'enter'; messages: unknown[] }>
+    /** The host's awaited durability checkpoint for a session (dsh-session owns it). */
+    'session/flush'(session: { readonly id: string }): Promise<void> | void
+    /** An agent left the host's registry (dsh-agent owns it). */
+    'agent/disposed'(payload: { agent: AgentLike }): void
+    /** The host's prompt assembly waterfall (dsh-system-prompt owns it; declared structurally). */
+    'system-prompt/assemble'(
+      assembly: { sections: { name: string; text: string }[] },
+      context: { agent?: AgentLike },
+      next: () => Promise<{ sections: { name: string; text: string }[] }>,
+    ): Promise<{ sections: { name: string; text: string }[] }>
+  }
+}
+
+/** Which user turn an agent is in (the last `turn/start`), so sections refresh once per turn. */
+function turnKey(agent: AgentLike): string {
+  const events = agent.session?.events ?? []
+  for (let index = events.length - 1; index >= 0; index--) {
+    const event = events[index]
+    if (event?.type === 'turn/start') return String((event.data as { turn?: unknown } | undefined)?.turn ?? index)
+  }
+  return 'none'
+}
+
+/** The session and workspace an agent runs in. */
+function scopeOf(agent: AgentLike | undefined): RecallScope | undefined {
+  if (!agent || typeof agent.id !== 'string') return undefined
+  const cwd = agent.session?.header?.cwd
+  return { sessionId: agent.id, workspace: typeof cwd === 'string' ? cwd : '' }
+}
+
+function historyOf(agent: AgentLike): readonly unknown[] {
+  try {
+    return agent.session?.deriveMessages?.() ?? []
+  } catch {
+    return []
+  }
+}
+
+/**
+ * Wire recall into the host. Invalid config throws here (the host fails boot naming the
+ * field); after that, nothing recall does can fail a turn.
+ */
+export function apply(ctx: Context, config: Config): void {
+  const options = resolveRecallOptions(config as RecallOptionsInput)
+  const logger = ctx.logger('memory-recall')
+  const warn = (message: string) => logger.warn(message)
+  const engine = new RecallEngine(ctx.memoryStore, options, {
+    embedder: options.embedding.enabled ? createEmbedder(options.embedding) : null,
+    onWarning: warn,
+  })
+  const injector = new RecallInjector(engine, { onWarning: warn })
+  const sections = new PromptSections(engine, { onWarning: warn })
+  const pending = new Set<Promise<unknown>>()
+
+  const track = (job: Promise<unknown>) => {
+    pending.add(job)
+    void job.finally(() => pending.delete(job))
+  }
+  const emit = (event: string, payload: unknown) => {
+    try {
+      ;(ctx.emit as (name: string, ...args: unknown[]) => void)(event, payload)
+    } catch (error) {
+      warn(`memory-recall: a ${event} listener failed: ${errorMessage(error)}`)
+    }
+  }
+
+  ctx.on('agent/pre-step', async (payload, next) => {
+    const decision = await next()
+    if (decision.kind !== 'enter') return decision
+    try {
+      const scope = scopeOf(payload.agent)
+      if (!scope) return decision
+      const result = await injector.prepare(scope, decision.messages as never[], historyOf(payload.agent) as never[], payload.signal)
+      if (result.skipped) logger.debug('no recall for session %s: %s', scope.sessionId, result.skipped)
+      const plan = result.plan
+      if (!plan) return decision
+      const message = createUserMessage({
+        content: [{ type: 'text', text: plan.text }],
+        source: { kind: 'plugin', plugin: RECALL_PLUGIN_ID, form: 'recall' },
+      })
+      // Recording recall time is bookkeeping: it must not hold the step back.
+      track(
+        engine
+          .touch(plan.memoryIds)
+          .then(() =>
+            emit(RECALL_EVENTS.injected, {
+              sessionId: scope.sessionId,
+              workspace: scope.workspace,
+              memoryIds: plan.memoryIds,
+              chars: plan.chars,
+              strategy: plan.strategy,
+              ms: plan.ms,
+            }),
+          )
+          .catch((error: unknown) => warn(`memory-recall: could not record recall time: ${errorMessage(error)}`)),
+      )
+      logger.debug('recalled %d memories (%d chars) for session %s', plan.memoryIds.length, plan.chars, scope.sessionId)
+      return { kind: 'enter', messages: [...decision.messages, message] }
+    } catch (error) {
+      warn(`memory-recall: recall failed, the step goes on without it: ${errorMessage(error)}`)
+      return decision
+    }
+  })
+
+  // Headless runs exit right after the turn: finish bookkeeping writes before the store closes.
+  ctx.on('session/flush', async () => {
+    await Promise.allSettled([...pending])
+    await engine.whenIdle()
+  })
+  ctx.on('agent/disposed', (payload: unknown) => {
+    const id = (payload as { agent?: { id?: unknown } })?.agent?.id ?? (payload as { id?: unknown })?.id
+    if (typeof id !== 'string') return
+    sections.forget(id)
+    injector.forget(id)
+  })
+
+  ctx.inject(['systemPrompt'], (prompt) => {
+    const registry = (prompt as unknown as { systemPrompt: SystemPromptLike }).systemPrompt
+    // Providers are synchronous, so they read the cache; the assemble waterfall below (which
+    // may await) refreshes it once per user turn and patches the texts into the assembly.
+    registry.section({ ...PERSONA_SECTION, text: (context) => sections.current(context?.agent?.id ?? '').persona })
+    registry.section({ ...SCENES_SECTION, text: (context) => sections.current(context?.agent?.id ?? '').scenes })
+    prompt.on('system-prompt/assemble', async (assembly, context, next) => {
+      const result = await next()
+      try {
+        const agent = context?.agent
+        const scope = scopeOf(agent)
+        if (!agent || !scope) return result
+        const texts = await sections.forTurn(scope, turnKey(agent))
+        // Other listeners may hand back frozen sections: build new objects, never mutate.
+        return {
+          ...result,
+          sections: result.sections.map((section) =>
+            section.name === PERSONA_SECTION.name ? { ...section, text: texts.persona } : section.name === SCENES_SECTION.name ? { ...section, text: texts.scenes } : section,
+          ),
+        }
+      } catch (error) {
+        warn(`memory-recall: could not refresh the memory sections: ${errorMessage(error)}`)
+        return result
+      }
+    })
+  })
+
+  if (options.tools) {
+    ctx.inject(['tools'], (toolsCtx) => {
+      const registry = (toolsCtx as unknown as { tools: ToolRegistryLike }).tools
+      for (const spec of RECALL_TOOLS) {
+        registry.register({
+          name: spec.name,
+          description: spec.description,
+          parameters: spec.parameters,
+          output: {
+            schema: spec.outputSchema,
+            render: (_args: unknown, value: unknown) => [{ type: 'text', text: spec.render(value as never) }],
+          },
+          async execute(args: unknown, exec: { agent?: AgentLike }) {
+            const scope = scopeOf(exec?.agent)
+            if (!scope) throw new Error(`${spec.name} needs a session (no calling agent)`)
+            try {
+              const value = await spec.run(engine, scope, args)
+              if (spec.name === 'memory_add' || spec.name === 'memory_delete') {
+                const id = (value as { id?: string; deleted?: string }).id ?? (value as { deleted?: string }).deleted ?? ''
+                emit(RECALL_EVENTS.memoryChanged, { op: spec.name === 'memory_add' ? 'add' : 'delete', id, sessionId: scope.sessionId, actor: 'model' })
+              }
+              return value
+            } catch (error) {
+              // The registry turns a thrown error into an error result the model reads.
+              throw new Error(isRecallError(error) ? error.message : `${spec.name} failed: ${errorMessage(error)}`)
+            }
+          },
+        })
+      }
+    })
+  }
+
+  if (options.command) {
+    ctx.inject(['commands'], (commandsCtx) => {
+      const registry = (commandsCtx as unknown as { commands: CommandRegistryLike }).commands
+      registry.register({
+        name: 'memory',
+        description: 'Long-term memory: status, list, remember, correct, forget, mode, inject.',
+        input: { hint: 'status | list [n] | remember [--global] <text> | correct <id> <text> | forget <id> | mode <auto|chat|work|off> | inject <follow|on|off>' },
+        async handler(invocation: { agent: AgentLike; rawInput: string }) {
+          const scope = scopeOf(invocation.agent)
+          if (!scope) return { kind: 'error', text: `no session for /memory\n${MEMORY_COMMAND_USAGE}` }
+          return runMemoryCommand(engine, scope, invocation.rawInput ?? '', {
+            lastRecall: (sessionId) => injector.lastRecall(sessionId),
+            onSettingsChanged: (sessionId, settings) => emit(RECALL_EVENTS.settingsChanged, { sessionId, mode: settings.mode, inject: settings.inject as InjectSwitch }),
+            onMemoryChanged: (change) => emit(RECALL_EVENTS.memoryChanged, { ...change, actor: 'user' }),
+          })
+        },
+      })
+    })
+  }
+}

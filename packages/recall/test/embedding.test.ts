@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { cosineSimilarity, createEmbedder } from '../src/core/embedding.ts'
+import { resolveRecallOptions } from '../src/core/options.ts'
+import { type EmbeddingServer, startEmbeddingServer } from './support/loopback.ts'
+
+describe('the OpenAI-compatible embeddings client (loopback server)', () => {
+  let server: EmbeddingServer | undefined
+  afterEach(async () => {
+    await server?.close()
+    server = undefined
+  })
+  const options = (url: string, extra: Record<string, unknown> = {}) =>
+    resolveRecallOptions({ embedding: { enabled: true, baseUrl: url, apiKey: 'sk-local', model: 'concepts', dimensions: 8, timeoutMs: 2000, maxInputChars: 20, ...extra } }).embedding
+
+  it('posts model, input and dimensions with the bearer key, and returns vectors in input order', async () => {
+    server = await startEmbeddingServer()
+    const embedder = createEmbedder(options(server.url))
+    const [editor, database] = await embedder.embed(['my editor is helix', 'postgres database'])
+    expect(embedder.modelKey).toBe('concepts@8')
+    expect(editor![0]).toBe(1)
+    expect(database![1]).toBe(1)
+    expect(cosineSimilarity(editor!, database!)).toBeLessThan(0.1)
+    const request = server.requests[0]!
+    expect(request.headers.authorization).toBe('Bearer sk-local')
+    // Inputs longer than maxInputChars are cut before they leave the process.
+    expect(request.body).toEqual({ model: 'concepts', input: ['my editor is helix', 'postgres database'], dimensions: 8, encoding_format: 'float' })
+    await embedder.embed(['x'.repeat(100)])
+    expect(server.requests[1]!.body.input![0]).toHaveLength(20)
+  })
+
+  it.each([
+    ['http-500', /HTTP 500/],
+    ['garbage', /unexpected shape/],
+    ['wrong-dimensions', /2 dimensions, expected 8/],
+  ] as const)('turns a %s answer into embedding-unavailable', async (behaviour, message) => {
+    server = await startEmbeddingServer(behaviour)
+    await expect(createEmbedder(options(server.url)).embed(['a'])).rejects.toMatchObject({ code: 'embedding-unavailable', message: expect.stringMatching(message) })
+  })
+
+  it('times out a stalled server', async () => {
+    server = await startEmbeddingServer('stall')
+    const started = Date.now()
+    await expect(createEmbedder(options(server.url, { timeoutMs: 200 })).embed(['a'])).rejects.toMatchObject({ code: 'embedding-unavailable', message: expect.stringMatching(/timed out after 200 ms/) })
+    expect(Date.now() - started).toBeLessThan(2000)
+  })
+
+  it('reports an unreachable endpoint', async () => {
+    await expect(createEmbedder(options('http://127.0.0.1:9/v1')).embed(['a'])).rejects.toMatchObject({ code: 'embedding-unavailable' })
+  })
+})
+
+describe('cosineSimilarity', () => {
+  it('is 1 for parallel, 0 for orthogonal or mismatched vectors', () => {
+    expect(cosineSimilarity(Float32Array.from([1, 2]), Float32Array.from([2, 4]))).toBeCloseTo(1, 6)
+    expect(cosineSimilarity(Float32Array.from([1, 0]), Float32Array.from([0, 1]))).toBe(0)
+    expect(cosineSimilarity(Float32Array.from([1]), Float32Array.from([1, 0]))).toBe(0)
+    expect(cosineSimilarity(Float32Array.from([0, 0]), Float32Array.from([1, 0]))).toBe(0)
+  })
+})

@@ -1,0 +1,105 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { resolveRecallOptions } from '../src/core/options.ts'
+import { RecallEngine } from '../src/core/recall-engine.ts'
+import { RecallInjector } from '../src/core/injector.ts'
+import { RECALL_TOOLS } from '../src/core/tools.ts'
+import { tempStore } from './support/store.ts'
+
+describe('RecallEngine on a real store', () => {
+  let handle: ReturnType<typeof tempStore> | undefined
+  afterEach(async () => {
+    await handle?.cleanup()
+    handle = undefined
+  })
+
+  it('sees global memories, its workspace\'s, and only its own session\'s session-scoped ones', async () => {
+    handle = tempStore()
+    const { store } = handle
+    await store.memories.add({ kind: 'fact', text: 'global one', scope: 'global' })
+    await store.memories.add({ kind: 'fact', text: 'alpha one', scope: 'workspace', workspace: '/w/alpha' })
+    await store.memories.add({ kind: 'fact', text: 'beta one', scope: 'workspace', workspace: '/w/beta' })
+    await store.memories.add({ kind: 'fact', text: 'mine', scope: 'session', sessionId: 's1', workspace: '/w/alpha' })
+    await store.memories.add({ kind: 'fact', text: 'theirs', scope: 'session', sessionId: 's2', workspace: '/w/alpha' })
+    const engine = new RecallEngine(store, resolveRecallOptions())
+    const texts = (await engine.visibleMemories({ sessionId: 's1', workspace: '/w/alpha' })).map((memory) => memory.text).sort()
+    expect(texts).toEqual(['alpha one', 'global one', 'mine'])
+    // A session without a workspace sees global and its own session memories only.
+    expect((await engine.visibleMemories({ sessionId: 's2', workspace: '' })).map((memory) => memory.text).sort()).toEqual(['global one', 'theirs'])
+  })
+
+  it('resolves ids by prefix or suffix and reports ambiguity with a stable code', async () => {
+    handle = tempStore()
+    const engine = new RecallEngine(handle.store, resolveRecallOptions())
+    const scope = { sessionId: 's', workspace: '/w' }
+    const a = await engine.addMemory({ text: 'first' }, scope, 'user')
+    const b = await engine.addMemory({ text: 'second' }, scope, 'user')
+    expect((await engine.resolveMemory(a.id.slice(-8), scope)).id).toBe(a.id)
+    expect((await engine.resolveMemory(b.id, scope)).id).toBe(b.id)
+    // Ids are time-ordered: two memories of the same millisecond share their first 12 characters.
+    const at = Date.UTC(2025, 0, 1)
+    const twin1 = await handle.store.memories.add({ kind: 'fact', text: 'twin one', scope: 'workspace', workspace: '/w', createdAt: at })
+    const twin2 = await handle.store.memories.add({ kind: 'fact', text: 'twin two', scope: 'workspace', workspace: '/w', createdAt: at })
+    expect(twin1.id.slice(0, 8)).toBe(twin2.id.slice(0, 8))
+    await expect(engine.resolveMemory(twin1.id.slice(0, 8), scope)).rejects.toMatchObject({ code: 'ambiguous-id' })
+    await expect(engine.resolveMemory('abc', scope)).rejects.toMatchObject({ code: 'not-found' })
+    await expect(engine.addMemory({ text: '  ' }, scope, 'user')).rejects.toMatchObject({ code: 'invalid-argument', path: 'text' })
+    await expect(engine.addMemory({ text: 'x', scope: 'workspace' }, { sessionId: 's', workspace: '' }, 'user')).rejects.toMatchObject({ code: 'invalid-argument', path: 'scope' })
+  })
+
+  it('a superseded memory is history: it is not recalled and cannot be edited again', async () => {
+    handle = tempStore()
+    const engine = new RecallEngine(handle.store, resolveRecallOptions())
+    const scope = { sessionId: 's', workspace: '/w' }
+    const old = await engine.addMemory({ text: 'The build uses webpack.' }, scope, 'user')
+    const { current } = await engine.correctMemory(old.id, 'The build uses vite.', scope, 'user')
+    const hits = await engine.searchMemories('which build tool, webpack or vite', scope)
+    expect(hits.map((hit) => hit.memory.id)).toEqual([current.id])
+    await expect(engine.resolveMemory(old.id, scope)).rejects.toMatchObject({ code: 'not-found', message: expect.stringMatching(/replaced by/) })
+  })
+
+  it('conversation search leaves out the current session unless asked, and never reads other workspaces', async () => {
+    handle = tempStore()
+    const { store } = handle
+    for (const [id, workspace, text] of [
+      ['now', '/w', 'We are debugging the websocket reconnect right now.'],
+      ['before', '/w', 'Last week the websocket reconnect loop was fixed by a backoff.'],
+      ['elsewhere', '/x', 'The websocket reconnect in the other repo.'],
+    ] as const) {
+      await store.conversations.ensure({ id, workspace })
+      await store.messages.append({ conversationId: id, hostMessageId: `${id}-1`, role: 'user', text })
+    }
+    const engine = new RecallEngine(store, resolveRecallOptions())
+    const scope = { sessionId: 'now', workspace: '/w' }
+    expect((await engine.searchConversations('websocket reconnect', scope)).map((hit) => hit.message.conversationId)).toEqual(['before'])
+    expect((await engine.searchConversations('websocket reconnect', scope, { includeCurrentSession: true })).map((hit) => hit.message.conversationId).sort()).toEqual(['before', 'now'])
+  })
+
+  it('tools validate arguments before touching the store', async () => {
+    handle = tempStore()
+    const engine = new RecallEngine(handle.store, resolveRecallOptions())
+    const scope = { sessionId: 's', workspace: '/w' }
+    const tool = (name: string) => RECALL_TOOLS.find((spec) => spec.name === name)!
+    await expect(tool('memory_search').run(engine, scope, { query: '' })).rejects.toMatchObject({ code: 'invalid-argument', path: 'query' })
+    await expect(tool('memory_search').run(engine, scope, null)).rejects.toMatchObject({ code: 'invalid-argument', path: 'query' })
+    await expect(tool('memory_add').run(engine, scope, { text: 'x', scope: 'everywhere' })).rejects.toMatchObject({ code: 'invalid-argument', path: 'scope' })
+    await expect(tool('conversation_search').run(engine, scope, { query: 'x', limit: 0 })).rejects.toMatchObject({ code: 'invalid-argument', path: 'limit' })
+    expect(await handle.store.memories.list()).toEqual([])
+    for (const spec of RECALL_TOOLS) {
+      expect(spec.parameters).toMatchObject({ type: 'object' })
+      expect(spec.description.length).toBeGreaterThan(40)
+    }
+  })
+
+  it('the injector ignores steps without a human message and reports why nothing was injected', async () => {
+    handle = tempStore()
+    const engine = new RecallEngine(handle.store, resolveRecallOptions())
+    const injector = new RecallInjector(engine)
+    const scope = { sessionId: 's', workspace: '/w' }
+    expect(await injector.prepare(scope, [{ role: 'user', source: { kind: 'tool' }, content: [{ type: 'text', text: 'x' }] }], [])).toEqual({})
+    expect(injector.lastRecall('s')).toBeUndefined()
+    const result = await injector.prepare(scope, [{ role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: 'anything about kites?' }] }], [])
+    expect(result.plan).toBeUndefined()
+    expect(result.skipped).toBe('no memory matched')
+    expect(injector.lastRecall('s')).toMatchObject({ injected: 0, strategy: 'keyword' })
+  })
+})

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest'
+import { clipText, rankMemories, selectForInjection, type ScoredMemory } from '../src/core/memory-ranking.ts'
+
+const DAY = 86_400_000
+const NOW = Date.UTC(2025, 0, 1)
+
+function memory(id: string, text: string, ageDays = 0, extra: Partial<{ embedding: Float32Array; embeddingModel: string; kind: string; scope: string }> = {}) {
+  const time = NOW - ageDays * DAY
+  return { id, text, kind: extra.kind ?? 'fact', scope: extra.scope ?? 'global', createdAt: time, updatedAt: time, embedding: extra.embedding ?? null, embeddingModel: extra.embeddingModel ?? null }
+}
+
+describe('rankMemories', () => {
+  const base = [memory('new', 'The office printer is on floor three.'), memory('old', 'The office printer is on floor two.', 120), memory('other', 'Lunch is at noon.')]
+
+  it('multiplies relevance by the age decay', () => {
+    const ranked = rankMemories('where is the office printer', base, { strategy: 'keyword', decayHalfLifeDays: 30, now: NOW })
+    expect(ranked.map((scored) => scored.memory.id)).toEqual(['new', 'old'])
+    const [fresh, aged] = ranked
+    expect(aged!.decay).toBe(0.5)
+    expect(aged!.score).toBeCloseTo(aged!.relevance * 0.5, 10)
+    expect(fresh!.decay).toBe(1)
+  })
+
+  it('embedding strategy ranks by cosine similarity of the same model only', () => {
+    const vector = (x: number, y: number) => Float32Array.from([x, y])
+    const memories = [
+      memory('near', 'alpha', 0, { embedding: vector(1, 0.1), embeddingModel: 'm@2' }),
+      memory('far', 'beta', 0, { embedding: vector(0.2, 1), embeddingModel: 'm@2' }),
+      memory('other-model', 'gamma', 0, { embedding: vector(1, 0), embeddingModel: 'x@2' }),
+    ]
+    const ranked = rankMemories('anything', memories, { strategy: 'embedding', decayHalfLifeDays: 0, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
+    expect(ranked.map((scored) => scored.memory.id)).toEqual(['near', 'far'])
+    expect(ranked[0]!.vector).toBeGreaterThan(0.99)
+  })
+
+  it('hybrid fuses both lists: a memory found by both beats one found by one', () => {
+    const vector = (x: number, y: number) => Float32Array.from([x, y])
+    const memories = [
+      memory('both', 'The printer jams on A3 paper.', 0, { embedding: vector(1, 0), embeddingModel: 'm@2' }),
+      memory('keyword-only', 'Printer toner is in the cupboard.', 0, { embedding: vector(0, 1), embeddingModel: 'm@2' }),
+      memory('vector-only', 'The copier on floor two is broken.', 0, { embedding: vector(0.9, 0.1), embeddingModel: 'm@2' }),
+    ]
+    const ranked = rankMemories('printer jams', memories, { strategy: 'hybrid', decayHalfLifeDays: 0, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
+    expect(ranked[0]!.memory.id).toBe('both')
+    expect(ranked.map((scored) => scored.memory.id)).toContain('vector-only')
+    // Without a query vector, hybrid degrades to keyword.
+    const keywordOnly = rankMemories('printer jams', memories, { strategy: 'hybrid', decayHalfLifeDays: 0, now: NOW, queryEmbedding: null, embeddingModel: 'm@2' })
+    expect(keywordOnly.map((scored) => scored.memory.id)).not.toContain('vector-only')
+  })
+})
+
+describe('selectForInjection', () => {
+  const scored = (id: string, score: number, text = `memory ${id}`): ScoredMemory => ({
+    memory: memory(id, text),
+    lexical: score,
+    vector: undefined,
+    relevance: score,
+    decay: 1,
+    score,
+  })
+  const budget = { maxResults: 3, maxCharsPerMemory: 0, maxTotalRecallChars: 0, scoreThreshold: 0.3 }
+
+  it('applies the threshold, maxResults and the exclusion of memories already in context', () => {
+    const selection = selectForInjection([scored('a', 0.9), scored('b', 0.8), scored('c', 0.7), scored('d', 0.6), scored('e', 0.2)], budget, new Set(['b']))
+    expect(selection.selected.map((entry) => entry.scored.memory.id)).toEqual(['a', 'c', 'd'])
+    expect(selection).toMatchObject({ alreadyInContext: 1, belowThreshold: 1, overBudget: 0 })
+    const capped = selectForInjection([scored('a', 0.9), scored('b', 0.8), scored('c', 0.7), scored('d', 0.6)], budget)
+    expect(capped.overBudget).toBe(1)
+  })
+
+  it('cuts each memory to maxCharsPerMemory and the total to maxTotalRecallChars', () => {
+    const long = 'x'.repeat(100)
+    const perMemory = selectForInjection([scored('a', 0.9, long)], { ...budget, maxCharsPerMemory: 30 })
+    expect([...perMemory.selected[0]!.text]).toHaveLength(30)
+    expect(perMemory.selected[0]!.truncated).toBe(true)
+    const total = selectForInjection([scored('a', 0.9, long), scored('b', 0.8, long), scored('c', 0.7, long)], { ...budget, maxCharsPerMemory: 60, maxTotalRecallChars: 100 })
+    expect(total.selected.map((entry) => [...entry.text].length)).toEqual([60, 40])
+    expect(total.chars).toBe(100)
+    expect(total.overBudget).toBe(1)
+  })
+
+  it('the total budget never overflows (property over random inputs)', () => {
+    let seed = 42
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+    for (let round = 0; round < 200; round++) {
+      const entries = Array.from({ length: 1 + Math.floor(random() * 10) }, (_, i) => scored(`m${i}`, random(), 'y'.repeat(1 + Math.floor(random() * 300))))
+      const limits = { maxResults: 1 + Math.floor(random() * 6), maxCharsPerMemory: Math.floor(random() * 200), maxTotalRecallChars: Math.floor(random() * 500), scoreThreshold: random() * 0.5 }
+      const selection = selectForInjection(entries, limits)
+      expect(selection.selected.length).toBeLessThanOrEqual(limits.maxResults)
+      if (limits.maxTotalRecallChars > 0) expect(selection.chars).toBeLessThanOrEqual(limits.maxTotalRecallChars)
+      for (const entry of selection.selected) {
+        expect(entry.scored.score).toBeGreaterThanOrEqual(limits.scoreThreshold)
+        if (limits.maxCharsPerMemory > 0) expect([...entry.text].length).toBeLessThanOrEqual(limits.maxCharsPerMemory)
+      }
+    }
+  })
+
+  it('clipText counts code points, so CJK and emoji are never split', () => {
+    expect(clipText('東京のオフィスは来月移転します', 5)).toEqual({ text: '東京のオ…', truncated: true })
+    expect(clipText('😀😀😀', 2).text).toBe('😀…')
+    expect(clipText('short', 0)).toEqual({ text: 'short', truncated: false })
+  })
+})

@@ -1,0 +1,67 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import { isRecallError } from '../src/core/errors.ts'
+import { DEFAULT_RECALL_OPTIONS, resolveRecallOptions } from '../src/core/options.ts'
+import { Config } from '../src/plugin.ts'
+
+function fieldOf(run: () => unknown): string | undefined {
+  try {
+    run()
+  } catch (error) {
+    if (isRecallError(error, 'invalid-config')) return error.path
+    throw error
+  }
+  return undefined
+}
+
+describe('resolveRecallOptions', () => {
+  it('fills the reference defaults and freezes the result', () => {
+    const options = resolveRecallOptions()
+    expect(options).toEqual(DEFAULT_RECALL_OPTIONS)
+    expect(options.recall).toMatchObject({ maxResults: 5, maxCharsPerMemory: 500, maxTotalRecallChars: 2000, timeoutMs: 5000, strategy: 'hybrid', scoreThreshold: 0.3, decayHalfLifeDays: 30 })
+    expect(Object.isFrozen(options) && Object.isFrozen(options.recall) && Object.isFrozen(options.embedding)).toBe(true)
+  })
+
+  it('names the offending field', () => {
+    expect(fieldOf(() => resolveRecallOptions({ defaultMode: 'sometimes' as never }))).toBe('defaultMode')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { maxResults: 0 } }))).toBe('recall.maxResults')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { maxResults: 1.5 } }))).toBe('recall.maxResults')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { maxCharsPerMemory: 5 } }))).toBe('recall.maxCharsPerMemory')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { maxCharsPerMemory: 500, maxTotalRecallChars: 100 } }))).toBe('recall.maxTotalRecallChars')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { scoreThreshold: 1.5 } }))).toBe('recall.scoreThreshold')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { decayHalfLifeDays: -1 } }))).toBe('recall.decayHalfLifeDays')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { strategy: 'vector' as never } }))).toBe('recall.strategy')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { strategy: 'embedding' } }))).toBe('recall.strategy')
+    expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true } }))).toBe('embedding.baseUrl')
+    expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, baseUrl: 'ftp://x' } }))).toBe('embedding.baseUrl')
+    expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, baseUrl: 'http://127.0.0.1:1/v1' } }))).toBe('embedding.model')
+    expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, baseUrl: 'http://127.0.0.1:1/v1', model: 'm' } }))).toBe('embedding.dimensions')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { enabled: 'yes' as never } }))).toBe('recall.enabled')
+  })
+
+  it('accepts 0 as "unlimited" for the budgets and "disabled" for decay', () => {
+    const options = resolveRecallOptions({ recall: { maxCharsPerMemory: 0, maxTotalRecallChars: 0, timeoutMs: 0, decayHalfLifeDays: 0 } })
+    expect(options.recall).toMatchObject({ maxCharsPerMemory: 0, maxTotalRecallChars: 0, timeoutMs: 0, decayHalfLifeDays: 0 })
+  })
+})
+
+describe('Config schema and README', () => {
+  it('the schema fills the same defaults as the core', () => {
+    const config = Config({} as never)
+    expect(resolveRecallOptions(config)).toEqual(DEFAULT_RECALL_OPTIONS)
+  })
+
+  it('the README config table lists every field with its default', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+    const defaults = Config({} as never) as unknown as Record<string, unknown>
+    const rows: [string, unknown][] = []
+    for (const [key, value] of Object.entries(defaults)) {
+      if (value && typeof value === 'object') for (const [inner, innerValue] of Object.entries(value)) rows.push([`${key}.${inner}`, innerValue])
+      else rows.push([key, value])
+    }
+    for (const [field, value] of rows) {
+      const shown = value === '' ? "''" : String(value)
+      expect(readme, `README row for ${field}`).toMatch(new RegExp(`\\| \`${field.replace('.', '\\.')}\` \\| \`${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\` \\|`))
+    }
+  })
+})

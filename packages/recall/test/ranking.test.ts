@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest'
+import { analyze } from '../src/core/analyzer.ts'
+import { RankingCorpus } from '../src/core/corpus.ts'
+import { asksAboutTime, decayFactor, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING } from '../src/core/ranking.ts'
+
+const DAY = 86_400_000
+
+describe('analyze', () => {
+  it('stems English inflections so painting, painted and paints meet', () => {
+    const [a, b, c] = [analyze('painting'), analyze('painted'), analyze('paints')]
+    expect(a).toEqual(b)
+    expect(b).toEqual(c)
+  })
+
+  it('folds possessives without counting the word twice', () => {
+    expect(analyze("Caroline's dog")).toEqual(['carolin', 'dog'])
+  })
+
+  it('keeps CJK words and bigrams from the store tokenizer, and mixed text', () => {
+    const terms = analyze('我们决定使用 PostgreSQL 作为主数据库')
+    expect(terms).toContain('postgresql')
+    expect(terms).toContain('数据')
+    const japanese = analyze('東京のオフィスは来月移転します')
+    expect(japanese).toContain('東京')
+    expect(japanese.some((term) => term.includes('オフィス') || term === 'オフ')).toBe(true)
+  })
+
+  it('drops conversational fillers and is deterministic', () => {
+    expect(analyze('Hey, yeah thanks!')).toEqual([])
+    expect(analyze('The deploy runs nightly')).toEqual(analyze('The deploy runs nightly'))
+  })
+})
+
+describe('rankDocuments', () => {
+  const memories = RankingCorpus.from([
+    { id: 'editor', text: 'The user prefers the Helix editor over Vim.' },
+    { id: 'deploy', text: 'Deploys go to Fly.io every Friday.' },
+    { id: 'db', text: '主数据库是 PostgreSQL 16。' },
+    { id: 'coffee', text: 'The user drinks espresso in the morning.' },
+  ])
+
+  it('ranks by BM25 over analyzed terms, in every language', () => {
+    expect(rankDocuments(memories, 'which editor do I prefer?', MEMORY_RANKING)[0]!.id).toBe('editor')
+    expect(rankDocuments(memories, '数据库用的是什么', MEMORY_RANKING)[0]!.id).toBe('db')
+    expect(rankDocuments(memories, 'when do we deploy', MEMORY_RANKING)[0]!.id).toBe('deploy')
+  })
+
+  it('returns nothing for a query without matching terms', () => {
+    expect(rankDocuments(memories, 'quantum chromodynamics', MEMORY_RANKING)).toEqual([])
+    expect(rankDocuments(memories, '   ', MEMORY_RANKING)).toEqual([])
+    expect(rankDocuments(RankingCorpus.from([]), 'editor', MEMORY_RANKING)).toEqual([])
+  })
+
+  it('relevance is on a fixed scale: one distinctive match is 0.5, more matches are higher, long queries do not dilute it', () => {
+    const [hit] = rankDocuments(memories, 'helix', MEMORY_RANKING)
+    expect(hit!.relevance).toBeGreaterThan(0.4)
+    expect(hit!.relevance).toBeLessThan(0.6)
+    const [two] = rankDocuments(memories, 'helix vim', MEMORY_RANKING)
+    expect(two!.relevance).toBeGreaterThan(hit!.relevance)
+    const long = rankDocuments(memories, `helix ${'unrelated words about many other things '.repeat(10)}`, MEMORY_RANKING)
+    expect(long.find((ranked) => ranked.id === 'editor')!.relevance).toBeCloseTo(hit!.relevance, 5)
+    for (const ranked of rankDocuments(memories, 'the user editor espresso', MEMORY_RANKING)) {
+      expect(ranked.relevance).toBeGreaterThan(0)
+      expect(ranked.relevance).toBeLessThan(1)
+    }
+  })
+
+  it('context windows: a turn borrows score from its neighbours in the same conversation only', () => {
+    const turns = RankingCorpus.from([
+      { id: 'a1', text: 'A: what did you paint last weekend?', group: 'a', position: 1 },
+      { id: 'a2', text: 'B: a sunrise over the lake', group: 'a', position: 2 },
+      { id: 'b1', text: 'B: a sunrise photo', group: 'b', position: 1 },
+      { id: 'b0', text: 'A: nothing relevant', group: 'b', position: 0 },
+    ])
+    const plain = rankDocuments(turns, 'what did B paint, a sunrise?', { ...TURN_RANKING, context: { span: 0, weight: 0, falloff: 0 }, groupWeight: 0, temporalBoost: 0 })
+    const withContext = rankDocuments(turns, 'what did B paint, a sunrise?', { ...TURN_RANKING, groupWeight: 0, temporalBoost: 0 })
+    const score = (list: typeof plain, id: string) => list.find((ranked) => ranked.id === id)?.score ?? 0
+    expect(score(withContext, 'a2') - score(plain, 'a2')).toBeGreaterThan(0)
+    // b0 has no matching term and its neighbour b1 matches: it gains; across groups nothing leaks.
+    expect(score(withContext, 'b0')).toBeGreaterThan(0)
+    expect(score(withContext, 'a2')).toBeGreaterThan(score(withContext, 'b1'))
+  })
+
+  it('the author prior boosts the one speaker a question names', () => {
+    const turns = RankingCorpus.from([
+      { id: 'm', text: 'Melanie: I went camping with the kids', author: 'Melanie', group: 's', position: 0 },
+      { id: 'c', text: 'Caroline: I went camping alone', author: 'Caroline', group: 's', position: 5 },
+    ])
+    const parameters = { ...TURN_RANKING, context: { span: 0, weight: 0, falloff: 0 }, groupWeight: 0 }
+    expect(rankDocuments(turns, 'Where did Caroline go camping?', parameters, { authors: ['Caroline', 'Melanie'] })[0]!.id).toBe('c')
+    expect(rankDocuments(turns, 'Where did Melanie go camping?', parameters, { authors: ['Caroline', 'Melanie'] })[0]!.id).toBe('m')
+  })
+
+  it('the temporal prior favours turns with time expressions for "when" questions only', () => {
+    expect(asksAboutTime('When did she move?')).toBe(true)
+    expect(asksAboutTime('什么时候搬家的？')).toBe(true)
+    expect(asksAboutTime('いつ引っ越しましたか')).toBe(true)
+    expect(asksAboutTime('Where did she move?')).toBe(false)
+    const turns = RankingCorpus.from([
+      { id: 'plain', text: 'She moved to Berlin with her cat' },
+      { id: 'dated', text: 'She moved last year to Berlin' },
+    ])
+    const parameters = { ...MEMORY_RANKING, temporalBoost: 1 }
+    expect(rankDocuments(turns, 'When did she move to Berlin?', parameters)[0]!.id).toBe('dated')
+  })
+})
+
+describe('decayFactor', () => {
+  it('is max(0.5, 0.5^(days/halfLife)) and 1 when disabled', () => {
+    expect(decayFactor(0, 30)).toBe(1)
+    expect(decayFactor(30 * DAY, 30)).toBeCloseTo(0.5, 10)
+    expect(decayFactor(15 * DAY, 30)).toBeCloseTo(Math.SQRT1_2, 10)
+    expect(decayFactor(365 * DAY, 30)).toBe(0.5)
+    expect(decayFactor(365 * DAY, 0)).toBe(1)
+    expect(decayFactor(-5 * DAY, 30)).toBe(1)
+  })
+
+  it('never increases with age (property over a grid)', () => {
+    for (const halfLife of [1, 7, 30, 365]) {
+      let previous = Number.POSITIVE_INFINITY
+      for (let days = 0; days <= 1000; days += 13) {
+        const value = decayFactor(days * DAY, halfLife)
+        expect(value).toBeLessThanOrEqual(previous)
+        expect(value).toBeGreaterThanOrEqual(0.5)
+        previous = value
+      }
+    }
+  })
+})
+
+describe('reciprocalRankFusion', () => {
+  it('rewards ids ranked high in several lists', () => {
+    const fused = reciprocalRankFusion([
+      ['a', 'b', 'c'],
+      ['b', 'd'],
+    ])
+    expect(fused[0]!.id).toBe('b')
+    expect(fused.map((entry) => entry.id).sort()).toEqual(['a', 'b', 'c', 'd'])
+    expect(fused[0]!.score).toBeCloseTo(1 / 62 + 1 / 61, 10)
+  })
+})
