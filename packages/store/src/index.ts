@@ -16,7 +16,11 @@ export type { RedactionResult, SecretKind } from './core/redact.ts'
 export { DEFAULT_TEXT_LIMITS, estimateTokens } from './core/text.ts'
 export type { TextLimits } from './core/text.ts'
 export { EXPORT_FORMAT, EXPORT_VERSION } from './core/export-format.ts'
+export { coordinatedStore, isCoordinatedStore, layerKeyOf, layerKeyOfRow, parseLayerKey } from './core/layers.ts'
+export { holdLease, isLocalHolderGone, leaseHolderId } from './core/lease-keeper.ts'
+export type { HeldLease, HoldLeaseOptions } from './core/lease-keeper.ts'
 export type {
+  AcquireLeaseOptions,
   AddMemoryInput,
   AddSceneInput,
   AppendMessageInput,
@@ -28,12 +32,19 @@ export type {
   AuditOp,
   Conversation,
   ConversationFilter,
+  CoordinatedMemoryStore,
   ConversationRepository,
   EnsureConversationInput,
   EntityName,
   Flags,
   ImportResult,
   IndexBuildReason,
+  LayerKey,
+  LayerRepository,
+  LayerRevision,
+  Lease,
+  LeaseFence,
+  LeaseRepository,
   Memory,
   MemoryFilter,
   MemoryHit,
@@ -48,6 +59,7 @@ export type {
   MessageRepository,
   MessageRole,
   MessageSearchOptions,
+  MetaEntry,
   MetaRepository,
   Migration,
   MigrationSet,
@@ -63,6 +75,7 @@ export type {
   SearchIndexStatus,
   SearchService,
   StoreDiagnostics,
+  TransactionOptions,
   UpdateMemoryPatch,
   UpdateScenePatch,
   WriteOptions,

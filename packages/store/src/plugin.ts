@@ -15,6 +15,10 @@ import type {
   AppliedMigration,
   AuditLog,
   ConversationRepository,
+  CoordinatedMemoryStore,
+  LayerRepository,
+  LeaseRepository,
+  TransactionOptions,
   ImportResult,
   MemoryRepository,
   MemoryStore,
@@ -64,7 +68,7 @@ export const Config: z<Partial<Config>, Config> = z.object({
  * Repositories are live only while the plugin runs; afterwards every call fails with
  * `MemoryStoreError` code `'closed'`.
  */
-export class MemoryStoreService extends Service implements MemoryStore {
+export class MemoryStoreService extends Service implements CoordinatedMemoryStore {
   static Config = Config
 
   /** Absolute directory holding `memory.db`. */
@@ -73,7 +77,7 @@ export class MemoryStoreService extends Service implements MemoryStore {
   readonly path: string
   // A plain field, not `#store`: Cordis hands out proxies of services, and private
   // fields cannot be read through a proxy.
-  private current: MemoryStore | undefined
+  private current: CoordinatedMemoryStore | undefined
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     super(ctx, 'memoryStore')
@@ -91,7 +95,7 @@ export class MemoryStoreService extends Service implements MemoryStore {
   }
 
   /** The open store. @throws MemoryStoreError `closed` once the plugin is disposed. */
-  get store(): MemoryStore {
+  get store(): CoordinatedMemoryStore {
     if (!this.current) throw new MemoryStoreError('closed', 'the memory-store plugin is not running')
     return this.current
   }
@@ -126,8 +130,15 @@ export class MemoryStoreService extends Service implements MemoryStore {
   get meta(): MetaRepository {
     return this.store.meta
   }
-  transaction<T>(fn: (store: MemoryStore) => Promise<T> | T): Promise<T> {
-    return this.store.transaction(fn)
+  get layers(): LayerRepository {
+    return this.store.layers
+  }
+  get leases(): LeaseRepository {
+    return this.store.leases
+  }
+  /** Forwards `options` (a `fence` included), so a fenced plugin write through the service stays fenced. */
+  transaction<T>(fn: (store: CoordinatedMemoryStore) => Promise<T> | T, options?: TransactionOptions): Promise<T> {
+    return this.store.transaction(fn, options)
   }
   exportJsonl(): AsyncIterable<string> {
     return this.store.exportJsonl()
@@ -142,65 +153,169 @@ export class MemoryStoreService extends Service implements MemoryStore {
   async close(): Promise<void> {}
 }
 
-/**
- * One store row as the loader mounts it. Every dsh-memory bundle inserts its own store row
- * (row ids must be unique across bundles), so that each plugin installs alone; installing
- * several of them, or one plus the preset, must still mount the database once. The rows of one
- * host therefore elect an owner: the first row to start provides `ctx.memoryStore`, the others
- * stay idle and take over, in order, if the owner is unloaded. Rows that resolve to different
- * data directories are a configuration error: one host has one memory.
- */
-interface StoreRow {
-  readonly ctx: Context
-  readonly config: Partial<Config>
-  readonly dataDir: string
-  owner: boolean
+/** How a row that stays idle is logged (see {@link claimPluginRow}). */
+export interface ClaimPluginRowOptions {
+  /**
+   * `'warn'` (default): an idle row is a misconfiguration worth telling the user about (the
+   * plugin is installed twice). `'debug'`: idle rows are expected (every bundle brings a store row).
+   */
+  readonly idleLog?: 'warn' | 'debug'
 }
 
-// Keyed by the root context, so separate Cordis roots in one process (tests) stay separate.
-const rowsByRoot = new WeakMap<object, StoreRow[]>()
+/** One loader row of a plugin, as {@link pluginRows} reports it. */
+export interface PluginRowState {
+  /** The loader entry id of the row (e.g. `memory-capture`), or `<plugin>#<n>` outside a loader. */
+  readonly label: string
+  /** True for the one row of the plugin that runs in this host. */
+  readonly active: boolean
+}
 
-async function elect(rows: StoreRow[]): Promise<void> {
-  const next = rows[0]
-  if (!next || rows.some((row) => row.owner)) return
-  next.owner = true
-  await next.ctx.plugin(MemoryStoreService, next.config)
+interface PluginRow {
+  readonly ctx: Context
+  readonly label: string
+  active: boolean
+  /** Row-specific data a caller attached when claiming (the store's resolved data directory). */
+  data: unknown
+}
+
+// Keyed by the root context, so separate Cordis roots in one process (tests) stay separate,
+// and kept on a global symbol, so two copies of this module in one host (a nested install of
+// another version) still elect one row per plugin.
+const REGISTRY_KEY = Symbol.for('@dsh-memory/store/plugin-rows@1')
+type Registry = WeakMap<object, Map<string, PluginRow[]>>
+
+function rowsOf(ctx: Context, pluginName: string): PluginRow[] {
+  const holder = globalThis as { [REGISTRY_KEY]?: Registry }
+  const registry = (holder[REGISTRY_KEY] ??= new WeakMap())
+  const root = ctx.root as object
+  let plugins = registry.get(root)
+  if (!plugins) registry.set(root, (plugins = new Map()))
+  let rows = plugins.get(pluginName)
+  if (!rows) plugins.set(pluginName, (rows = []))
+  return rows
+}
+
+/**
+ * The row id of the fiber that runs `ctx`, as the user writes it in `cordis.patch.yml` (the
+ * loader sets `fiber.entry`; its full id is prefixed with the tree, e.g. `include:memory-store`).
+ */
+function entryId(ctx: Context): string | undefined {
+  const entry = (ctx.fiber as unknown as { entry?: { id?: unknown; options?: { id?: unknown } } }).entry
+  const id = entry?.options?.id ?? (typeof entry?.id === 'string' ? entry.id.split(':').pop() : undefined)
+  return typeof id === 'string' && id.length > 0 ? id : undefined
+}
+
+function claim(ctx: Context, pluginName: string, options: ClaimPluginRowOptions, data: unknown): boolean {
+  const rows = rowsOf(ctx, pluginName)
+  // A restarted fiber (config reload, dependency back) keeps its row and its place in line.
+  let row = rows.find((candidate) => candidate.ctx.fiber === ctx.fiber)
+  if (!row) {
+    row = { ctx, label: entryId(ctx) ?? `${pluginName}#${rows.length + 1}`, active: false, data }
+    rows.push(row)
+  } else {
+    row.data = data
+  }
+  const mine = row
+  const owner = rows.find((candidate) => candidate.active && candidate !== mine)
+  ctx.effect(() => () => release(rows, mine, pluginName), `${pluginName} row claim`)
+  if (owner) {
+    const logger = ctx.logger(pluginName)
+    if ((options.idleLog ?? 'warn') === 'warn') {
+      logger.warn(
+        'row %s stays idle: row %s already runs %s in this host (it is installed twice, e.g. by the @dsh-memory/preset and by its own bundle); ' +
+          'row %s is the one whose config applies — remove one of the two, or give both the same config',
+        mine.label,
+        owner.label,
+        pluginName,
+        owner.label,
+      )
+    } else {
+      logger.debug('row %s stays idle: row %s already runs %s in this host', mine.label, owner.label, pluginName)
+    }
+    return false
+  }
+  mine.active = true
+  return true
+}
+
+function release(rows: PluginRow[], row: PluginRow, pluginName: string): void {
+  const wasActive = row.active
+  row.active = false
+  // A fiber that is only restarting (config reload, a dependency coming back) claims again
+  // when it comes back; only a disposed fiber gives up its row for good.
+  if (row.ctx.fiber.uid !== null) return
+  const index = rows.indexOf(row)
+  if (index >= 0) rows.splice(index, 1)
+  if (!wasActive) return
+  const next = rows.find((candidate) => candidate.ctx.fiber.uid !== null)
+  if (!next) return
+  // Hand over after the old owner has fully unloaded (its services and listeners are gone),
+  // by restarting the next row: its apply claims the row this time.
+  const handOver = async (): Promise<void> => {
+    await row.ctx.fiber.await().catch(() => undefined)
+    if (next.ctx.fiber.uid === null || rows.some((candidate) => candidate.active)) return
+    await next.ctx.fiber.restart()
+  }
+  handOver().catch((error: unknown) => {
+    next.ctx.logger(pluginName).error('row %s could not take over from row %s: %s', next.label, row.label, error instanceof Error ? error.message : String(error))
+  })
+}
+
+/**
+ * Elect one row per plugin per host. Every dsh-memory bundle inserts its own rows so that each
+ * plugin installs alone; the preset inserts a row of every plugin too. Installing the preset
+ * plus a standalone bundle therefore puts two rows of the same plugin in one host. Each
+ * plugin's adapter calls this first, with its plugin name: the first row to start runs and
+ * gets `true`; later rows of the same plugin get `false`, log which row runs (a warning by
+ * default) and must do nothing else. When the running row is removed for good, the next
+ * idle row is restarted and takes over; a row that only restarts (a config reload) keeps
+ * its turn.
+ *
+ * Keyed by `ctx.root`, so separate Cordis roots in one process (tests) never share rows.
+ *
+ * @param ctx - the context the plugin's `apply` or constructor received.
+ * @param pluginName - the plugin's `name` export (e.g. `memory-capture`).
+ * @returns whether this row runs the plugin.
+ */
+export function claimPluginRow(ctx: Context, pluginName: string, options: ClaimPluginRowOptions = {}): boolean {
+  return claim(ctx, pluginName, options, undefined)
+}
+
+/**
+ * The rows of every dsh-memory plugin of this host, in the order they started, for
+ * diagnostics (`dsh-memory` tests, a status tool). At most one row per plugin is active.
+ */
+export function pluginRows(ctx: Context): { plugin: string; rows: PluginRowState[] }[] {
+  const holder = globalThis as { [REGISTRY_KEY]?: Registry }
+  const plugins = holder[REGISTRY_KEY]?.get(ctx.root as object)
+  if (!plugins) return []
+  return [...plugins.entries()]
+    .filter(([, rows]) => rows.length > 0)
+    .map(([plugin, rows]) => ({ plugin, rows: rows.map((row) => ({ label: row.label, active: row.active })) }))
 }
 
 /**
  * Loader entry of a store row: provides `ctx.memoryStore` unless another store row of this host
- * already does (see {@link MemoryStoreService} for the service itself).
+ * already does. Every dsh-memory bundle inserts its own store row (row ids must be unique across
+ * bundles) so that each plugin installs alone; installing several of them, or one plus the
+ * preset, still opens the database once: the rows elect an owner through
+ * {@link claimPluginRow}, the others stay idle and take over, in order, if the owner is
+ * removed. Rows that resolve to different data directories are a configuration error: one host
+ * has one memory. (See {@link MemoryStoreService} for the service itself.)
  * @throws MemoryStoreError `invalid-argument` when two rows name different data directories.
  */
 export async function apply(ctx: Context, config: Partial<Config> = {}): Promise<void> {
-  const root = ctx.root as object
-  let rows = rowsByRoot.get(root)
-  if (!rows) rowsByRoot.set(root, (rows = []))
-  const row: StoreRow = { ctx, config, dataDir: resolveDataDir(config.dataDir), owner: false }
-  const other = rows.find((candidate) => candidate.dataDir !== row.dataDir)
+  const dataDir = resolveDataDir(config.dataDir)
+  const other = rowsOf(ctx, name).find((row) => row.ctx.fiber !== ctx.fiber && row.data !== dataDir)
   if (other) {
     throw new MemoryStoreError(
       'invalid-argument',
-      `dataDir: this memory-store row resolves to ${row.dataDir} but another store row of this host uses ${other.dataDir}; ` +
+      `dataDir: this memory-store row resolves to ${dataDir} but store row ${other.label} of this host uses ${String(other.data)}; ` +
         'give every memory-store row (one per installed dsh-memory bundle) the same dataDir',
     )
   }
-  rows.push(row)
-  ctx.effect(() => () => {
-    const index = rows.indexOf(row)
-    if (index >= 0) rows.splice(index, 1)
-    if (row.owner) {
-      row.owner = false
-      // The owner's service goes with its fiber; hand the database to the next idle row.
-      queueMicrotask(() => {
-        elect(rows).catch((error: unknown) => {
-          rows[0]?.ctx.logger('memory-store').error('the next store row could not take over: %s', String(error))
-        })
-      })
-    }
-  }, 'memory-store row')
-  if (rows[0] === row) await elect(rows)
-  else ctx.logger('memory-store').debug('memoryStore is already provided by another store row; this row stays idle')
+  if (!claim(ctx, name, { idleLog: 'debug' }, dataDir)) return
+  await ctx.plugin(MemoryStoreService, config)
 }
 
 /** The loader module's plugin: a store row (`name`, `Config`, `apply`). */

@@ -82,7 +82,7 @@ describe('audit log', () => {
     await store.memories.add({ kind: 'fact', text: 'x', scope: 'global' })
     await store.close()
     const db = new Database(path, { readonly: true })
-    const audit = db.prepare(`SELECT op FROM store_audit WHERE entity <> 'meta' ORDER BY id`).all() as { op: string }[]
+    const audit = db.prepare(`SELECT op FROM store_audit WHERE entity NOT IN ('meta', 'layer') ORDER BY id`).all() as { op: string }[]
     const changes = db.prepare(`SELECT entity, op FROM store_changes WHERE entity <> 'meta' ORDER BY seq`).all()
     db.close()
     expect(audit.map((a) => a.op)).toEqual(['conversation.create', 'memory.add'])

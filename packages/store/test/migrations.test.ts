@@ -38,10 +38,13 @@ describe('migrations', () => {
   it('a fresh open creates the parent directory, applies the store migrations and enables WAL', async () => {
     const { store, path } = openTemp()
     const applied = await store.meta.migrations()
-    expect(applied.map((m) => [m.owner, m.version, m.name])).toEqual([['store', 1, 'init']])
+    expect(applied.map((m) => [m.owner, m.version, m.name])).toEqual([
+      ['store', 1, 'init'],
+      ['store', 2, 'layers_leases'],
+    ])
     expect(applied[0]!.checksum).toMatch(/^[0-9a-f]{64}$/)
     expect(tables(path)).toEqual(
-      expect.arrayContaining(['store_schema', 'store_meta', 'store_conversations', 'store_messages', 'store_memories', 'store_scenes', 'store_persona', 'store_audit', 'store_changes']),
+      expect.arrayContaining(['store_schema', 'store_meta', 'store_conversations', 'store_messages', 'store_memories', 'store_scenes', 'store_persona', 'store_audit', 'store_changes', 'store_layer_revisions', 'store_leases']),
     )
     const raw = new Database(path, { readonly: true })
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
@@ -64,7 +67,7 @@ describe('migrations', () => {
     try {
       // With no wait allowed, the open could not succeed if it needed the lock.
       const again = openMemoryStore({ path, busyTimeoutMs: 0 })
-      expect((await again.meta.migrations()).length).toBe(1)
+      expect((await again.meta.migrations()).length).toBe(2)
       await again.close()
     } finally {
       other.exec('ROLLBACK')
@@ -81,7 +84,7 @@ describe('migrations', () => {
     const error = openError(() => openMemoryStore({ path }))
     expect(isMemoryStoreError(error, 'schema-too-new')).toBe(true)
     expect(error.message).toContain('version 7')
-    expect(error.message).toContain('up to version 1')
+    expect(error.message).toContain('up to version 2')
   })
 
   it('applies another owner’s migration set, at open and later through migrate()', async () => {
@@ -90,7 +93,7 @@ describe('migrations', () => {
     expect(await store.migrate(cueBank([1, 2]))).toEqual([expect.objectContaining({ owner: 'cue-bank', version: 2 })])
     expect(await store.migrate(cueBank([1, 2]))).toEqual([])
     expect(tables(path)).toContain('cue_bank_t2')
-    expect((await store.meta.migrations()).map((m) => `${m.owner}@${m.version}`)).toEqual(['cue-bank@1', 'cue-bank@2', 'store@1'])
+    expect((await store.meta.migrations()).map((m) => `${m.owner}@${m.version}`)).toEqual(['cue-bank@1', 'cue-bank@2', 'store@1', 'store@2'])
     // The other owner's newer version is refused the same way as the store's own.
     await store.close()
     expect(openError(() => openMemoryStore({ path, extraMigrations: [cueBank([1])] })).code).toBe('schema-too-new')

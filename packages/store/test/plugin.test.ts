@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Context } from '@deepseek-ai/cordis'
+import { Context, Service } from '@deepseek-ai/cordis'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { isMemoryStoreError, openMemoryStore } from '../src/index.ts'
-import MemoryStoreDefault, { Config, DATABASE_FILE, MemoryStoreService, apply, name } from '../src/plugin.ts'
+import MemoryStoreDefault, { Config, DATABASE_FILE, MemoryStoreService, apply, claimPluginRow, name, pluginRows } from '../src/plugin.ts'
 import { onCleanup, rejectionOf, tempDir } from './helpers.ts'
 
 describe('memory-store plugin', () => {
@@ -121,5 +121,151 @@ describe('memory-store plugin', () => {
     const error = await rejectionOf(async () => await ctx.plugin(MemoryStoreDefault, { dataDir: tempDir() }))
     expect(isMemoryStoreError(error, 'invalid-argument')).toBe(true)
     expect(String((error as Error).message)).toMatch(/^dataDir: /)
+  })
+
+  it('reports one active store row however many bundles mounted one', async () => {
+    const dataDir = tempDir()
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    await ctx.plugin(MemoryStoreDefault, { dataDir })
+    await ctx.plugin(MemoryStoreDefault, { dataDir })
+    expect(pluginRows(ctx)).toEqual([
+      { plugin: 'memory-store', rows: [{ label: 'memory-store#1', active: true }, { label: 'memory-store#2', active: false }] },
+    ])
+    // Another root in the same process has rows of its own.
+    const other = new Context()
+    onCleanup(() => other.fiber.dispose())
+    expect(pluginRows(other)).toEqual([])
+  })
+})
+
+describe('claimPluginRow', () => {
+  /** A plugin whose rows count how often they really start, the way every adapter uses the helper. */
+  function countingPlugin(pluginName: string, started: string[]) {
+    return {
+      name: pluginName,
+      apply(ctx: Context, config: { tag: string }) {
+        if (!claimPluginRow(ctx, pluginName)) return
+        started.push(config.tag)
+        ctx.effect(() => () => {
+          started.push(`stop ${config.tag}`)
+        })
+      },
+    }
+  }
+
+  function captureWarnings(ctx: Context): string[] {
+    const lines: string[] = []
+    ctx.logger.exporter({
+      levels: { default: 3 },
+      export(record: { type: string; args: unknown[] }) {
+        const [format, ...args] = record.args
+        if (record.type === 'warn') lines.push(String(format).replace(/%[sdC]/g, () => String(args.shift())))
+      },
+    } as never)
+    return lines
+  }
+
+  it('runs the first row of a plugin, keeps later rows idle with a warning naming the running row', async () => {
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    const warnings = captureWarnings(ctx)
+    const started: string[] = []
+    const plugin = countingPlugin('memory-example', started)
+    await ctx.plugin(plugin, { tag: 'preset' })
+    await ctx.plugin(plugin, { tag: 'standalone' })
+    expect(started).toEqual(['preset'])
+    expect(pluginRows(ctx)).toEqual([
+      { plugin: 'memory-example', rows: [{ label: 'memory-example#1', active: true }, { label: 'memory-example#2', active: false }] },
+    ])
+    expect(warnings.join('\n')).toMatch(/row memory-example#2 stays idle: row memory-example#1 already runs memory-example/)
+    // Different plugins do not compete.
+    const other: string[] = []
+    await ctx.plugin(countingPlugin('memory-other', other), { tag: 'other' })
+    expect(other).toEqual(['other'])
+  })
+
+  it('names rows by the id the loader gave them, as written in cordis.patch.yml', async () => {
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    // What @cordisjs/plugin-loader does for every row: the fiber gets its entry (full id prefixed by the tree).
+    const ids = ['memory-preset-capture', 'memory-capture']
+    ctx.on('internal/plugin', (fiber) => {
+      const id = ids.shift()
+      if (id) (fiber as unknown as { entry: unknown }).entry = { id: `include:${id}`, options: { id } }
+    })
+    const started: string[] = []
+    const plugin = countingPlugin('memory-labelled', started)
+    await ctx.plugin(plugin, { tag: 'preset' })
+    await ctx.plugin(plugin, { tag: 'standalone' })
+    expect(pluginRows(ctx)).toEqual([
+      { plugin: 'memory-labelled', rows: [{ label: 'memory-preset-capture', active: true }, { label: 'memory-capture', active: false }] },
+    ])
+  })
+
+  it('hands the plugin to the next idle row when the running row is removed for good', async () => {
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    const started: string[] = []
+    const plugin = countingPlugin('memory-handover', started)
+    const first = await ctx.plugin(plugin, { tag: 'a' })
+    await ctx.plugin(plugin, { tag: 'b' })
+    await ctx.plugin(plugin, { tag: 'c' })
+    await first.dispose()
+    await expect.poll(() => started).toEqual(['a', 'stop a', 'b'])
+    expect(pluginRows(ctx)[0]!.rows).toEqual([
+      { label: 'memory-handover#2', active: true },
+      { label: 'memory-handover#3', active: false },
+    ])
+  })
+
+  it('keeps its turn when the running row only restarts (a config reload)', async () => {
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    const started: string[] = []
+    const plugin = countingPlugin('memory-reload', started)
+    const first = await ctx.plugin(plugin, { tag: 'a' })
+    await ctx.plugin(plugin, { tag: 'b' })
+    await first.update({ tag: 'a2' })
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(started).toEqual(['a', 'stop a', 'a2'])
+    expect(pluginRows(ctx)[0]!.rows.map((row) => row.active)).toEqual([true, false])
+  })
+
+  it('works for a Service-class plugin whose idle rows return before super()', async () => {
+    class ExampleService extends Service {
+      static readonly pluginName = 'memory-service-example'
+      readonly tag!: string
+      constructor(ctx: Context, config: { tag: string }) {
+        if (!claimPluginRow(ctx, ExampleService.pluginName)) return Object.create(null)
+        super(ctx, 'exampleService')
+        this.tag = config.tag
+      }
+    }
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    const first = await ctx.plugin(ExampleService, { tag: 'a' })
+    // Without the claim, a second row would fail: 'service "exampleService" has been registered'.
+    await ctx.plugin(ExampleService, { tag: 'b' })
+    expect((ctx.get('exampleService') as ExampleService).tag).toBe('a')
+    await first.dispose()
+    await expect.poll(() => (ctx.get('exampleService') as ExampleService | undefined)?.tag).toBe('b')
+  })
+
+  it('exposes layers and leases and keeps a fence on transactions through the service', async () => {
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    await ctx.plugin(MemoryStoreService, { dataDir: tempDir() })
+    const service = ctx.memoryStore
+    await service.memories.add({ kind: 'fact', text: 'Global fact through the service', scope: 'global' })
+    expect((await service.layers.revision({ scope: 'global' })).key).toBe('global')
+    const stale = await service.leases.acquire('memory-test', 'holder-a', 1)
+    expect(stale).toBeDefined()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    const fresh = await service.leases.acquire('memory-test', 'holder-b', 60_000)
+    expect(fresh!.token).toBeGreaterThan(stale!.token)
+    const error = await rejectionOf(async () => await service.transaction(async () => 'written', { fence: { name: 'memory-test', token: stale!.token } }))
+    expect(isMemoryStoreError(error, 'fenced')).toBe(true)
+    expect(await service.transaction(async () => 'written', { fence: { name: 'memory-test', token: fresh!.token } })).toBe('written')
   })
 })

@@ -27,6 +27,8 @@ export type MemoryStoreErrorCode =
   | 'corrupt'
   /** An export/import stream has an unknown format or version. */
   | 'unsupported-format'
+  /** A fenced write named a lease that expired or was taken over (its writer is stale). */
+  | 'fenced'
 
 /**
  * The only error type the store throws on purpose. `code` is stable API; `message` is

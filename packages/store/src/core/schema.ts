@@ -143,5 +143,21 @@ export const changes = sqliteTable('store_changes', {
   at: integer('at').notNull(),
 })
 
+/** Revision per memory layer (`global` or `workspace:<path>`), bumped with every write to it. */
+export const layerRevisions = sqliteTable('store_layer_revisions', {
+  layerKey: text('layer_key').primaryKey().notNull(),
+  revision: integer('revision').notNull(),
+  updatedAt: integer('updated_at').notNull(),
+})
+
+/** Single-writer leases; `token` is the fencing token (never reused per name). */
+export const leases = sqliteTable('store_leases', {
+  name: text('name').primaryKey().notNull(),
+  holder: text('holder').notNull(),
+  token: integer('token').notNull(),
+  acquiredAt: integer('acquired_at').notNull(),
+  expiresAt: integer('expires_at').notNull(),
+})
+
 /** Every table of the store's own schema, for drizzle's typed queries. */
-export const storeSchema = { meta, conversations, messages, memories, scenes, persona, audit, changes }
+export const storeSchema = { meta, conversations, messages, memories, scenes, persona, audit, changes, layerRevisions, leases }

@@ -19,11 +19,13 @@ import { type ChangeRow, type IndexSource, type MemoryDocument, type MessageDocu
 import { storeMigrations } from './store-migrations.ts'
 import { estimateTokens, prepareLabel, prepareText } from './text.ts'
 import { ConnectionGate } from './gate.ts'
+import { layerKeyOf, layerKeyOfRow, parseLayerKey } from './layers.ts'
 import type {
   AddMemoryInput,
   AddSceneInput,
   AppendMessageInput,
   AppendMessageResult,
+  AcquireLeaseOptions,
   AppliedMigration,
   AuditEntry,
   AuditFilter,
@@ -31,9 +33,16 @@ import type {
   Conversation,
   ConversationFilter,
   ConversationRepository,
+  CoordinatedMemoryStore,
   EnsureConversationInput,
   EntityName,
   ImportResult,
+  LayerKey,
+  LayerRepository,
+  LayerRevision,
+  Lease,
+  LeaseFence,
+  LeaseRepository,
   Memory,
   MemoryFilter,
   MemoryHit,
@@ -46,6 +55,7 @@ import type {
   MessageHit,
   MessageRepository,
   MessageSearchOptions,
+  MetaEntry,
   MetaRepository,
   MigrationSet,
   Persona,
@@ -60,6 +70,7 @@ import type {
   SearchIndexStatus,
   SearchService,
   StoreDiagnostics,
+  TransactionOptions,
   UpdateMemoryPatch,
   UpdateScenePatch,
   WriteOptions,
@@ -92,6 +103,10 @@ const DEFAULT_PAGE = 100
 const MAX_PAGE = 10_000
 const DEFAULT_HITS = 20
 const MAX_HITS = 1_000
+const MAX_LEASE_NAME = 200
+const MAX_LEASE_HOLDER = 200
+/** A lease longer than a day is a lock nobody can recover from a crash; refuse it. */
+const MAX_LEASE_TTL_MS = 86_400_000
 
 /**
  * Open (creating if needed) a memory store on one SQLite file and bring its schema up to
@@ -101,7 +116,7 @@ const MAX_HITS = 1_000
  *   `migration-failed`, `migration-mismatch`, `corrupt` (not a database), `busy`,
  *   `not-found` (read-only and missing), `invalid-argument` (bad options).
  */
-export function openMemoryStore(options: MemoryStoreOptions): MemoryStore {
+export function openMemoryStore(options: MemoryStoreOptions): CoordinatedMemoryStore {
   const resolved = resolveStoreOptions(options)
   const inMemory = resolved.path === ':memory:'
   if (!inMemory) {
@@ -166,7 +181,7 @@ interface ChangeSpec {
 }
 
 /** The SQLite store. Construct through {@link openMemoryStore}. */
-class SqliteMemoryStore implements MemoryStore {
+class SqliteMemoryStore implements CoordinatedMemoryStore {
   readonly path: string
   readonly readonly: boolean
   readonly conversations: ConversationRepository
@@ -177,6 +192,8 @@ class SqliteMemoryStore implements MemoryStore {
   readonly audit: AuditLog
   readonly search: SearchService
   readonly meta: MetaRepository
+  readonly layers: LayerRepository
+  readonly leases: LeaseRepository
 
   readonly #sqlite: Database.Database
   readonly #db: Db
@@ -209,6 +226,8 @@ class SqliteMemoryStore implements MemoryStore {
     this.audit = { list: (filter) => this.#read(() => this.#listAudit(filter ?? {})) }
     this.meta = this.#metaRepository()
     this.search = this.#searchService()
+    this.layers = this.#layerRepository()
+    this.leases = this.#leaseRepository()
   }
 
   get closed(): boolean {
@@ -234,9 +253,72 @@ class SqliteMemoryStore implements MemoryStore {
     return this.#call(false, op)
   }
 
-  /** Run a write atomically (IMMEDIATE: take the write lock up front, so no upgrade deadlock). */
-  #write<T>(op: () => T): Promise<T> {
-    return this.#call(true, () => this.#runImmediate.immediate(op) as T)
+  /**
+   * Run a write atomically (IMMEDIATE: take the write lock up front, so no upgrade deadlock).
+   * A fence in `options` is checked first, under that lock.
+   */
+  #write<T>(op: () => T, options?: WriteOptions): Promise<T> {
+    const fence = options?.fence === undefined ? undefined : this.#fenceOf(options.fence)
+    return this.#call(true, () =>
+      this.#runImmediate.immediate(() => {
+        if (fence) this.#assertFence(fence)
+        return op()
+      }) as T,
+    )
+  }
+
+  #fenceOf(fence: unknown): LeaseFence {
+    const value = fence as LeaseFence | undefined
+    if (!value || typeof value !== 'object') throw new MemoryStoreError('invalid-argument', 'fence must be { name, token }')
+    return { name: this.#leaseName(value.name), token: requireCount(value.token, 'fence.token') }
+  }
+
+  /** Throw `fenced` unless `fence` names the live lease (call inside the write transaction). */
+  #assertFence(fence: LeaseFence): void {
+    const row = this.#db.select().from(schema.leases).where(eq(schema.leases.name, fence.name)).get()
+    const now = this.#now()
+    if (row && row.token === fence.token && row.expiresAt > now) return
+    const why = !row
+      ? 'was never acquired'
+      : row.token !== fence.token
+        ? `was taken over (token ${row.token} now, this writer holds ${fence.token})`
+        : row.expiresAt === 0
+          ? 'was released'
+          : 'expired'
+    throw new MemoryStoreError('fenced', `lease ${fence.name} ${why}; a stale holder may not write`)
+  }
+
+  #leaseName(value: unknown): string {
+    const name = requireId(value, 'lease name')
+    if (name.length > MAX_LEASE_NAME) throw new MemoryStoreError('invalid-argument', `lease name must be at most ${MAX_LEASE_NAME} characters`)
+    return name
+  }
+
+  /** An audit row without a change-log row (layers and leases are not indexed). */
+  #audit(spec: { entity: EntityName; entityId: string; audit: string; revision?: number | null }, options: WriteOptions | undefined, at: number): void {
+    const actor = options?.actor ?? this.#options.actor
+    this.#db
+      .insert(schema.audit)
+      .values({ at, op: spec.audit, entity: spec.entity, entityId: spec.entityId, actor: actor ?? null, revision: spec.revision ?? null })
+      .run()
+  }
+
+  /**
+   * Bump the revision of every layer in `keys` once (inside the write's transaction) and
+   * audit it: operation, revision and time, never content.
+   */
+  #bumpLayers(keys: Iterable<string | undefined>, options: WriteOptions | undefined, now = this.#now()): void {
+    const t = schema.layerRevisions
+    for (const key of new Set(keys)) {
+      if (key === undefined) continue
+      const row = this.#db
+        .insert(t)
+        .values({ layerKey: key, revision: 1, updatedAt: now })
+        .onConflictDoUpdate({ target: t.layerKey, set: { revision: sql`${t.revision} + 1`, updatedAt: sql`max(${t.updatedAt}, ${now})` } })
+        .returning({ revision: t.revision })
+        .get()
+      this.#audit({ entity: 'layer', entityId: key, audit: 'layer.change', revision: row?.revision ?? null }, options, now)
+    }
   }
 
   async #call<T>(write: boolean, op: () => T): Promise<T> {
@@ -307,7 +389,7 @@ class SqliteMemoryStore implements MemoryStore {
           this.#db.update(t).set({ ...patch, updatedAt: Math.max(now, existing.updatedAt) }).where(eq(t.id, id)).run()
           this.#record({ entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.update' }, options, now)
           return { created: false, conversation: toConversation(getRow(id)!) }
-        })
+        }, options)
       },
       get: async (id: string) => {
         requireId(id, 'id')
@@ -345,7 +427,7 @@ class SqliteMemoryStore implements MemoryStore {
           this.#db.update(t).set({ endedAt, updatedAt: Math.max(now, existing.updatedAt) }).where(eq(t.id, id)).run()
           this.#record({ entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.end' }, options, now)
           return toConversation(getRow(id)!)
-        })
+        }, options)
       },
       delete: async (id: string, options?: WriteOptions) => {
         requireId(id, 'id')
@@ -360,7 +442,7 @@ class SqliteMemoryStore implements MemoryStore {
           }
           this.#record({ entity: 'conversation', entityId: id, change: 'delete', audit: 'conversation.delete' }, options, now)
           return true
-        })
+        }, options)
       },
     }
   }
@@ -416,7 +498,7 @@ class SqliteMemoryStore implements MemoryStore {
           }
           this.#record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.append' }, options, now)
           return { inserted: true, message: toMessage(getRow(id)!), redactions: prepared.redactions }
-        })
+        }, options)
       },
       get: async (id: string) => {
         requireId(id, 'id')
@@ -467,7 +549,7 @@ class SqliteMemoryStore implements MemoryStore {
           this.#db.delete(t).where(eq(t.id, id)).run()
           this.#record({ entity: 'message', entityId: id, change: 'delete', audit: 'message.delete' }, options)
           return true
-        })
+        }, options)
       },
     }
   }
@@ -496,7 +578,11 @@ class SqliteMemoryStore implements MemoryStore {
         // Validate before waiting for the connection, so bad input fails fast.
         const values = this.#memoryValues(input)
         const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
-        return this.#write(() => toMemory(getRow(insertMemory(values, createdAt, options))!))
+        return this.#write(() => {
+          const memory = toMemory(getRow(insertMemory(values, createdAt, options))!)
+          this.#bumpLayers([layerKeyOfRow(memory.scope, memory.workspace)], options)
+          return memory
+        }, options)
       },
       get: async (id: string) => {
         requireId(id, 'id')
@@ -534,8 +620,12 @@ class SqliteMemoryStore implements MemoryStore {
             .where(eq(t.id, id))
             .run()
           this.#record({ entity: 'memory', entityId: id, change: 'update', audit: 'memory.update', revision }, options, now)
+          // An embedding is derived data: attaching one does not change what the layer holds.
+          if (Object.keys(set).some((key) => key !== 'embedding' && key !== 'embeddingDims' && key !== 'embeddingModel')) {
+            this.#bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options, now)
+          }
           return toMemory(getRow(id)!)
-        })
+        }, options)
       },
       supersede: async (oldId: string, input: Partial<AddMemoryInput> & { text: string }, options?: WriteOptions) => {
         requireId(oldId, 'oldId')
@@ -569,8 +659,10 @@ class SqliteMemoryStore implements MemoryStore {
             .where(eq(t.id, oldId))
             .run()
           this.#record({ entity: 'memory', entityId: oldId, change: 'update', audit: 'memory.supersede', revision }, options, now)
-          return toMemory(getRow(newId)!)
-        })
+          const created = toMemory(getRow(newId)!)
+          this.#bumpLayers([layerKeyOfRow(old.scope, old.workspace), layerKeyOfRow(created.scope, created.workspace)], options, now)
+          return created
+        }, options)
       },
       history: async (id: string) => {
         requireId(id, 'id')
@@ -586,13 +678,15 @@ class SqliteMemoryStore implements MemoryStore {
           if (!getRow(id)) return 0
           const ids = this.#memoryChain(id, 'older')
           const now = this.#now()
+          const placements = this.#db.select({ scope: t.scope, workspace: t.workspace }).from(t).where(inArray(t.id, ids)).all()
           this.#db.delete(t).where(inArray(t.id, ids)).run()
           for (const deleted of ids) {
             this.#record({ entity: 'memory', entityId: deleted, change: 'delete', audit: 'memory.delete' }, options, now)
           }
-          this.#pruneSceneReferences(ids, options, now)
+          const sceneLayers = this.#pruneSceneReferences(ids, options, now)
+          this.#bumpLayers([...placements.map((row) => layerKeyOfRow(row.scope, row.workspace)), ...sceneLayers], options, now)
           return ids.length
-        })
+        }, options)
       },
       list: async (filter: MemoryFilter = {}) => {
         const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
@@ -631,7 +725,44 @@ class SqliteMemoryStore implements MemoryStore {
             .run()
           for (const row of existing) this.#record({ entity: 'memory', entityId: row.id, change: 'update', audit: 'memory.recall' }, options, now)
           return existing.length
-        })
+        }, options)
+      },
+      mergeInto: async (targetId: string, sourceIds: readonly string[], options?: WriteOptions) => {
+        requireId(targetId, 'targetId')
+        const sources = [...new Set(idList(sourceIds, 'sourceIds'))]
+        if (sources.includes(targetId)) throw new MemoryStoreError('invalid-argument', 'a memory cannot be merged into itself')
+        return this.#write(() => {
+          const target = getRow(targetId)
+          if (!target) throw new MemoryStoreError('not-found', `memory ${targetId} does not exist`)
+          if (target.supersededBy) throw new MemoryStoreError('conflict', `memory ${targetId} is already superseded by ${target.supersededBy}; merge into the newest version`)
+          if (sources.length === 0) return toMemory(target)
+          const rows = sources.map((sourceId) => {
+            const row = getRow(sourceId)
+            if (!row) throw new MemoryStoreError('not-found', `memory ${sourceId} does not exist`)
+            if (row.supersededBy) throw new MemoryStoreError('conflict', `memory ${sourceId} is already superseded by ${row.supersededBy}`)
+            return row
+          })
+          const now = this.#now()
+          for (const row of rows) {
+            const revision = row.revision + 1
+            this.#db
+              .update(t)
+              .set({ supersededBy: targetId, revision, updatedAt: Math.max(now, row.updatedAt) })
+              .where(eq(t.id, row.id))
+              .run()
+            this.#record({ entity: 'memory', entityId: row.id, change: 'update', audit: 'memory.merge', revision }, options, now)
+          }
+          const sourceMessageIds = [...new Set([...target.sourceMessageIds, ...rows.flatMap((row) => row.sourceMessageIds)])]
+          const revision = target.revision + 1
+          this.#db
+            .update(t)
+            .set({ sourceMessageIds, revision, updatedAt: Math.max(now, target.updatedAt) })
+            .where(eq(t.id, targetId))
+            .run()
+          this.#record({ entity: 'memory', entityId: targetId, change: 'update', audit: 'memory.merge', revision }, options, now)
+          this.#bumpLayers([target, ...rows].map((row) => layerKeyOfRow(row.scope, row.workspace)), options, now)
+          return toMemory(getRow(targetId)!)
+        }, options)
       },
     }
   }
@@ -711,8 +842,12 @@ class SqliteMemoryStore implements MemoryStore {
     return this.#memoryChain(newest.id, 'older')
   }
 
-  /** Remove deleted memory ids from scenes that list them (a deletion must not leave pointers behind). */
-  #pruneSceneReferences(deleted: string[], options: WriteOptions | undefined, now: number): void {
+  /**
+   * Remove deleted memory ids from scenes that list them (a deletion must not leave pointers behind).
+   * @returns the layer keys of the scenes changed (the caller bumps them with its own).
+   */
+  #pruneSceneReferences(deleted: string[], options: WriteOptions | undefined, now: number): (string | undefined)[] {
+    const layers: (string | undefined)[] = []
     const gone = new Set(deleted)
     const placeholders = deleted.map(() => '?').join(',')
     const sceneIds = this.#sqlite
@@ -727,7 +862,9 @@ class SqliteMemoryStore implements MemoryStore {
         .where(eq(schema.scenes.id, id))
         .run()
       this.#record({ entity: 'scene', entityId: id, change: 'update', audit: 'scene.update', revision }, options, now)
+      layers.push(layerKeyOfRow(scene.scope, scene.workspace))
     }
+    return layers
   }
 
   // -------------------------------------------------------------------------------------------
@@ -757,8 +894,9 @@ class SqliteMemoryStore implements MemoryStore {
             .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
             .run()
           this.#record({ entity: 'scene', entityId: id, change: 'insert', audit: 'scene.add', revision: 1 }, options, now)
+          this.#bumpLayers([layerKeyOfRow(values.scope, values.workspace)], options, now)
           return toScene(getRow(id)!)
-        })
+        }, options)
       },
       get: async (id: string) => {
         requireId(id, 'id')
@@ -787,17 +925,20 @@ class SqliteMemoryStore implements MemoryStore {
             .where(eq(t.id, id))
             .run()
           this.#record({ entity: 'scene', entityId: id, change: 'update', audit: 'scene.update', revision }, options, now)
+          this.#bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options, now)
           return toScene(getRow(id)!)
-        })
+        }, options)
       },
       delete: async (id: string, options?: WriteOptions) => {
         requireId(id, 'id')
         return this.#write(() => {
-          if (!getRow(id)) return false
+          const existing = getRow(id)
+          if (!existing) return false
           this.#db.delete(t).where(eq(t.id, id)).run()
           this.#record({ entity: 'scene', entityId: id, change: 'delete', audit: 'scene.delete' }, options)
+          this.#bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options)
           return true
-        })
+        }, options)
       },
       list: async (filter: SceneFilter = {}) => {
         const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
@@ -862,8 +1003,9 @@ class SqliteMemoryStore implements MemoryStore {
             .onConflictDoUpdate({ target: [t.scope, t.workspace], set: { text, version, updatedAt: now } })
             .run()
           this.#record({ entity: 'persona', entityId: entityId(key), change: existing ? 'update' : 'insert', audit: 'persona.put', revision: version }, options, now)
+          this.#bumpLayers([layerKeyOfRow(key.scope, key.workspace)], options, now)
           return toPersona(getRow(key)!)
-        })
+        }, options)
       },
       list: async () => this.#read(() => this.#db.select().from(t).orderBy(asc(t.scope), asc(t.workspace)).all().map(toPersona)),
       delete: async (key: PersonaKey, options?: WriteOptions) => {
@@ -875,8 +1017,9 @@ class SqliteMemoryStore implements MemoryStore {
             .where(and(eq(t.scope, resolved.scope), eq(t.workspace, resolved.workspace)))
             .run()
           this.#record({ entity: 'persona', entityId: entityId(resolved), change: 'delete', audit: 'persona.delete' }, options)
+          this.#bumpLayers([layerKeyOfRow(resolved.scope, resolved.workspace)], options)
           return true
-        })
+        }, options)
       },
     }
   }
@@ -919,12 +1062,27 @@ class SqliteMemoryStore implements MemoryStore {
         checkKey(key, false)
         return this.#read(() => this.#db.select().from(t).where(eq(t.key, key)).get()?.value)
       },
+      list: async (prefix: string, options: { limit?: number } = {}): Promise<MetaEntry[]> => {
+        if (typeof prefix !== 'string' || prefix.length > MAX_META_KEY) throw new MemoryStoreError('invalid-argument', `meta prefix must be a string of at most ${MAX_META_KEY} characters`)
+        const limit = pageSize(options?.limit, 1_000, MAX_PAGE)
+        return this.#read(() =>
+          this.#db
+            .select()
+            .from(t)
+            // substr/length count characters on both sides, so any prefix (CJK included) matches exactly.
+            .where(sql`substr(${t.key}, 1, length(${prefix})) = ${prefix}`)
+            .orderBy(asc(t.key))
+            .limit(limit)
+            .all()
+            .map((row) => ({ key: row.key, value: row.value, updatedAt: row.updatedAt })),
+        )
+      },
       set: async (key: string, value: string, options?: WriteOptions) => {
         checkKey(key, true)
         if (typeof value !== 'string' || value.length > MAX_META_VALUE) {
           throw new MemoryStoreError('invalid-argument', `meta value must be a string of at most ${MAX_META_VALUE} characters`)
         }
-        return this.#write(() => this.#setMetaRow(key, value, options))
+        return this.#write(() => this.#setMetaRow(key, value, options), options)
       },
       delete: async (key: string, options?: WriteOptions) => {
         checkKey(key, true)
@@ -933,7 +1091,7 @@ class SqliteMemoryStore implements MemoryStore {
           if (result.changes === 0) return false
           this.#record({ entity: 'meta', entityId: key, change: 'delete', audit: 'meta.delete' }, options)
           return true
-        })
+        }, options)
       },
       migrations: async () => this.#read(() => readAppliedMigrations(this.#sqlite)),
       diagnostics: async (): Promise<StoreDiagnostics> =>
@@ -955,6 +1113,126 @@ class SqliteMemoryStore implements MemoryStore {
             },
           }
         }),
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // layers and leases
+
+  #layerRepository(): LayerRepository {
+    const t = schema.layerRevisions
+    const toRevision = (key: string, row: { revision: number; updatedAt: number } | undefined): LayerRevision => {
+      const layer = parseLayerKey(key)!
+      return { scope: layer.scope, workspace: layer.workspace, key, revision: row?.revision ?? 0, updatedAt: row?.updatedAt ?? 0 }
+    }
+    return {
+      revision: async (key: LayerKey) => {
+        layerKeyOf(key)
+        // The same normalisation as the rows' workspace column, so the keys agree.
+        const resolved = key.scope === 'global' ? 'global' : layerKeyOf({ scope: 'workspace', workspace: prepareLabel(key.workspace, 'workspace', this.#options.limits.label) })
+        return this.#read(() => toRevision(resolved, this.#db.select().from(t).where(eq(t.layerKey, resolved)).get()))
+      },
+      list: async () =>
+        this.#read(() =>
+          this.#db
+            .select()
+            .from(t)
+            .orderBy(sql`${t.layerKey} <> 'global'`, asc(t.layerKey))
+            .all()
+            .filter((row) => parseLayerKey(row.layerKey) !== undefined)
+            .map((row) => toRevision(row.layerKey, row)),
+        ),
+    }
+  }
+
+  #leaseRepository(): LeaseRepository {
+    const t = schema.leases
+    const holderOf = (value: unknown): string => {
+      const holder = requireId(value, 'holder')
+      if (holder.length > MAX_LEASE_HOLDER) throw new MemoryStoreError('invalid-argument', `holder must be at most ${MAX_LEASE_HOLDER} characters`)
+      return holder
+    }
+    const ttlOf = (value: unknown): number => {
+      if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > MAX_LEASE_TTL_MS) {
+        throw new MemoryStoreError('invalid-argument', `ttlMs must be an integer between 1 and ${MAX_LEASE_TTL_MS}`)
+      }
+      return value
+    }
+    const getRow = (name: string) => this.#db.select().from(t).where(eq(t.name, name)).get()
+    const toLease = (row: typeof t.$inferSelect): Lease => ({ ...row })
+    return {
+      acquire: async (nameInput: string, holderInput: string, ttlInput: number, options?: AcquireLeaseOptions) => {
+        const name = this.#leaseName(nameInput)
+        const holder = holderOf(holderInput)
+        const ttlMs = ttlOf(ttlInput)
+        const isHolderStale = options?.isHolderStale
+        return this.#write(() => {
+          const now = this.#now()
+          const row = getRow(name)
+          if (row && row.holder === holder && row.expiresAt > now) {
+            // Re-acquiring a live lease of one's own is a renewal: same token.
+            this.#db.update(t).set({ expiresAt: now + ttlMs }).where(eq(t.name, name)).run()
+            return toLease(getRow(name)!)
+          }
+          if (row && row.expiresAt > now) {
+            let stale = false
+            try {
+              stale = isHolderStale?.(row.holder) === true
+            } catch {
+              stale = false
+            }
+            if (!stale) return undefined
+          }
+          const token = (row?.token ?? 0) + 1
+          const takeover = row !== undefined && row.expiresAt > 0
+          this.#db
+            .insert(t)
+            .values({ name, holder, token, acquiredAt: now, expiresAt: now + ttlMs })
+            .onConflictDoUpdate({ target: t.name, set: { holder, token, acquiredAt: now, expiresAt: now + ttlMs } })
+            .run()
+          this.#audit({ entity: 'lease', entityId: name, audit: takeover ? 'lease.takeover' : 'lease.acquire', revision: token }, options, now)
+          return toLease(getRow(name)!)
+        }, options)
+      },
+      renew: async (lease, ttlInput, options) => {
+        const fence = this.#fenceOf(lease)
+        const holder = holderOf(lease?.holder)
+        const ttlMs = ttlOf(ttlInput)
+        return this.#write(() => {
+          const row = getRow(fence.name)
+          if (!row || row.token !== fence.token || row.holder !== holder || row.expiresAt === 0) {
+            this.#assertFence(fence)
+            throw new MemoryStoreError('fenced', `lease ${fence.name} is not held by ${holder}`)
+          }
+          // An expired lease nobody took over still carries this token: renewing it is safe.
+          this.#db.update(t).set({ expiresAt: this.#now() + ttlMs }).where(eq(t.name, fence.name)).run()
+          return toLease(getRow(fence.name)!)
+        }, options)
+      },
+      release: async (lease, options) => {
+        const fence = this.#fenceOf(lease)
+        const holder = holderOf(lease?.holder)
+        return this.#write(() => {
+          const row = getRow(fence.name)
+          if (!row || row.token !== fence.token || row.holder !== holder || row.expiresAt === 0) return false
+          const now = this.#now()
+          // The row stays (expires_at 0) so the next holder's token is still larger.
+          this.#db.update(t).set({ expiresAt: 0 }).where(eq(t.name, fence.name)).run()
+          this.#audit({ entity: 'lease', entityId: fence.name, audit: 'lease.release', revision: fence.token }, options, now)
+          return true
+        }, options)
+      },
+      get: async (nameInput: string) => {
+        const name = this.#leaseName(nameInput)
+        return this.#read(() => {
+          const row = getRow(name)
+          return row ? toLease(row) : undefined
+        })
+      },
+      check: async (fenceInput: LeaseFence) => {
+        const fence = this.#fenceOf(fenceInput)
+        return this.#read(() => this.#assertFence(fence))
+      },
     }
   }
 
@@ -1129,10 +1407,15 @@ class SqliteMemoryStore implements MemoryStore {
   // -------------------------------------------------------------------------------------------
   // transactions
 
-  async transaction<T>(fn: (store: MemoryStore) => Promise<T> | T): Promise<T> {
+  async transaction<T>(fn: (store: CoordinatedMemoryStore) => Promise<T> | T, options?: TransactionOptions): Promise<T> {
     this.#assertOpen()
     if (typeof fn !== 'function') throw new MemoryStoreError('invalid-argument', 'transaction needs a function')
-    if (this.#gate.insideTransaction) return this.#savepoint(fn)
+    const fence = options?.fence === undefined ? undefined : this.#fenceOf(options.fence)
+    if (fence && this.readonly) throw new MemoryStoreError('readonly', 'the memory store was opened read-only')
+    if (this.#gate.insideTransaction) {
+      if (fence) this.#assertFence(fence)
+      return this.#savepoint(fn)
+    }
     return this.#gate.hold(async () => {
       this.#assertOpen()
       try {
@@ -1141,6 +1424,8 @@ class SqliteMemoryStore implements MemoryStore {
         throw translateSqliteError(error, 'cannot start a transaction')
       }
       try {
+        // Under the write lock: nobody can take the lease over until this transaction ends.
+        if (fence) this.#assertFence(fence)
         const result = await fn(this)
         this.#sqlite.exec('COMMIT')
         return result
@@ -1153,7 +1438,7 @@ class SqliteMemoryStore implements MemoryStore {
 
   #savepointCounter = 0
 
-  async #savepoint<T>(fn: (store: MemoryStore) => Promise<T> | T): Promise<T> {
+  async #savepoint<T>(fn: (store: CoordinatedMemoryStore) => Promise<T> | T): Promise<T> {
     const name = `dshm_sp_${++this.#savepointCounter}`
     this.#sqlite.exec(`SAVEPOINT ${name}`)
     try {
@@ -1384,6 +1669,7 @@ class SqliteMemoryStore implements MemoryStore {
             })
             .run()
           this.#record({ entity: 'memory', entityId: id, change: 'insert', audit: 'memory.import', revision }, options, now)
+          this.#bumpLayers([layerKeyOfRow(values.scope, values.workspace)], options, now)
           return true
         }
         case 'scene': {
@@ -1391,6 +1677,7 @@ class SqliteMemoryStore implements MemoryStore {
           const id = requireId(d.id, 'id')
           if (this.#db.select({ id: schema.scenes.id }).from(schema.scenes).where(eq(schema.scenes.id, id)).get()) return false
           const scope = requireScope(d.scope)
+          const placement = this.#placement(scope, d.workspace, d.sessionId)
           const revision = d.revision === undefined ? 1 : Math.max(1, requireCount(d.revision, 'revision'))
           this.#db
             .insert(schema.scenes)
@@ -1399,7 +1686,7 @@ class SqliteMemoryStore implements MemoryStore {
               title: prepareLabel(d.title, 'title', limits.label),
               summary: prepareText(d.summary, 'summary', limits.scene).text,
               scope,
-              ...this.#placement(scope, d.workspace, d.sessionId),
+              ...placement,
               memoryIds: idList(d.memoryIds, 'memoryIds'),
               revision,
               createdAt: requireTime(d.createdAt, 'createdAt'),
@@ -1408,6 +1695,7 @@ class SqliteMemoryStore implements MemoryStore {
             })
             .run()
           this.#record({ entity: 'scene', entityId: id, change: 'insert', audit: 'scene.import', revision }, options, now)
+          this.#bumpLayers([layerKeyOfRow(scope, placement.workspace)], options, now)
           return true
         }
         case 'persona': {
@@ -1422,6 +1710,7 @@ class SqliteMemoryStore implements MemoryStore {
             .run()
           const entityId = key.scope === 'global' ? 'global' : `workspace:${key.workspace}`
           this.#record({ entity: 'persona', entityId, change: 'insert', audit: 'persona.import', revision: version }, options, now)
+          this.#bumpLayers([layerKeyOfRow(key.scope, key.workspace)], options, now)
           return true
         }
       }

@@ -18,12 +18,25 @@ export type MemoryKind = 'fact' | 'preference' | 'instruction' | 'episode' | (st
 export type Flags = Record<string, unknown>
 
 /** Entities that appear in the audit log and the change log. */
-export type EntityName = 'conversation' | 'message' | 'memory' | 'scene' | 'persona' | 'meta'
+export type EntityName = 'conversation' | 'message' | 'memory' | 'scene' | 'persona' | 'meta' | 'layer' | 'lease'
 
 /** Options every write method accepts. */
 export interface WriteOptions {
   /** Who made the change (a plugin id such as `'distill'`, or `'user'`); recorded in the audit log. */
   actor?: string
+  /**
+   * Refuse the write unless this lease is still held with this token. Checked inside the
+   * write's own transaction (which holds the database write lock), so a holder whose lease
+   * expired or was taken over cannot write, however late it wakes up.
+   * @see LeaseRepository
+   */
+  fence?: LeaseFence
+}
+
+/** Options of {@link MemoryStore.transaction}. */
+export interface TransactionOptions {
+  /** Check this fence right after the transaction took the write lock (see {@link WriteOptions.fence}). */
+  fence?: LeaseFence
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,6 +296,15 @@ export interface MemoryRepository {
   list(filter?: MemoryFilter): Promise<Memory[]>
   /** Set `lastRecalledAt` (default now) on the given memories. @returns how many existed. */
   touchRecalled(ids: readonly string[], at?: number, options?: WriteOptions): Promise<number>
+  /**
+   * Fold near-duplicates into one existing memory (consolidation): every source keeps its
+   * row as history with `supersededBy` = the target, and the target gains the sources'
+   * `sourceMessageIds`. Unlike {@link MemoryRepository.supersede} no new row is written.
+   * @returns the updated target.
+   * @throws MemoryStoreError `not-found`; `conflict` when the target or a source is already
+   *   superseded; `invalid-argument` when a source is the target.
+   */
+  mergeInto(targetId: string, sourceIds: readonly string[], options?: WriteOptions): Promise<Memory>
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,9 +464,21 @@ export interface StoreDiagnostics {
   details: Record<string, string | number | boolean | null>
 }
 
+/** One row of the meta table. */
+export interface MetaEntry {
+  key: string
+  value: string
+  updatedAt: number
+}
+
 /** Small key/value settings stored in the database (keys under `store.` are reserved). */
 export interface MetaRepository {
   get(key: string): Promise<string | undefined>
+  /**
+   * Every entry whose key starts with `prefix`, in key order (at most `limit`, default 1 000,
+   * at most 10 000). Lets a package find its own records, e.g. every session it keeps state for.
+   */
+  list(prefix: string, options?: { limit?: number }): Promise<MetaEntry[]>
   set(key: string, value: string, options?: WriteOptions): Promise<void>
   /** @returns false when it did not exist. */
   delete(key: string, options?: WriteOptions): Promise<boolean>
@@ -526,6 +560,110 @@ export interface SearchService {
 }
 
 // ---------------------------------------------------------------------------------------------
+// layers
+
+/**
+ * A memory layer: the global one, or one workspace's. Session-scoped rows belong to no layer.
+ * Layer keys are `'global'` and `'workspace:<path>'` (see {@link layerKeyOf}).
+ */
+export interface LayerKey {
+  scope: 'global' | 'workspace'
+  /** Required for workspace scope. */
+  workspace?: string | null
+}
+
+/** The current revision of a layer. */
+export interface LayerRevision {
+  scope: 'global' | 'workspace'
+  /** `null` for the global layer. */
+  workspace: string | null
+  /** `'global'` or `'workspace:<path>'`. */
+  key: string
+  /** 0 for a layer that never changed; +1 with every committed write to it. */
+  revision: number
+  /** When it last changed (0 when never). */
+  updatedAt: number
+}
+
+/**
+ * Revisions of the memory layers. A layer's revision increases in the same transaction as
+ * every write that changes what the layer holds: adding, updating (text, kind, priority,
+ * flags), superseding, merging, deleting or importing one of its memories, a write to one of
+ * its scenes, or to its persona. Recording a recall (`touchRecalled`) and attaching an
+ * embedding do not change what the layer holds and do not bump it.
+ */
+export interface LayerRepository {
+  /** The layer's revision (0 when it never changed). */
+  revision(key: LayerKey): Promise<LayerRevision>
+  /** Every layer that ever changed: global first, then workspaces by path. */
+  list(): Promise<LayerRevision[]>
+}
+
+// ---------------------------------------------------------------------------------------------
+// leases
+
+/** A lease as stored. */
+export interface Lease {
+  name: string
+  /** Who holds it (any stable id of the holding process or job, e.g. `host:pid:uuid`). */
+  holder: string
+  /** The fencing token: grows with every acquisition by a new holder, never reused. */
+  token: number
+  acquiredAt: number
+  /** Epoch ms after which another holder may take the lease over; 0 once released. */
+  expiresAt: number
+}
+
+/** What a fenced write names: the lease and the token its writer holds. */
+export interface LeaseFence {
+  name: string
+  token: number
+}
+
+/** Options of {@link LeaseRepository.acquire}. */
+export interface AcquireLeaseOptions extends WriteOptions {
+  /**
+   * Whether the current (unexpired) holder is known to be gone, e.g. a process on this host
+   * that no longer runs; such a lease is taken over at once instead of after it expires.
+   * Called inside the acquiring transaction; must be synchronous and must not throw.
+   */
+  isHolderStale?: (holder: string) => boolean
+}
+
+/**
+ * Time-limited single-writer leases with fencing tokens, for background writers that several
+ * processes on one database might run at once (distillation, consolidation, sweeps). A
+ * holder renews its lease (heartbeat) well before `expiresAt`; a crashed holder stops renewing
+ * and its lease is taken over after it expires. Every write made on behalf of the lease names
+ * it in {@link WriteOptions.fence}, so a holder that was paused past its expiry and lost the
+ * lease cannot write any more. Interactive writes do not need a lease: SQLite's locking keeps
+ * them correct.
+ */
+export interface LeaseRepository {
+  /**
+   * Take the lease for `ttlMs` when it is free, expired, released, stale, or already held by
+   * `holder` (then it is extended, same token).
+   * @returns the lease, or `undefined` when another holder has it.
+   */
+  acquire(name: string, holder: string, ttlMs: number, options?: AcquireLeaseOptions): Promise<Lease | undefined>
+  /**
+   * Extend a held lease to now + `ttlMs`. An expired lease nobody took over is renewed.
+   * @throws MemoryStoreError `fenced` when another holder took it over (or it was released).
+   */
+  renew(lease: LeaseFence & { holder: string }, ttlMs: number, options?: WriteOptions): Promise<Lease>
+  /** Give the lease up (its token is kept, so it is never reused). @returns false when it was not held with this token. */
+  release(lease: LeaseFence & { holder: string }, options?: WriteOptions): Promise<boolean>
+  /** The lease as stored, held or not. */
+  get(name: string): Promise<Lease | undefined>
+  /**
+   * Resolve when `fence` is the live lease, reject with `fenced` otherwise. Inside
+   * {@link MemoryStore.transaction} the answer holds until the transaction ends (it holds the
+   * write lock); outside it is only a hint. Prefer {@link WriteOptions.fence}.
+   */
+  check(fence: LeaseFence): Promise<void>
+}
+
+// ---------------------------------------------------------------------------------------------
 // export / import
 
 /** Counts per record type. */
@@ -566,8 +704,10 @@ export interface MemoryStore {
    * Run `fn` atomically: every store call made inside it (on this store, awaited within
    * `fn`) commits together or not at all. Other callers of this store wait until it ends.
    * Nested calls become savepoints. Searches inside do not see the transaction's own writes.
+   * With `options.fence` the transaction fails with `fenced` (nothing written) unless that
+   * lease is live when the write lock is taken.
    */
-  transaction<T>(fn: (store: MemoryStore) => Promise<T> | T): Promise<T>
+  transaction<T>(fn: (store: MemoryStore) => Promise<T> | T, options?: TransactionOptions): Promise<T>
   /**
    * Versioned JSONL export: a header line, then conversations, messages, memories, scenes
    * and persona documents, one JSON object per line (no trailing newline). A consistent
@@ -584,6 +724,17 @@ export interface MemoryStore {
   migrate(sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]>
   /** Persist the search index (if it changed) and close the database. Idempotent. */
   close(): Promise<void>
+}
+
+/**
+ * A {@link MemoryStore} that also tracks layer revisions and hands out fenced leases: what
+ * several processes on one database need to coordinate. Every store opened by
+ * `openMemoryStore` is one; {@link coordinatedStore} finds it behind a service wrapper.
+ */
+export interface CoordinatedMemoryStore extends MemoryStore {
+  readonly layers: LayerRepository
+  readonly leases: LeaseRepository
+  transaction<T>(fn: (store: CoordinatedMemoryStore) => Promise<T> | T, options?: TransactionOptions): Promise<T>
 }
 
 /** One versioned SQL migration. */
