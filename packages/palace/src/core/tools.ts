@@ -1,0 +1,543 @@
+/**
+ * The six model tools, host-independent: each has a name, a description, a JSON Schema for
+ * its parameters, a zod schema that validates what the model actually sent, and a handler
+ * that never throws — every failure becomes `{ ok: false, code, text }` with a message the
+ * model can act on.
+ */
+import { z } from 'zod'
+import { describeError, isPalaceError, PalaceError } from './errors.js'
+import { retainBudget, splitArchivable } from './gates.js'
+import { validateCategory, validateNamespace, validateSelfName } from './names.js'
+import type { NamespaceArchive } from './namespace.js'
+import { SETTING_KEYS, settingsLayerSchema, type SettingsLayer } from './options.js'
+import type { Palace, PressureSample, SessionView } from './palace.js'
+import { parseQuery } from './query.js'
+import { inRanges, formatRanges } from './ranges.js'
+import { readArchive, READ_CAP } from './read.js'
+import { searchArchives, SEARCH_OUTPUT_CAP, type SearchSource } from './search.js'
+import { planArchive } from './segments.js'
+import type { PalaceWorkspace } from './workspace.js'
+
+/** What every palace tool returns (the canonical tool value). */
+export interface ToolReply {
+  readonly ok: boolean
+  /** Stable error code when `ok` is false. */
+  readonly code?: string
+  /** What the model reads. */
+  readonly text: string
+}
+
+/** Per-call context the adapter supplies. */
+export interface ToolCallContext {
+  readonly session: SessionView | undefined
+  /** Pressure numbers, when the host can measure them (used by palace_turns). */
+  readonly pressure?: () => Promise<PressureSample>
+}
+
+/** A host-independent tool. */
+export interface PalaceTool {
+  readonly name: string
+  readonly description: string
+  /** JSON Schema of the parameters, as the model sees it. */
+  readonly parameters: Record<string, unknown>
+  run(args: unknown, call: ToolCallContext): Promise<ToolReply>
+}
+
+const int = z.number().int()
+const turnNumber = int.nonnegative()
+
+const archiveArgs = z
+  .object({
+    segments: z.array(z.object({ category: z.string(), fromTurn: turnNumber, toTurn: turnNumber }).strict()).min(1).max(200),
+    summaries: z.array(z.object({ category: z.string(), text: z.string() }).strict()).max(50).optional(),
+    summary: z.string().optional(),
+    selfName: z.string().optional(),
+  })
+  .strict()
+
+const turnsArgs = z
+  .object({
+    fromTurn: turnNumber.optional(),
+    toTurn: turnNumber.optional(),
+    limit: int.min(1).max(500).optional(),
+    all: z.boolean().optional(),
+  })
+  .strict()
+
+const summaryArgs = z
+  .object({
+    month: z.string().optional(),
+    category: z.string().optional(),
+    limit: int.min(1).max(36).optional(),
+    namespace: z.string().optional(),
+    append: z.string().optional(),
+    fromTurn: turnNumber.optional(),
+    toTurn: turnNumber.optional(),
+  })
+  .strict()
+
+const searchArgs = z
+  .object({
+    keyword: z.string().min(1).max(500),
+    namespace: z.string().optional(),
+    all: z.boolean().optional(),
+    category: z.string().optional(),
+    limitTurns: int.min(1).max(30).optional(),
+    limit: int.min(1).max(200).optional(),
+    groupByTurn: z.boolean().optional(),
+    includeSummary: z.boolean().optional(),
+  })
+  .strict()
+
+const readArgs = z
+  .object({
+    fromTurn: turnNumber.optional(),
+    toTurn: turnNumber.optional(),
+    path: z.string().min(1).max(1000).optional(),
+    namespace: z.string().optional(),
+    offset: int.nonnegative().optional(),
+    maxChars: int.min(1).max(READ_CAP).optional(),
+  })
+  .strict()
+
+const configArgs = z
+  .object({
+    action: z.enum(['get', 'set']).optional(),
+    scope: z.enum(['session', 'workspace']).optional(),
+    namespace: z.string().optional(),
+  })
+  .extend(settingsLayerSchema.shape)
+  .strict()
+
+function zodMessage(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((issue) => {
+      if (issue.code === 'unrecognized_keys') return `unknown argument${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => JSON.stringify(key)).join(', ')}`
+      return `${issue.path.length > 0 ? issue.path.join('.') : 'arguments'}: ${issue.message}`
+    })
+    .join('; ')
+}
+
+function parse<T>(schema: z.ZodType<T>, args: unknown, tool: string): T {
+  const result = schema.safeParse(args ?? {})
+  if (!result.success) throw new PalaceError('invalid-argument', `${tool}: ${zodMessage(result.error)}`)
+  return result.data
+}
+
+function fail(tool: string, error: unknown): ToolReply {
+  const code = isPalaceError(error) ? error.code : 'internal'
+  const message = isPalaceError(error) ? error.message : describeError(error)
+  return { ok: false, code, text: `${tool} failed [${code}]: ${message.startsWith(`${tool}: `) ? message.slice(tool.length + 2) : message}` }
+}
+
+interface Resolved {
+  readonly session: SessionView
+  readonly workspace: PalaceWorkspace
+  readonly namespace: string | undefined
+}
+
+async function resolveSession(palace: Palace, call: ToolCallContext): Promise<Resolved> {
+  const session = call.session
+  if (!session) throw new PalaceError('invalid-argument', 'this tool needs the calling agent\'s session, which the host did not provide')
+  if (!session.cwd) throw new PalaceError('invalid-argument', 'this session has no workspace folder, so it has no memory palace')
+  const workspace = palace.workspace(session.cwd)
+  return { session, workspace, namespace: await workspace.namespaceOf(session.id) }
+}
+
+/** A namespace given by the model: valid, and existing in this workspace. */
+async function existingNamespace(workspace: PalaceWorkspace, name: string): Promise<string> {
+  validateNamespace(name)
+  const known = await workspace.listNamespaces()
+  if (!known.includes(name)) throw new PalaceError('not-found', `no memory named "${name}" in this workspace; known: ${known.length > 0 ? known.join(', ') : '(none)'}`)
+  return name
+}
+
+const UNNAMED = 'this session has no memory name, so nothing is archived for it. Ask the user for one and call palace_config with action="set", namespace="…" (English letters, digits, space, "_", "-"; at most 32).'
+
+/** Build the six tools over a palace. */
+export function createPalaceTools(palace: Palace): PalaceTool[] {
+  const tools: PalaceTool[] = [
+    {
+      name: 'palace_archive',
+      description:
+        'Archive turns of this session verbatim into the memory palace (workspace folder memory-palace/). Give segments=[{category, fromTurn, toTurn}, …]: every turn gets exactly one category, ranges must not overlap, and together they must start at the first unarchived turn and leave no unarchived turn in between (a category may take several segments; its turns go into one file per month). Give summaries=[{category, text}, …] with one short paragraph per category describing only those turns (appended to the month\'s _summary.md), or summary="…" when there is a single category. selfName sets the file-name prefix. Turn numbers come from palace_turns. Refused for sessions without a memory name.',
+      parameters: {
+        type: 'object',
+        properties: {
+          segments: {
+            type: 'array',
+            description: 'Consecutive turn ranges with their category, e.g. [{"category":"setup","fromTurn":3,"toTurn":20},{"category":"debugging","fromTurn":21,"toTurn":40}].',
+            items: {
+              type: 'object',
+              properties: {
+                category: { type: 'string', description: 'Category name: letters (any script), digits, space, "_" or "-", at most 40.' },
+                fromTurn: { type: 'integer', description: 'First turn of the segment (inclusive).' },
+                toTurn: { type: 'integer', description: 'Last turn of the segment (inclusive).' },
+              },
+              required: ['category', 'fromTurn', 'toTurn'],
+              additionalProperties: false,
+            },
+          },
+          summaries: {
+            type: 'array',
+            description: 'One summary per category used in segments: what those turns covered.',
+            items: {
+              type: 'object',
+              properties: { category: { type: 'string' }, text: { type: 'string' } },
+              required: ['category', 'text'],
+              additionalProperties: false,
+            },
+          },
+          summary: { type: 'string', description: 'Instead of summaries when all segments use one category.' },
+          selfName: { type: 'string', description: 'File-name prefix (letters, digits, "-"); defaults to the configured selfNameSlug.' },
+        },
+        required: ['segments'],
+        additionalProperties: false,
+      },
+      async run(args, call) {
+        try {
+          const input = parse(archiveArgs, args, 'palace_archive')
+          const { session, namespace } = await resolveSession(palace, call)
+          if (namespace === undefined) throw new PalaceError('unnamed-session', UNNAMED)
+          const context = await palace.context(session)
+          if (!context) throw new PalaceError('disabled', 'the memory palace is switched off for this session (palace_config enabled=true turns it on)')
+          const settings = context.settings.effective
+          const turns = palace.turns(session, settings.includeReasoning)
+          const ranges = await palace.archivedRanges(context)
+          const plan = planArchive(
+            {
+              segments: input.segments,
+              ...(input.summaries ? { summaries: input.summaries } : {}),
+              ...(input.summary !== undefined ? { summary: input.summary } : {}),
+              selfName: input.selfName !== undefined ? validateSelfName(input.selfName) : settings.selfNameSlug,
+            },
+            turns,
+            (turn) => inRanges(ranges, turn),
+            { maxFileBytes: settings.maxFileBytes },
+          )
+          const outcome = await palace.commitArchive(session, context, namespace, plan)
+          const lines = [
+            `Archived ${outcome.turns.length} turns into memory "${namespace}" (${outcome.month}); archived now: ${formatRanges(outcome.state.ranges)}.`,
+            ...outcome.files.map((file) => `- ${namespace}/${file.path}: ${file.category}, turns ${formatRanges([[Math.min(...file.turns), Math.max(...file.turns)]])} (${file.created ? 'new volume' : 'appended'})`),
+            `Summaries appended to ${namespace}/${outcome.month}/_summary.md.`,
+          ]
+          if (settings.compactAfterArchive) lines.push('The archived span will be compacted before the next request.')
+          return { ok: true, text: lines.join('\n') }
+        } catch (error) {
+          return fail('palace_archive', error)
+        }
+      },
+    },
+    {
+      name: 'palace_turns',
+      description:
+        'List this session\'s turns for archiving: turn number, speaker and the first 70 characters. Turn numbers are session log event numbers (system notes, plugin steering and pure tool rounds count too), so never derive them from message positions. By default lists the turns not archived yet; all=true includes archived ones. fromTurn/toTurn/limit narrow the list.',
+      parameters: {
+        type: 'object',
+        properties: {
+          fromTurn: { type: 'integer' },
+          toTurn: { type: 'integer' },
+          limit: { type: 'integer', description: 'At most this many turns (default 80, max 500).' },
+          all: { type: 'boolean', description: 'Include archived turns (marked ✓).' },
+        },
+        additionalProperties: false,
+      },
+      async run(args, call) {
+        try {
+          const input = parse(turnsArgs, args, 'palace_turns')
+          const { session, workspace, namespace } = await resolveSession(palace, call)
+          const settings = (await workspace.settings(session.id)).effective
+          const turns = palace.turns(session, settings.includeReasoning)
+          const ranges = namespace !== undefined ? await (await workspace.openArchive(namespace)).ranges() : []
+          const sample = call.pressure ? await call.pressure().catch(() => undefined) : undefined
+          const split = splitArchivable(turns, (turn) => inRanges(ranges, turn), retainBudget(sample?.contextWindow, settings))
+          const retained = new Set(sample?.contextWindow ? split.retained.map((turn) => turn.turn) : [])
+          const listed = turns.filter(
+            (turn) =>
+              (input.all === true || !inRanges(ranges, turn.turn)) &&
+              (input.fromTurn === undefined || turn.turn >= input.fromTurn) &&
+              (input.toTurn === undefined || turn.turn <= input.toTurn),
+          )
+          const limit = input.limit ?? 80
+          const shown = listed.slice(0, limit)
+          const header = [
+            `${turns.length} turns in this session; memory ${namespace !== undefined ? `"${namespace}"` : '(unnamed: archiving is refused until it has a name)'}; archived: ${formatRanges(ranges)}.`,
+            split.firstUnarchived ? `First unarchived turn: ${split.firstUnarchived.turn}. Archivable now: ${split.archivable.length} turns${split.archivable.length > 0 ? ` (${split.archivable[0]!.turn}–${split.archivable[split.archivable.length - 1]!.turn})` : ''}.` : 'Every turn is archived.',
+          ]
+          if (retained.size > 0) header.push(`Turns marked "kept" fit the retained budget and stay in context.`)
+          const rows = shown.map((turn) => {
+            const flags = [inRanges(ranges, turn.turn) ? '✓' : '', retained.has(turn.turn) ? 'kept' : '', turn.complete ? '' : 'running'].filter(Boolean).join(' ')
+            return `${turn.turn} · ${turn.speaker}${flags ? ` [${flags}]` : ''} · ${turn.head}`
+          })
+          if (listed.length > shown.length) rows.push(`… ${listed.length - shown.length} more (use fromTurn=${listed[shown.length]!.turn})`)
+          if (rows.length === 0) rows.push('(no turns match)')
+          return { ok: true, text: [...header, ...rows].join('\n') }
+        } catch (error) {
+          return fail('palace_turns', error)
+        }
+      },
+    },
+    {
+      name: 'palace_summary',
+      description:
+        'Read month summaries of the memory palace. Without month: the most recent months (limit, default 6) with the end of each summary and the number of archive files. month="YYYY-MM": that month\'s whole summary (which archive covered what). category: only that category\'s paragraphs. append="text" with fromTurn/toTurn: add a note about recent turns that are not archived yet. namespace reads another session\'s memory.',
+      parameters: {
+        type: 'object',
+        properties: {
+          month: { type: 'string', description: 'YYYY-MM' },
+          category: { type: 'string' },
+          limit: { type: 'integer', description: 'Months to list (default 6).' },
+          namespace: { type: 'string', description: 'Another memory name of this workspace.' },
+          append: { type: 'string', description: 'A note to append for not-yet-archived turns (needs fromTurn/toTurn).' },
+          fromTurn: { type: 'integer' },
+          toTurn: { type: 'integer' },
+        },
+        additionalProperties: false,
+      },
+      async run(args, call) {
+        try {
+          const input = parse(summaryArgs, args, 'palace_summary')
+          const { workspace, namespace: own } = await resolveSession(palace, call)
+          if (input.append !== undefined) {
+            if (own === undefined) throw new PalaceError('unnamed-session', UNNAMED)
+            if (input.namespace !== undefined && input.namespace !== own) throw new PalaceError('invalid-argument', 'append writes to this session\'s own memory only; drop namespace')
+            if (input.fromTurn === undefined || input.toTurn === undefined) throw new PalaceError('invalid-argument', 'append needs fromTurn and toTurn (the turns the note is about)')
+            if (input.fromTurn > input.toTurn) throw new PalaceError('invalid-argument', `fromTurn ${input.fromTurn} is after toTurn ${input.toTurn}`)
+            if (input.append.trim().length === 0 || input.append.length > 4000) throw new PalaceError('invalid-argument', 'append must be 1–4000 characters')
+            const category = input.category !== undefined ? validateCategory(input.category) : 'note'
+            const written = await workspace.appendNote(own, { category, fromTurn: input.fromTurn, toTurn: input.toTurn, body: input.append })
+            return { ok: true, text: `Appended a note about turns ${input.fromTurn}–${input.toTurn} to ${own}/${written.path}.` }
+          }
+          const namespace = input.namespace !== undefined ? await existingNamespace(workspace, input.namespace) : own
+          if (namespace === undefined) throw new PalaceError('unnamed-session', UNNAMED)
+          const archive = await workspace.openArchive(namespace)
+          if (input.month === undefined) {
+            if (input.category !== undefined) throw new PalaceError('invalid-argument', 'category needs a month (month="YYYY-MM")')
+            const months = (await archive.months()).slice(0, input.limit ?? 6)
+            if (months.length === 0) return { ok: true, text: `Memory "${namespace}" has no archives yet (歸檔記憶爲空).` }
+            const rows = [`Memory "${namespace}": ${months.length} most recent month${months.length === 1 ? '' : 's'}.`]
+            for (const month of months) {
+              const paragraphs = await archive.summaryParagraphs(month.month)
+              const last = paragraphs[paragraphs.length - 1]
+              const preview = last ? tail(last.body, 300) : '(no summary)'
+              rows.push(`${month.month} · ${month.files} archive file${month.files === 1 ? '' : 's'} · ${paragraphs.length} paragraph${paragraphs.length === 1 ? '' : 's'} · categories: ${month.categories.join(', ') || '(none)'}\n   …${preview}`)
+            }
+            rows.push('Read a month with palace_summary(month="YYYY-MM").')
+            return { ok: true, text: rows.join('\n') }
+          }
+          const text = await archive.summaryText(input.month)
+          if (text === undefined) {
+            const months = (await archive.months()).map((month) => month.month)
+            throw new PalaceError('not-found', `memory "${namespace}" has no summary for ${input.month}; months with archives: ${months.join(', ') || '(none)'}`)
+          }
+          if (input.category === undefined) return { ok: true, text: capText(text, READ_CAP) }
+          const paragraphs = (await archive.summaryParagraphs(input.month)).filter((paragraph) => paragraph.category === input.category)
+          if (paragraphs.length === 0) throw new PalaceError('not-found', `no "${input.category}" paragraphs in ${input.month}`)
+          return { ok: true, text: capText(paragraphs.map((paragraph) => paragraph.text).join('\n\n'), READ_CAP) }
+        } catch (error) {
+          return fail('palace_summary', error)
+        }
+      },
+    },
+    {
+      name: 'palace_search',
+      description:
+        'Search archived turns (not the summaries). keyword: space-separated keywords that must all occur (AND); quote a phrase with "…" or 「…」. Works for Chinese and Japanese. By default searches this session\'s memory; namespace searches another memory of this workspace, all=true searches every memory (results name their source); category limits to one category. Results are grouped by turn (one representative hit and the turn\'s hit count; limitTurns, default from settings) or, with groupByTurn=false, raw hit lines (limit). Each hit shows turn, file path and line; output is capped at 8000 characters. When no turn matches, matching month summaries are shown and labelled (a summary is not a turn); includeSummary=true adds them anyway.',
+      parameters: {
+        type: 'object',
+        properties: {
+          keyword: { type: 'string', description: 'Keywords (AND), "quoted phrases" allowed.' },
+          namespace: { type: 'string' },
+          all: { type: 'boolean' },
+          category: { type: 'string' },
+          limitTurns: { type: 'integer', description: 'Turns to return when grouping (1–30).' },
+          limit: { type: 'integer', description: 'Hit lines to return with groupByTurn=false (1–200).' },
+          groupByTurn: { type: 'boolean' },
+          includeSummary: { type: 'boolean' },
+        },
+        required: ['keyword'],
+        additionalProperties: false,
+      },
+      async run(args, call) {
+        try {
+          const input = parse(searchArgs, args, 'palace_search')
+          const query = parseQuery(input.keyword)
+          if (query.keywords.length === 0) throw new PalaceError('invalid-argument', 'keyword must contain at least one word or "phrase"')
+          const { session, workspace, namespace: own } = await resolveSession(palace, call)
+          const settings = (await workspace.settings(session.id)).effective
+          if (input.all === true && input.namespace !== undefined) throw new PalaceError('invalid-argument', 'give either namespace or all=true, not both')
+          let names: string[]
+          if (input.all === true) names = await workspace.listNamespaces()
+          else if (input.namespace !== undefined) names = [await existingNamespace(workspace, input.namespace)]
+          else if (own !== undefined) names = [own]
+          else throw new PalaceError('unnamed-session', `${UNNAMED} To search other memories of this workspace use all=true or namespace="…".`)
+          if (names.length === 0) return { ok: true, text: 'This workspace has no archived memory yet (歸檔記憶爲空).' }
+          const category = input.category !== undefined ? validateCategory(input.category) : undefined
+          const sessions = await workspace.sessions()
+          const owners = new Map(Object.entries(sessions).map(([id, name]) => [name, id]))
+          const sources: (SearchSource & { sessionId: string | undefined })[] = []
+          for (const name of names) sources.push({ namespace: name, archive: await workspace.openArchive(name), sessionId: owners.get(name) })
+          const candidates = await storeCandidates(palace, workspace, query, sources)
+          const result = await searchArchives(query, sources, {
+            ...(category !== undefined ? { category } : {}),
+            groupByTurn: input.groupByTurn ?? true,
+            limitTurns: input.limitTurns ?? input.limit ?? settings.searchTurnLimit,
+            limit: input.limit ?? 20,
+            includeSummary: input.includeSummary ?? false,
+            labelSource: input.all === true,
+            ...(candidates ? { candidates } : {}),
+            outputCap: SEARCH_OUTPUT_CAP,
+          })
+          return { ok: true, text: result.text }
+        } catch (error) {
+          return fail('palace_search', error)
+        }
+      },
+    },
+    {
+      name: 'palace_read',
+      description:
+        'Read archived turns verbatim (text, reasoning, tool calls and results). fromTurn/toTurn return those turns in full; path reads a file of the palace ("<YYYY-MM>/<category>/<file>.md", also the "<memory>/…:<line>" paths palace_search prints, which jump to that turn); namespace reads another memory. At most 60000 characters per call: when more remains, the reply says which offset to continue from. Ends with a line of auto-extracted back-links (turns, files, tools) for orientation.',
+      parameters: {
+        type: 'object',
+        properties: {
+          fromTurn: { type: 'integer' },
+          toTurn: { type: 'integer' },
+          path: { type: 'string' },
+          namespace: { type: 'string' },
+          offset: { type: 'integer', description: 'Character offset to continue a long read.' },
+          maxChars: { type: 'integer', description: 'At most this many characters (default and max 60000).' },
+        },
+        additionalProperties: false,
+      },
+      async run(args, call) {
+        try {
+          const input = parse(readArgs, args, 'palace_read')
+          if (input.fromTurn === undefined && input.toTurn === undefined && input.path === undefined) {
+            throw new PalaceError('invalid-argument', 'give fromTurn/toTurn, a path, or both')
+          }
+          const { workspace, namespace: own } = await resolveSession(palace, call)
+          let namespace = input.namespace !== undefined ? await existingNamespace(workspace, input.namespace) : own
+          // A search path names its memory first: "<memory>/<YYYY-MM>/…".
+          if (input.namespace === undefined && input.path !== undefined) {
+            const first = input.path.replace(/\\/g, '/').split('/')[0] ?? ''
+            const known = await workspace.listNamespaces()
+            if (known.includes(first) && !/^\d{4}-\d{2}$/.test(first)) namespace = first
+          }
+          if (namespace === undefined) throw new PalaceError('unnamed-session', `${UNNAMED} To read another memory pass namespace="…".`)
+          const archive: NamespaceArchive = await workspace.openArchive(namespace)
+          const result = await readArchive(archive, {
+            ...(input.fromTurn !== undefined ? { fromTurn: input.fromTurn } : {}),
+            ...(input.toTurn !== undefined ? { toTurn: input.toTurn } : {}),
+            ...(input.path !== undefined ? { path: input.path } : {}),
+            ...(input.offset !== undefined ? { offset: input.offset } : {}),
+            ...(input.maxChars !== undefined ? { maxChars: input.maxChars } : {}),
+          })
+          return { ok: true, text: result.text }
+        } catch (error) {
+          return fail('palace_read', error)
+        }
+      },
+    },
+    {
+      name: 'palace_config',
+      description:
+        `View or change the memory palace settings of this session. action="get" (default) shows the effective settings, the workspace defaults and this session's own. action="set" with namespace="…" names this session's memory (English letters, digits, space, "_", "-", at most 32; renaming moves its folder), and/or with settings (${SETTING_KEYS.join(', ')}) changes them for this session, or with scope="workspace" the defaults of new sessions.`,
+      parameters: {
+        type: 'object',
+        properties: {
+          action: { type: 'string', enum: ['get', 'set'] },
+          scope: { type: 'string', enum: ['session', 'workspace'], description: 'Where set writes settings (default session).' },
+          namespace: { type: 'string', description: 'Memory name of this session.' },
+          enabled: { type: 'boolean' },
+          triggerPressure: { type: 'number' },
+          retainFraction: { type: 'number' },
+          batchByteFraction: { type: 'number' },
+          minBatchTurns: { type: 'integer' },
+          checkEveryTurns: { type: 'integer' },
+          maxFileBytes: { type: 'integer' },
+          selfNameSlug: { type: 'string' },
+          includeReasoning: { type: 'boolean' },
+          compactAfterArchive: { type: 'boolean' },
+          enableSteer: { type: 'boolean' },
+          injectNotice: { type: 'boolean' },
+          recallStrength: { type: 'string', enum: ['off', 'low', 'medium', 'high', 'forced'] },
+          searchTurnLimit: { type: 'integer' },
+          recallBudgetRounds: { type: 'integer' },
+          recallBudgetKeywords: { type: 'integer' },
+          archiveBeforeCompaction: { type: 'boolean' },
+          autoArchiveCategory: { type: 'string' },
+        },
+        additionalProperties: false,
+      },
+      async run(args, call) {
+        try {
+          const input = parse(configArgs, args, 'palace_config')
+          const { action = 'get', scope = 'session', namespace, ...rest } = input
+          const patch: SettingsLayer = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined))
+          const { session, workspace } = await resolveSession(palace, call)
+          const notes: string[] = []
+          if (action === 'get') {
+            if (namespace !== undefined || Object.keys(patch).length > 0) throw new PalaceError('invalid-argument', 'action="get" takes no settings; use action="set" to change them')
+          } else {
+            if (namespace === undefined && Object.keys(patch).length === 0) throw new PalaceError('invalid-argument', 'action="set" needs namespace and/or at least one setting')
+            if (namespace !== undefined) {
+              if (scope === 'workspace') throw new PalaceError('invalid-argument', 'namespace names one session; it cannot be a workspace default')
+              const { previous } = await workspace.setNamespace(session.id, namespace)
+              notes.push(previous === undefined ? `This session's memory is now named "${namespace}".` : previous === namespace ? `The memory name stays "${namespace}".` : `Renamed memory "${previous}" to "${namespace}" (its folder moved).`)
+            }
+            if (Object.keys(patch).length > 0) {
+              await workspace.updateSettings(session.id, scope, patch)
+              notes.push(`Updated ${scope === 'workspace' ? 'the workspace defaults' : 'this session\'s settings'}: ${Object.keys(patch).join(', ')}.`)
+            }
+          }
+          const current = await workspace.settings(session.id)
+          const lines = [
+            ...notes,
+            `Memory name: ${current.namespace !== undefined ? `"${current.namespace}"` : '(unnamed — nothing is archived until it has one)'}; session ${session.id}; palace ${workspace.root}.`,
+            `Effective: ${JSON.stringify(current.effective)}`,
+            `Workspace defaults (${workspace.options.rootDirName}/config.json): ${JSON.stringify(current.workspace)}`,
+            `This session (${current.namespace !== undefined ? `${workspace.options.rootDirName}/${current.namespace}/config.json` : 'no file until named'}): ${JSON.stringify(current.session)}`,
+          ]
+          return { ok: true, text: lines.join('\n') }
+        } catch (error) {
+          return fail('palace_config', error)
+        }
+      },
+    },
+  ]
+  return tools
+}
+
+async function storeCandidates(
+  palace: Palace,
+  workspace: PalaceWorkspace,
+  query: ReturnType<typeof parseQuery>,
+  sources: readonly (SearchSource & { sessionId: string | undefined })[],
+): Promise<Map<string, Set<number>> | undefined> {
+  const index = palace.deps.index
+  if (!index || sources.some((source) => source.sessionId === undefined)) return undefined
+  try {
+    return await index.candidates(
+      workspace.workspace,
+      query,
+      sources.map((source) => ({ namespace: source.namespace, sessionId: source.sessionId!, archive: source.archive })),
+    )
+  } catch (error) {
+    palace.deps.logger?.warn(`store index lookup failed, scanning files instead: ${describeError(error)}`)
+    return undefined
+  }
+}
+
+function tail(text: string, chars: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim()
+  const all = [...flat]
+  return all.length <= chars ? flat : all.slice(all.length - chars).join('')
+}
+
+function capText(text: string, cap: number): string {
+  const chars = [...text]
+  if (chars.length <= cap) return text
+  return `${chars.slice(0, cap).join('')}\n\n… cut at ${cap} characters (of ${chars.length}); filter with category="…".`
+}
