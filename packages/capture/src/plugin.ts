@@ -1,6 +1,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@dsh-memory/store/plugin'
+import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { resolveCaptureOptions, type CaptureOptions } from './core/options.js'
 import { CaptureRecorder } from './core/recorder.js'
 import { CAPTURE_EVENTS } from './events.js'
@@ -34,6 +35,8 @@ export const Config: z<Config> = z.object({
  * row is announced as `memory/captured`. Nothing here throws into the host.
  */
 export function apply(ctx: Context, config: Config): void {
+  // Installed twice (the preset plus this bundle)? Only the first row runs; see claimPluginRow.
+  if (!claimPluginRow(ctx, name)) return
   const options = resolveCaptureOptions(config)
   const logger = ctx.logger('memory-capture')
   const recorder = new CaptureRecorder(ctx.memoryStore, options, {

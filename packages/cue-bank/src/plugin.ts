@@ -9,6 +9,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@dsh-memory/store/plugin'
+import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { CueBank, type CueWokenEvent, type CueWrittenEvent, type SessionRef, type TurnMessage } from './core/cue-bank.js'
 import { createEmbeddingClient } from './core/embedding.js'
 import { resolveCueBankOptions, type CueBankOptions, type MatchMode, type PartitionMode } from './core/options.js'
@@ -113,6 +114,8 @@ interface ToolServiceLike {
  * @throws CueBankError `invalid-config` naming the field, `unsupported-store`
  */
 export async function apply(ctx: Context, config: Config): Promise<void> {
+  // Installed twice (the preset plus this bundle)? Only the first row runs; see claimPluginRow.
+  if (!claimPluginRow(ctx, name)) return
   const options = resolveCueBankOptions(config)
   const logger = ctx.logger('memory-cue-bank')
   const repository = await openCueRepository(ctx.memoryStore)

@@ -13,6 +13,7 @@ import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@deepseek-ai/dsh-llm'
 import type {} from '@dsh-memory/store/plugin'
+import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { Distiller, type DistillStatus } from './core/distiller.js'
 import { describeError } from './core/errors.js'
 import type { LedgerFilter, LedgerRow } from './core/ledger.js'
@@ -112,12 +113,15 @@ export class DistillService extends Service {
   static inject = ['memoryStore', 'llm']
 
   /** Resolved options (frozen). */
-  readonly options: DistillOptions
+  readonly options!: DistillOptions
   // A plain field: Cordis hands out proxies of services and private fields break through them.
   private distiller: Distiller | undefined
   private lastRoute: ModelRoute | undefined
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
+    // Installed twice (the preset plus this bundle)? Only the first row runs; an idle row must not
+    // call super(), which would register the service a second time. See claimPluginRow.
+    if (!claimPluginRow(ctx, name)) return Object.create(null)
     super(ctx, 'distill')
     // Cross-field rules; throws DistillError 'invalid-config' naming the field.
     this.options = resolveDistillOptions(config)

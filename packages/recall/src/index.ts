@@ -33,11 +33,16 @@ export { DEFAULT_RECALL_OPTIONS, resolveRecallOptions } from './core/options.ts'
 export type {
   EmbeddingOptions,
   InjectSwitch,
+  LayerOptions,
+  LifecycleOptions,
+  LimitOptions,
   MemoryMode,
   RecallInjectionOptions,
   RecallOptions,
   RecallOptionsInput,
   RecallStrategy,
+  RetentionOptions,
+  RetentionRule,
 } from './core/options.ts'
 export { errorMessage, isRecallError, RecallError } from './core/errors.ts'
 export type { RecallErrorCode } from './core/errors.ts'
@@ -69,7 +74,64 @@ export {
 } from './core/recall-text.ts'
 export type { HistoryMessageLike, PersonaText, RecallLine, SceneNavEntry } from './core/recall-text.ts'
 export { MAX_SCAN, MEMORY_KINDS, RecallEngine } from './core/recall-engine.ts'
-export type { ConversationHit, RecallEngineDeps, RecallScope, RecallStore, ScopeStatus, TurnRecall } from './core/recall-engine.ts'
+export type { ConversationHit, MemoryReadResult, RecallEngineDeps, RecallScope, RecallStore, ScopeStatus, TurnRecall } from './core/recall-engine.ts'
+export {
+  buildLayerSnapshot,
+  indexOrder,
+  injectedMemoryIds,
+  isLayerName,
+  LAYER_INDEX_CLOSE,
+  LAYER_INDEX_OPEN,
+  LAYER_NAMES,
+  LAYER_SNAPSHOT_FORM,
+  layerFilter,
+  layerRef,
+  memoryTitle,
+  snapshotInjectionId,
+  snapshotMemoryIds,
+} from './core/layers.ts'
+export type { LayerName, LayerRef, LayerSnapshot, LoggedEventLike, SnapshotLimits } from './core/layers.ts'
+export {
+  addDesired,
+  emptyLayerState,
+  InjectionLedger,
+  isExplicit,
+  isLive,
+  lastCommitted,
+  LEDGER_KEY_PREFIX,
+  LEDGER_VERSION,
+  ledgerKey,
+  liveRecord,
+  markCommitted,
+  markDesired,
+  markQueued,
+  MAX_RECORDS,
+  nextGeneration,
+  parseLayerState,
+  reconcile,
+  setEnabled,
+  supersedeRecord,
+} from './core/injection-ledger.ts'
+export type { InjectionRecord, InjectionState, LedgerMeta, SessionLayerState, SessionLogView } from './core/injection-ledger.ts'
+export { LayerController } from './core/layer-controller.ts'
+export type { LayerControllerDeps, LayerSessionHandle, SnapshotMessage } from './core/layer-controller.ts'
+export { applyFeedback, clearFeedback, FEEDBACK_RATINGS, feedbackOf, feedbackWeight, MAX_SESSION_VOTES, needsReview, REVIEW_WEIGHT } from './core/feedback.ts'
+export type { FeedbackRating, FeedbackRecord } from './core/feedback.ts'
+export { chunkManifest, chunkText } from './core/memory-read.ts'
+export type { ChunkManifest, TextChunk } from './core/memory-read.ts'
+export {
+  CONSOLIDATION_SCAN,
+  consolidationLease,
+  foldedText,
+  jaccard,
+  Lifecycle,
+  LIFECYCLE_KEYS,
+  planConsolidation,
+  RETENTION_LEASE,
+  scheduleKey,
+} from './core/lifecycle.ts'
+export type { ConsolidationResult, LayerSchedule, LifecycleDeps, RetentionState, ReviewReason, SweepResult, TickReport, TurnState } from './core/lifecycle.ts'
+export { LayerProjection, PROJECTION_VERSION, projectedRevision, projectionPath, renderProjection } from './core/projection.ts'
 export { humanQuery, RecallInjector, settingsOrDefaults } from './core/injector.ts'
 export type { InjectionPlan, PrepareResult, StepMessageLike } from './core/injector.ts'
 export { PromptSections } from './core/prompt-sections.ts'
@@ -77,6 +139,6 @@ export type { SectionTexts } from './core/prompt-sections.ts'
 export { withinBudget } from './core/budget.ts'
 export type { BudgetOutcome } from './core/budget.ts'
 export { RECALL_TOOLS } from './core/tools.ts'
-export type { Json, RecallToolSpec } from './core/tools.ts'
+export type { Json, RecallToolContext, RecallToolSpec } from './core/tools.ts'
 export { MEMORY_COMMAND_USAGE, runMemoryCommand } from './core/command.ts'
 export type { CommandOutcome, LastRecallInfo, MemoryCommandHooks } from './core/command.ts'

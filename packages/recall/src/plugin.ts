@@ -10,6 +10,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import { createUserMessage } from '@deepseek-ai/dsh-llm/message'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@dsh-memory/store/plugin'
+import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { runMemoryCommand, MEMORY_COMMAND_USAGE } from './core/command.ts'
 import { createEmbedder } from './core/embedding.ts'
 import { errorMessage, isRecallError } from './core/errors.ts'
@@ -20,9 +21,19 @@ import { RecallEngine, type RecallScope } from './core/recall-engine.ts'
 import { RECALL_PLUGIN_ID } from './core/recall-text.ts'
 import { RECALL_TOOLS } from './core/tools.ts'
 import { RECALL_EVENTS } from './events.ts'
+import { applyLayers } from './layers-adapter.ts'
 
 export { RECALL_EVENTS } from './events.ts'
-export type { RecallInjectedEvent, RecallMemoryChangedEvent, RecallSettingsChangedEvent } from './events.ts'
+export type {
+  RecallConsolidatedEvent,
+  RecallFeedbackEvent,
+  RecallInjectedEvent,
+  RecallLayerCommittedEvent,
+  RecallMemoryChangedEvent,
+  RecallRetentionSweptEvent,
+  RecallReviewDueEvent,
+  RecallSettingsChangedEvent,
+} from './events.ts'
 
 /** Plugin id, as the bundle row names it (also `source.plugin` of every recall message). */
 export const name = RECALL_PLUGIN_ID
@@ -61,10 +72,36 @@ export interface Config {
     maxInputChars: number
     timeoutMs: number
   }
+  layers: {
+    snapshotMaxEntries: number
+    snapshotMaxChars: number
+    titleChars: number
+    readChunkChars: number
+    projection: boolean
+    projectionDir: string
+  }
+  lifecycle: {
+    enabled: boolean
+    reviewEveryUserTurns: number
+    idleDelayMinutes: number
+    consolidationCooldownHours: number
+    globalConsolidationCooldownDays: number
+    retentionSweepHours: number
+    consolidationSimilarity: number
+    leaseTtlSeconds: number
+  }
+  retention: {
+    rules: { kind: string; maxAgeDays: number; maxCount: number }[]
+  }
+  limits: {
+    memoryChars: number
+  }
 }
 
 const R = D.recall
 const E = D.embedding
+const L = D.layers
+const C = D.lifecycle
 
 /** Schemastery schema of {@link Config}; the README's table mirrors it (and a test checks that). */
 export const Config: z<Config> = z.object({
@@ -72,7 +109,10 @@ export const Config: z<Config> = z.object({
     .union(['auto', 'chat', 'work', 'off'])
     .default(D.defaultMode)
     .description('Memory mode of a session that has not chosen one: auto | chat | work | off (see the README).'),
-  tools: z.boolean().default(D.tools).description('Register the model tools memory_search, conversation_search, memory_read_scene, memory_add, memory_delete.'),
+  tools: z
+    .boolean()
+    .default(D.tools)
+    .description('Register the model tools memory_search, conversation_search, memory_read_scene, memory_add, memory_delete, memory_read, memory_feedback.'),
   command: z.boolean().default(D.command).description('Register the /memory slash command (interactive hosts).'),
   recall: z
     .object({
@@ -101,6 +141,51 @@ export const Config: z<Config> = z.object({
     })
     .default({} as Config['embedding'])
     .description('Optional remote embeddings.'),
+  layers: z
+    .object({
+      snapshotMaxEntries: z.natural().default(L.snapshotMaxEntries).description('Most memories one layer index snapshot lists (the rest are counted).'),
+      snapshotMaxChars: z.natural().default(L.snapshotMaxChars).description('Most characters of index lines in one snapshot.'),
+      titleChars: z.natural().default(L.titleChars).description('Characters of a memory title (its first line) in the index.'),
+      readChunkChars: z.natural().default(L.readChunkChars).description('memory_read returns longer memories as a chunk manifest, then chunks of this size.'),
+      projection: z.boolean().default(L.projection).description('Keep a Markdown file per layer beside the database (derived, rebuilt on change).'),
+      projectionDir: z.string().default(L.projectionDir).description("Directory of the projection; '' = <dataDir>/layers."),
+    })
+    .default({} as Config['layers'])
+    .description('Explicit memory layers (/memory enable global|workspace).'),
+  lifecycle: z
+    .object({
+      enabled: z.boolean().default(C.enabled).description('Run reviews, consolidation and retention sweeps in the background.'),
+      reviewEveryUserTurns: z.natural().default(C.reviewEveryUserTurns).description('Completed user turns after which a review (distillation) runs; 0 = never by count.'),
+      idleDelayMinutes: z.number().min(0).default(C.idleDelayMinutes).description('A review runs this long after the last completed user turn; 0 = never by idle time.'),
+      consolidationCooldownHours: z.number().min(0).default(C.consolidationCooldownHours).description('A workspace layer is consolidated this long after its first change since the last consolidation.'),
+      globalConsolidationCooldownDays: z.number().min(0).default(C.globalConsolidationCooldownDays).description('The same for the global layer, in days.'),
+      retentionSweepHours: z.number().min(0).default(C.retentionSweepHours).description('Hours between retention sweeps; 0 = never.'),
+      consolidationSimilarity: z.number().min(0).max(1).default(C.consolidationSimilarity).description('Token-set Jaccard similarity at which two memories of one kind and layer are merged.'),
+      leaseTtlSeconds: z.number().min(3).max(3600).default(C.leaseTtlSeconds).description('Lease time to live of a background writer (renewed every third of it).'),
+    })
+    .default({} as Config['lifecycle'])
+    .description('Background upkeep shared by every process on the data dir.'),
+  retention: z
+    .object({
+      rules: z
+        .array(
+          z.object({
+            kind: z.string().required().description('Memory kind (category) the rule applies to.'),
+            maxAgeDays: z.number().min(0).default(0).description('Delete when unused (not updated or recalled) this long; 0 = no age limit.'),
+            maxCount: z.natural().default(0).description('Keep at most this many per layer (least recently used go first); 0 = no limit.'),
+          }),
+        )
+        .default(D.retention.rules.map((rule) => ({ ...rule })))
+        .description('Retention rules by memory kind.'),
+    })
+    .default({} as Config['retention'])
+    .description('Retention by category.'),
+  limits: z
+    .object({
+      memoryChars: z.natural().default(D.limits.memoryChars).description('Most characters of one memory written by /memory or memory_add; longer input is refused.'),
+    })
+    .default({} as Config['limits'])
+    .description('Length limits on what users and the model write.'),
 })
 
 /** The parts of the host's agent that recall reads (declared structurally: no host type dependency). */
@@ -173,6 +258,8 @@ function historyOf(agent: AgentLike): readonly unknown[] {
  * field); after that, nothing recall does can fail a turn.
  */
 export function apply(ctx: Context, config: Config): void {
+  // Installed twice (the preset plus this bundle)? Only the first row runs; see claimPluginRow.
+  if (!claimPluginRow(ctx, name)) return
   const options = resolveRecallOptions(config as RecallOptionsInput)
   const logger = ctx.logger('memory-recall')
   const warn = (message: string) => logger.warn(message)
@@ -180,7 +267,7 @@ export function apply(ctx: Context, config: Config): void {
     embedder: options.embedding.enabled ? createEmbedder(options.embedding) : null,
     onWarning: warn,
   })
-  const injector = new RecallInjector(engine, { onWarning: warn })
+  const injector = new RecallInjector(engine, { onWarning: warn, explicitLayers: (sessionId) => layers.controller.isExplicit(sessionId) })
   const sections = new PromptSections(engine, { onWarning: warn })
   const pending = new Set<Promise<unknown>>()
 
@@ -195,6 +282,8 @@ export function apply(ctx: Context, config: Config): void {
       warn(`memory-recall: a ${event} listener failed: ${errorMessage(error)}`)
     }
   }
+  // Explicit layers, the lifecycle and the Markdown projection (see layers-adapter.ts).
+  const layers = applyLayers(ctx, options, { warn, emit, track })
 
   ctx.on('agent/pre-step', async (payload, next) => {
     const decision = await next()
@@ -236,7 +325,8 @@ export function apply(ctx: Context, config: Config): void {
 
   // Headless runs exit right after the turn: finish bookkeeping writes before the store closes.
   ctx.on('session/flush', async () => {
-    await Promise.allSettled([...pending])
+    // Tracked work may track more (a counted turn starts a review): wait until none is left.
+    while (pending.size > 0) await Promise.allSettled([...pending])
     await engine.whenIdle()
   })
   ctx.on('agent/disposed', (payload: unknown) => {
@@ -289,10 +379,15 @@ export function apply(ctx: Context, config: Config): void {
             const scope = scopeOf(exec?.agent)
             if (!scope) throw new Error(`${spec.name} needs a session (no calling agent)`)
             try {
-              const value = await spec.run(engine, scope, args)
+              const agent = exec.agent!
+              const value = await spec.run(engine, scope, args, { injectedIds: () => layers.injectedIds(agent) })
               if (spec.name === 'memory_add' || spec.name === 'memory_delete') {
                 const id = (value as { id?: string; deleted?: string }).id ?? (value as { deleted?: string }).deleted ?? ''
                 emit(RECALL_EVENTS.memoryChanged, { op: spec.name === 'memory_add' ? 'add' : 'delete', id, sessionId: scope.sessionId, actor: 'model' })
+              }
+              if (spec.name === 'memory_feedback') {
+                const rated = value as { id: string; rating: 'helpful' | 'unhelpful' | 'incorrect'; review: boolean }
+                emit(RECALL_EVENTS.feedback, { sessionId: scope.sessionId, memoryId: rated.id, rating: rated.rating, review: rated.review })
               }
               return value
             } catch (error) {
@@ -310,15 +405,25 @@ export function apply(ctx: Context, config: Config): void {
       const registry = (commandsCtx as unknown as { commands: CommandRegistryLike }).commands
       registry.register({
         name: 'memory',
-        description: 'Long-term memory: status, list, remember, correct, forget, mode, inject.',
-        input: { hint: 'status | list [n] | remember [--global] <text> | correct <id> <text> | forget <id> | mode <auto|chat|work|off> | inject <follow|on|off>' },
+        description: 'Long-term memory: status, list, remember, correct, forget, mode, inject, enable/refresh/disable a layer, promote, review.',
+        input: {
+          hint: 'status | list [n] | remember [--global] <text> | correct <id> <text> | forget <id> | mode <auto|chat|work|off> | inject <follow|on|off> | enable <global|workspace> | refresh [layer] | disable [layer] | promote <id> | review | project',
+        },
         async handler(invocation: { agent: AgentLike; rawInput: string }) {
           const scope = scopeOf(invocation.agent)
           if (!scope) return { kind: 'error', text: `no session for /memory\n${MEMORY_COMMAND_USAGE}` }
+          const handle = layers.handle(invocation.agent)
           return runMemoryCommand(engine, scope, invocation.rawInput ?? '', {
             lastRecall: (sessionId) => injector.lastRecall(sessionId),
             onSettingsChanged: (sessionId, settings) => emit(RECALL_EVENTS.settingsChanged, { sessionId, mode: settings.mode, inject: settings.inject as InjectSwitch }),
             onMemoryChanged: (change) => emit(RECALL_EVENTS.memoryChanged, { ...change, actor: 'user' }),
+            layers: {
+              enable: (layer) => layers.controller.enable(handle, layer),
+              disable: (layer) => layers.controller.disable(handle, layer),
+              refresh: (layer) => layers.controller.refresh(handle, layer),
+              statusLines: () => layers.controller.statusLines(scope.sessionId),
+            },
+            ...(layers.projection ? { project: () => layers.projectNow() } : {}),
           })
         },
       })

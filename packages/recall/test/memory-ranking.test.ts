@@ -56,6 +56,7 @@ describe('selectForInjection', () => {
     vector: undefined,
     relevance: score,
     decay: 1,
+    feedback: 1,
     score,
   })
   const budget = { maxResults: 3, maxCharsPerMemory: 0, maxTotalRecallChars: 0, scoreThreshold: 0.3 }

@@ -39,6 +39,18 @@ describe('resolveRecallOptions', () => {
     expect(fieldOf(() => resolveRecallOptions({ recall: { enabled: 'yes' as never } }))).toBe('recall.enabled')
   })
 
+  it('names the offending field of the layer, lifecycle, retention and limit blocks', () => {
+    expect(fieldOf(() => resolveRecallOptions({ layers: { snapshotMaxEntries: 0 } }))).toBe('layers.snapshotMaxEntries')
+    expect(fieldOf(() => resolveRecallOptions({ layers: { readChunkChars: 10 } }))).toBe('layers.readChunkChars')
+    expect(fieldOf(() => resolveRecallOptions({ lifecycle: { consolidationSimilarity: 0 } }))).toBe('lifecycle.consolidationSimilarity')
+    expect(fieldOf(() => resolveRecallOptions({ lifecycle: { idleDelayMinutes: -1 } }))).toBe('lifecycle.idleDelayMinutes')
+    expect(fieldOf(() => resolveRecallOptions({ lifecycle: { leaseTtlSeconds: 1 } }))).toBe('lifecycle.leaseTtlSeconds')
+    expect(fieldOf(() => resolveRecallOptions({ retention: { rules: [{ kind: 'episode', maxAgeDays: 1, maxCount: 1 }, { kind: 'episode', maxAgeDays: 2, maxCount: 2 }] } }))).toBe('retention.rules.1.kind')
+    expect(fieldOf(() => resolveRecallOptions({ retention: { rules: [{ kind: '', maxAgeDays: 1, maxCount: 1 }] } }))).toBe('retention.rules.0.kind')
+    expect(fieldOf(() => resolveRecallOptions({ limits: { memoryChars: 9000 } }))).toBe('limits.memoryChars')
+    expect(resolveRecallOptions({ retention: { rules: [] } }).retention.rules).toEqual([])
+  })
+
   it('accepts 0 as "unlimited" for the budgets and "disabled" for decay', () => {
     const options = resolveRecallOptions({ recall: { maxCharsPerMemory: 0, maxTotalRecallChars: 0, timeoutMs: 0, decayHalfLifeDays: 0 } })
     expect(options.recall).toMatchObject({ maxCharsPerMemory: 0, maxTotalRecallChars: 0, timeoutMs: 0, decayHalfLifeDays: 0 })
@@ -60,7 +72,7 @@ describe('Config schema and README', () => {
       else rows.push([key, value])
     }
     for (const [field, value] of rows) {
-      const shown = value === '' ? "''" : String(value)
+      const shown = value === '' ? "''" : Array.isArray(value) ? JSON.stringify(value) : String(value)
       expect(readme, `README row for ${field}`).toMatch(new RegExp(`\\| \`${field.replace('.', '\\.')}\` \\| \`${shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\` \\|`))
     }
   })

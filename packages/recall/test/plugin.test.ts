@@ -510,6 +510,8 @@ describe('recall plugin in an in-process host', () => {
         await expect((async () => ctx.plugin(recall, { embedding: { enabled: true } } as any))()).rejects.toThrow(/embedding\.baseUrl/)
         await expect((async () => ctx.plugin(recall, { recall: { strategy: 'embedding' } } as any))()).rejects.toThrow(/recall\.strategy/)
         await expect((async () => ctx.plugin(recall, { defaultMode: 'sometimes' } as any))()).rejects.toThrow(/defaultMode/)
+        await expect((async () => ctx.plugin(recall, { lifecycle: { consolidationSimilarity: 0 } } as any))()).rejects.toThrow(/lifecycle\.consolidationSimilarity/)
+        await expect((async () => ctx.plugin(recall, { retention: { rules: [{ maxAgeDays: 3 }] } } as any))()).rejects.toThrow(/kind/)
       } finally {
         await ctx.fiber.dispose()
         rmSync(dir, { recursive: true, force: true })

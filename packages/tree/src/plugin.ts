@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@dsh-memory/store/plugin'
+import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { describeError, TreeError } from './core/errors.js'
 import { openMemoryTree, type OpenedMemoryTree } from './core/open.js'
 import { DEFAULT_TREE_OPTIONS, resolveTreeOptions, type TreeOptions } from './core/options.js'
@@ -146,9 +147,9 @@ export class MemoryTreeService extends Service {
   static inject = inject
   static Config = Config
 
-  readonly config: Readonly<Config>
+  readonly config!: Readonly<Config>
   /** The resolved core options (frozen). */
-  readonly options: Readonly<TreeOptions>
+  readonly options!: Readonly<TreeOptions>
   private opened: OpenedMemoryTree | undefined
   private opening: Promise<OpenedMemoryTree> | undefined
   private disposed = false
@@ -157,9 +158,12 @@ export class MemoryTreeService extends Service {
   // Per agent: the section text of this session (refresh: 'session').
   private readonly sections = new Map<string, string>()
   private queue: Promise<unknown> = Promise.resolve()
-  private readonly logger: ReturnType<Context['logger']>
+  private readonly logger!: ReturnType<Context['logger']>
 
   constructor(ctx: Context, config: Config) {
+    // Installed twice (the preset plus this bundle)? Only the first row runs; an idle row must not
+    // call super(), which would register the service a second time. See claimPluginRow.
+    if (!claimPluginRow(ctx, name)) return Object.create(null)
     super(ctx, 'memoryTree')
     this.config = Object.freeze({ ...config })
     // Cross-field rules fail the load with the field named (schemastery checked the shapes).

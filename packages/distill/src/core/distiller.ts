@@ -4,9 +4,9 @@
  * background. It never throws into its caller: failures are logged, persisted with a backoff
  * and retried; a restart resumes every pending slice from the persisted cursor.
  */
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import type { Memory, MemoryScopeFilter, MemoryStore, Message, Scene } from '@dsh-memory/store'
+import { type HeldLease, holdLease, isCoordinatedStore, isMemoryStoreError, type Memory, type MemoryScopeFilter, type MemoryStore, type Message, type Scene } from '@dsh-memory/store'
 import { type Clock, systemClock } from './clock.js'
 import { applyMemoryOps, exactDuplicate, placeMemory, planMemoryOps, sameScopeFilter, type AppliedMemoryOps, type PlacedCandidate } from './dedup.js'
 import { DistillError, describeError, isDistillError } from './errors.js'
@@ -123,6 +123,8 @@ export interface DistillStatus {
 }
 
 const SETTLE_MS = 50
+/** Store-lease TTL of a running job; renewed every third of it while the job runs. */
+const JOB_LEASE_TTL_MS = 30_000
 /** Conversations updated this long before the previous scan are looked at again. */
 const SCAN_MARGIN_MS = 10 * 60_000
 const LIVE_INSTANCES = new Set<string>()
@@ -151,6 +153,7 @@ export class Distiller {
   private closed = false
   private started: Promise<void> | undefined
   private readonly counters = { jobs: 0, failures: 0, memoriesWritten: 0 }
+  private jobLease: HeldLease | undefined
 
   constructor(private readonly deps: DistillerDeps) {
     this.clock = deps.clock ?? systemClock
@@ -483,9 +486,57 @@ export class Distiller {
   // jobs
 
   private async runJob(job: Job): Promise<void> {
-    if (job.kind === 'l1') return this.runExtraction(job.id, job.reason)
-    if (job.kind === 'l2') return this.runLayer(job.key, 'l2')
-    return this.runLayer(job.key, 'l3')
+    // A store lease per job (heartbeat, stale takeover) whose fencing token every commit of
+    // the job names: a distiller that stalled past its lease cannot write after another took over.
+    const lease = await this.acquireJobLease(job)
+    if (lease === 'busy') {
+      this.log('debug', `${jobKey(job)} is being run by another process`)
+      if (job.kind === 'l1') {
+        const live = this.live(job.id)
+        live.notBefore = this.clock.now() + 60_000
+        this.scheduleWake(live.notBefore)
+      }
+      return
+    }
+    this.jobLease = lease
+    try {
+      if (job.kind === 'l1') return await this.runExtraction(job.id, job.reason)
+      if (job.kind === 'l2') return await this.runLayer(job.key, 'l2')
+      return await this.runLayer(job.key, 'l3')
+    } finally {
+      this.jobLease = undefined
+      await lease?.release()
+    }
+  }
+
+  /** The store lease of a job, `undefined` when the store has no leases, `'busy'` when another live holder has it. */
+  private async acquireJobLease(job: Job): Promise<HeldLease | undefined | 'busy'> {
+    const store = this.writeStore()
+    if (!isCoordinatedStore(store)) return undefined
+    const name = `distill/${job.kind}/${createHash('sha256').update(job.kind === 'l1' ? job.id : job.key).digest('hex').slice(0, 32)}`
+    const held = await holdLease(store, name, this.instanceId, {
+      ttlMs: JOB_LEASE_TTL_MS,
+      actor: 'distill',
+      isHolderStale: (holder) => !this.isOwnerAlive(holder),
+      onLost: () => this.log('warn', `${jobKey(job)}: its lease was taken over by another process; this job's writes will be refused`),
+    })
+    return held ?? 'busy'
+  }
+
+  /** Transaction options naming the running job's lease, so a stale job's commit is refused. */
+  private fenced(): { fence?: { name: string; token: number } } {
+    return this.jobLease ? { fence: this.jobLease.fence } : {}
+  }
+
+  /**
+   * The store to commit through: the coordinated store behind a service wrapper (the
+   * `ctx.memoryStore` service does not pass transaction options on), else the given one.
+   */
+  private writeStore(): MemoryStore {
+    const store = this.deps.store
+    if (isCoordinatedStore(store)) return store
+    const inner = (store as { store?: unknown }).store
+    return isCoordinatedStore(inner) ? inner : store
   }
 
   private get leaseMs(): number {
@@ -528,7 +579,7 @@ export class Distiller {
       const ops = planMemoryOps(candidates, decisions, existing)
 
       let applied: AppliedMemoryOps | undefined
-      await this.deps.store.transaction(async (tx) => {
+      await this.writeStore().transaction(async (tx) => {
         const current = await this.state.conversation(conversationId, tx.meta)
         if (current.cursorSeq !== claimed.cursorSeq || current.lease?.owner !== owner) {
           throw new DistillError('conflict', `conversation ${conversationId} moved on while it was being distilled`)
@@ -539,7 +590,7 @@ export class Distiller {
           tx.meta,
         )
         if (applied.written.length > 0) await this.countNewMemories(applied.written, tx)
-      })
+      }, this.fenced())
       const result = applied!
       this.counters.memoriesWritten += result.written.length
       live.stage = claimed.stage + 1
@@ -645,7 +696,7 @@ export class Distiller {
 
   private async commitSkip(conversationId: string, claimed: ConversationState, slice: readonly Message[], error: string): Promise<void> {
     const live = this.live(conversationId)
-    await this.deps.store.transaction(async (tx) => {
+    await this.writeStore().transaction(async (tx) => {
       const current = await this.state.conversation(conversationId, tx.meta)
       if (current.cursorSeq !== claimed.cursorSeq || current.lease?.owner !== this.instanceId) {
         throw new DistillError('conflict', `conversation ${conversationId} moved on while it was being distilled`)
@@ -655,7 +706,7 @@ export class Distiller {
         { ...current, cursorSeq: slice[slice.length - 1]!.seq, stage: current.stage + 1, attempts: 0, notBefore: 0, lastError: `skipped: ${error}`.slice(0, 500), lastRunAt: this.clock.now(), skipped, lease: null },
         tx.meta,
       )
-    })
+    }, this.fenced())
     live.stage = claimed.stage + 1
     live.lastError = `skipped: ${error}`
     this.counters.failures++
@@ -685,7 +736,8 @@ export class Distiller {
     }
     this.counters.failures++
     const message = describeError(error).slice(0, 500)
-    const conflict = isDistillError(error, 'conflict')
+    // A fenced commit means another process took the job over: redo, no backoff.
+    const conflict = isDistillError(error, 'conflict') || isMemoryStoreError(error, 'fenced')
     const attempts = conflict ? 0 : (await this.guard('read state', () => this.state.conversation(conversationId)))?.attempts ?? 0
     const notBefore = conflict ? 0 : this.clock.now() + retryDelayMs(attempts + 1)
     await this.guard('release', () =>
@@ -769,12 +821,12 @@ export class Distiller {
       return
     }
     let changes: Awaited<ReturnType<typeof applySceneOps>> | undefined
-    await this.deps.store.transaction(async (tx) => {
+    await this.writeStore().transaction(async (tx) => {
       const current = (await this.state.layers(tx.meta))[key]
       if (!current || current.lastL2At !== before.lastL2At) throw new DistillError('conflict', `scenes of ${key} changed during the pass`)
       changes = await applySceneOps(tx, reply.items, built.sceneAliases, built.memoryAliases, scope, scenes.length, this.options.l2.maxScenes)
       await this.resetLayer(key, 'l2', current, newest, tx)
-    })
+    }, this.fenced())
     const applied = changes!
     if (applied.refused.length) this.log('warn', `l2 ${key}: refused ${applied.refused.length} op(s) (${applied.refused[0]!.reason})`)
     this.log('info', `l2 ${key}: ${applied.created.length} created, ${applied.updated.length} updated, ${applied.deleted.length} deleted`)
@@ -812,13 +864,13 @@ export class Distiller {
       return
     }
     let version = 0
-    await this.deps.store.transaction(async (tx) => {
+    await this.writeStore().transaction(async (tx) => {
       const state = (await this.state.layers(tx.meta))[key]
       if (!state || state.lastL3At !== before.lastL3At) throw new DistillError('conflict', `persona of ${key} changed during the pass`)
       const saved = await tx.persona.put({ ...personaKey, text: text!, expectedVersion: current?.version ?? 0 }, { actor: 'distill' })
       version = saved.version
       await this.resetLayer(key, 'l3', state, newest, tx)
-    })
+    }, this.fenced())
     this.log('info', `l3 ${key}: persona version ${version}`)
     this.emit('personaUpdated', { scope: scope.scope, workspace: scope.workspace, version })
   }

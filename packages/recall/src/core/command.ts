@@ -3,6 +3,7 @@
  * engine, return the text the UI shows. Command output never reaches the model.
  */
 import { errorMessage, isRecallError } from './errors.ts'
+import { isLayerName, LAYER_NAMES, type LayerName } from './layers.ts'
 import type { InjectSwitch, MemoryMode } from './options.ts'
 import type { RecallEngine, RecallScope } from './recall-engine.ts'
 import { INJECT_SWITCHES, MEMORY_MODES, MODE_DESCRIPTIONS, type SessionMemorySettings, settingsLabel } from './session-modes.ts'
@@ -25,8 +26,17 @@ export interface MemoryCommandHooks {
   readonly lastRecall?: (sessionId: string) => LastRecallInfo | undefined
   /** Called after a settings change committed. */
   readonly onSettingsChanged?: (sessionId: string, settings: SessionMemorySettings) => void
-  /** Called after a memory was added, corrected or deleted by the command. */
-  readonly onMemoryChanged?: (change: { op: 'add' | 'correct' | 'delete'; id: string; sessionId: string }) => void
+  /** Called after a memory was added, corrected, deleted or promoted by the command. */
+  readonly onMemoryChanged?: (change: { op: 'add' | 'correct' | 'delete' | 'promote'; id: string; sessionId: string }) => void
+  /** Explicit layers of the calling session (absent: the subcommands answer that layers are unavailable here). */
+  readonly layers?: {
+    enable(layer: LayerName): Promise<string>
+    disable(layer?: LayerName): Promise<string>
+    refresh(layer?: LayerName): Promise<string>
+    statusLines(): Promise<string[]>
+  }
+  /** Rebuild the Markdown projection of every layer. @returns what was written. */
+  readonly project?: () => Promise<string>
 }
 
 /** The usage text. */
@@ -39,6 +49,12 @@ export const MEMORY_COMMAND_USAGE = [
   '  forget <id>            delete a memory and its older versions',
   `  mode <${MEMORY_MODES.join('|')}>   this session's memory mode`,
   `  inject <${INJECT_SWITCHES.join('|')}>   automatic injection: follow the config, force on, or write-only`,
+  `  enable <${LAYER_NAMES.join('|')}>   explicit mode: load that layer's index into this session`,
+  '  refresh [layer]        a new index snapshot when the layer changed',
+  '  disable [layer]        stop maintaining the layer(s) here (no layer left: automatic recall again)',
+  '  promote <id>           move a workspace memory to the global layer (history kept)',
+  '  review                 memories rated incorrect, waiting for a correction',
+  '  project                rebuild the Markdown files of every layer',
 ].join('\n')
 
 const LIST_DEFAULT = 20
@@ -76,9 +92,10 @@ export async function runMemoryCommand(engine: RecallEngine, scope: RecallScope,
         const global = argument.startsWith('--global')
         const text = global ? argument.slice('--global'.length).trim() : argument
         if (!text) return { kind: 'error', text: 'remember needs the text to save: /memory remember [--global] <text>' }
+        const redacted = engine.checkWritable(text, 'text')
         const memory = await engine.addMemory({ text, kind: 'fact', scope: global ? 'global' : undefined }, scope, 'user')
         hooks.onMemoryChanged?.({ op: 'add', id: memory.id, sessionId: scope.sessionId })
-        return { kind: 'success', text: `Remembered (${memory.scope}): ${memory.id}` }
+        return { kind: 'success', text: `Remembered (${memory.scope}): ${memory.id}${redacted ? ` (${redacted} secret${redacted === 1 ? ' was' : 's were'} redacted)` : ''}` }
       }
       case 'correct': {
         const id = rest[0]
@@ -113,6 +130,40 @@ export async function runMemoryCommand(engine: RecallEngine, scope: RecallScope,
         hooks.onSettingsChanged?.(scope.sessionId, settings)
         return { kind: 'success', text: `Injection for this session: ${inject} (${settingsLabel(settings, engine.options.recall.enabled)})` }
       }
+      case 'enable':
+      case 'disable':
+      case 'refresh': {
+        const verb = sub.toLowerCase() as 'enable' | 'disable' | 'refresh'
+        if (!hooks.layers) return { kind: 'error', text: 'memory layers are not available in this host' }
+        const layer = rest[0]?.toLowerCase()
+        if (rest.length > 1 || (layer !== undefined && !isLayerName(layer)) || (verb === 'enable' && layer === undefined)) {
+          return { kind: 'error', text: `${verb} takes ${verb === 'enable' ? 'one' : 'at most one'} layer: ${LAYER_NAMES.join(' or ')}` }
+        }
+        const text = await hooks.layers[verb](layer as LayerName)
+        return { kind: 'success', text }
+      }
+      case 'promote': {
+        const id = rest[0]
+        if (!id || rest.length > 1) return { kind: 'error', text: 'promote takes exactly one memory id: /memory promote <id>' }
+        const { old, current } = await engine.promoteMemory(id, scope, 'user')
+        hooks.onMemoryChanged?.({ op: 'promote', id: current.id, sessionId: scope.sessionId })
+        return { kind: 'success', text: `Promoted ${old.id} to the global layer as ${current.id} (the workspace version is kept as history).` }
+      }
+      case 'review': {
+        const flagged = await engine.reviewList(scope)
+        if (flagged.length === 0) return { kind: 'success', text: 'No memory is waiting for review.' }
+        return {
+          kind: 'success',
+          text: [
+            `${flagged.length} memor${flagged.length === 1 ? 'y was' : 'ies were'} rated incorrect; fix with /memory correct <id> <text> or drop with /memory forget <id>:`,
+            ...flagged.map((memory) => `${memory.id}  [${memory.scope}/${memory.kind}]  ${line(memory.text)}`),
+          ].join('\n'),
+        }
+      }
+      case 'project': {
+        if (!hooks.project) return { kind: 'error', text: 'the Markdown projection is off (layers.projection: false)' }
+        return { kind: 'success', text: await hooks.project() }
+      }
       default:
         return { kind: 'error', text: `unknown subcommand ${JSON.stringify(sub)}\n${MEMORY_COMMAND_USAGE}` }
     }
@@ -132,8 +183,15 @@ async function statusText(engine: RecallEngine, scope: RecallScope, hooks: Memor
   const status = await engine.status(scope)
   const options = engine.options
   const last = hooks.lastRecall?.(scope.sessionId)
+  let layerLines: string[] = []
+  try {
+    layerLines = (await hooks.layers?.statusLines()) ?? []
+  } catch (error) {
+    layerLines = [`Layers: unreadable (${errorMessage(error)})`]
+  }
   return [
     `Memory: ${settingsLine}`,
+    ...layerLines,
     `Workspace: ${scope.workspace || '(none)'}`,
     `Memories visible: ${status.memories.workspace} workspace, ${status.memories.global} global, ${status.memories.session} session; scenes: ${status.scenes}; persona: ${status.persona.global ? 'global' : '-'}/${status.persona.workspace ? 'workspace' : '-'}`,
     `Recall: ${options.recall.enabled ? 'enabled' : 'disabled'} by config, strategy ${options.recall.strategy}${options.embedding.enabled ? '' : ' (no embeddings: keyword)'}, at most ${options.recall.maxResults} memories / ${options.recall.maxTotalRecallChars || '∞'} chars, threshold ${options.recall.scoreThreshold}, half-life ${options.recall.decayHalfLifeDays || '∞'} days`,

@@ -63,12 +63,18 @@ export class RecallInjector {
   readonly #engine: RecallEngine
   readonly #now: () => number
   readonly #warn: (message: string) => void
+  readonly #explicit: ((sessionId: string) => Promise<boolean>) | undefined
   readonly #last = new Map<string, LastRecallInfo>()
 
-  constructor(engine: RecallEngine, deps: { now?: () => number; onWarning?: (message: string) => void } = {}) {
+  /**
+   * @param deps.explicitLayers - whether a session runs in explicit layer mode (it then gets
+   *   no automatic recall: memory comes from the layer snapshots it enabled).
+   */
+  constructor(engine: RecallEngine, deps: { now?: () => number; onWarning?: (message: string) => void; explicitLayers?: (sessionId: string) => Promise<boolean> } = {}) {
     this.#engine = engine
     this.#now = deps.now ?? Date.now
     this.#warn = deps.onWarning ?? (() => {})
+    this.#explicit = deps.explicitLayers
   }
 
   /** The last recall outcome of a session. */
@@ -85,6 +91,16 @@ export class RecallInjector {
     return settingsOrDefaults(this.#engine, sessionId, this.#warn)
   }
 
+  async #explicitMode(sessionId: string): Promise<boolean> {
+    if (!this.#explicit) return false
+    try {
+      return await this.#explicit(sessionId)
+    } catch (error) {
+      this.#warn(`memory-recall: ${errorMessage(error)}; treating session ${sessionId} as not in explicit layer mode`)
+      return false
+    }
+  }
+
   /**
    * Plan the injection for one step. Does nothing (and costs one string scan) unless the
    * batch holds a new human message. Runs within `recall.timeoutMs`.
@@ -96,6 +112,7 @@ export class RecallInjector {
     const outcome = await withinBudget(
       async () => {
         const settings = await this.#settings(scope.sessionId)
+        if (await this.#explicitMode(scope.sessionId)) return { skipped: 'explicit layer mode: memory comes from the enabled layer snapshots' }
         if (!injectionActive(settings, options.recall.enabled)) {
           return { skipped: settings.mode === 'off' ? 'memory mode is off' : 'injection is off for this session (write-only)' }
         }

@@ -5,6 +5,7 @@
  */
 import { RankingCorpus } from './corpus.ts'
 import { cosineSimilarity } from './embedding.ts'
+import { feedbackWeight } from './feedback.ts'
 import { decayFactor, MEMORY_RANKING, rankDocuments, reciprocalRankFusion } from './ranking.ts'
 import type { RecallStrategy } from './options.ts'
 
@@ -18,6 +19,8 @@ export interface RankableMemory {
   readonly updatedAt: number
   readonly embedding?: Float32Array | null
   readonly embeddingModel?: string | null
+  /** Feedback from sessions (`memory_feedback`) weighs the score; see `feedbackWeight`. */
+  readonly flags?: Readonly<Record<string, unknown>> | null
 }
 
 /** A memory with its scores. */
@@ -31,7 +34,9 @@ export interface ScoredMemory<M extends RankableMemory = RankableMemory> {
   readonly relevance: number
   /** Age weight `max(0.5, 0.5^(days/halfLife))`. */
   readonly decay: number
-  /** relevance × decay: what `scoreThreshold` is compared with. */
+  /** Feedback weight (1 without feedback; see `feedbackWeight`). */
+  readonly feedback: number
+  /** relevance × decay × feedback: what `scoreThreshold` is compared with. */
   readonly score: number
 }
 
@@ -90,14 +95,15 @@ export function rankMemories<M extends RankableMemory>(query: string, memories: 
     const vector = vectors.get(id)
     const relevance = Math.min(1, Math.max(lexicalScore, vector ?? 0))
     const decay = decayFactor(options.now - memory.updatedAt, options.decayHalfLifeDays)
-    return { memory, lexical: lexicalScore, vector, relevance, decay, score: relevance * decay }
+    const feedback = feedbackWeight(memory.flags as Record<string, unknown> | null | undefined)
+    return { memory, lexical: lexicalScore, vector, relevance, decay, feedback, score: relevance * decay * feedback }
   }
 
   if (useKeywords && useVectors) {
     const fused = reciprocalRankFusion([keywordOrder, vectorOrder])
     return fused
       .map(({ id, score: fusedScore }) => ({ scored: score(id), key: fusedScore }))
-      .map(({ scored, key }) => ({ scored, key: key * scored.decay }))
+      .map(({ scored, key }) => ({ scored, key: key * scored.decay * scored.feedback }))
       .sort((a, b) => b.key - a.key || b.scored.score - a.scored.score)
       .map(({ scored }) => scored)
   }

@@ -52,6 +52,62 @@ export interface EmbeddingOptions {
   readonly timeoutMs: number
 }
 
+/** Explicit memory layers: the index snapshot, `memory_read` and the Markdown projection. */
+export interface LayerOptions {
+  /** Most memories one index snapshot lists (the rest are counted, reachable with memory_search). */
+  readonly snapshotMaxEntries: number
+  /** Most characters of index lines in one snapshot. */
+  readonly snapshotMaxChars: number
+  /** Characters of a memory's title (its first line, clipped) in the index. */
+  readonly titleChars: number
+  /** A memory longer than this is read in chunks of this many characters (a manifest comes first). */
+  readonly readChunkChars: number
+  /** Keep a Markdown file per layer beside the database (derived; rebuilt on change). */
+  readonly projection: boolean
+  /** Where the projection goes; `''` = `<dataDir>/layers`. */
+  readonly projectionDir: string
+}
+
+/** Background upkeep: review (distillation), consolidation and retention. */
+export interface LifecycleOptions {
+  /** Run the background upkeep at all. */
+  readonly enabled: boolean
+  /** Completed user turns (all sessions) after which a review (distillation) runs; 0 = never by count. */
+  readonly reviewEveryUserTurns: number
+  /** A review runs when no user turn completed for this long and some were not reviewed; 0 = never by idle time. */
+  readonly idleDelayMinutes: number
+  /** A workspace layer is consolidated this long after its first change since the last consolidation. */
+  readonly consolidationCooldownHours: number
+  /** The same for the global layer. */
+  readonly globalConsolidationCooldownDays: number
+  /** Hours between retention sweeps; 0 = never. */
+  readonly retentionSweepHours: number
+  /** Token-set Jaccard similarity (0..1] above which two memories of one kind and layer are merged. */
+  readonly consolidationSimilarity: number
+  /** Lease time to live of a background writer; renewed every third of it. */
+  readonly leaseTtlSeconds: number
+}
+
+/** One retention rule: memories of `kind` older than `maxAgeDays` or beyond `maxCount` (least recently used first) are deleted, per layer. */
+export interface RetentionRule {
+  readonly kind: string
+  /** 0 = no age limit. Age counts from the later of the last update and the last recall. */
+  readonly maxAgeDays: number
+  /** 0 = no count limit. */
+  readonly maxCount: number
+}
+
+/** Retention by category (memory kind). */
+export interface RetentionOptions {
+  readonly rules: readonly RetentionRule[]
+}
+
+/** Length limits on text a user or the model writes through recall. */
+export interface LimitOptions {
+  /** Most characters of one memory written by `/memory remember|correct` or `memory_add`; longer input is refused. */
+  readonly memoryChars: number
+}
+
 /** Everything the recall core needs. */
 export interface RecallOptions {
   /** Mode of a session that has not chosen one. */
@@ -62,6 +118,10 @@ export interface RecallOptions {
   readonly command: boolean
   readonly recall: RecallInjectionOptions
   readonly embedding: EmbeddingOptions
+  readonly layers: LayerOptions
+  readonly lifecycle: LifecycleOptions
+  readonly retention: RetentionOptions
+  readonly limits: LimitOptions
 }
 
 /** Defaults, matching the reference README's table. */
@@ -90,6 +150,28 @@ export const DEFAULT_RECALL_OPTIONS: RecallOptions = Object.freeze({
     maxInputChars: 5000,
     timeoutMs: 10000,
   }),
+  layers: Object.freeze({
+    snapshotMaxEntries: 100,
+    snapshotMaxChars: 8000,
+    titleChars: 90,
+    readChunkChars: 2000,
+    projection: true,
+    projectionDir: '',
+  }),
+  lifecycle: Object.freeze({
+    enabled: true,
+    reviewEveryUserTurns: 15,
+    idleDelayMinutes: 60,
+    consolidationCooldownHours: 20,
+    globalConsolidationCooldownDays: 7,
+    retentionSweepHours: 24,
+    consolidationSimilarity: 0.8,
+    leaseTtlSeconds: 60,
+  }),
+  retention: Object.freeze({
+    rules: Object.freeze([Object.freeze({ kind: 'episode', maxAgeDays: 180, maxCount: 500 })]),
+  }),
+  limits: Object.freeze({ memoryChars: 4000 }),
 })
 
 /** Input of {@link resolveRecallOptions}: any subset, nested blocks partial too. */
@@ -99,6 +181,10 @@ export interface RecallOptionsInput {
   command?: boolean
   recall?: Partial<RecallInjectionOptions>
   embedding?: Partial<EmbeddingOptions>
+  layers?: Partial<LayerOptions>
+  lifecycle?: Partial<LifecycleOptions>
+  retention?: { rules?: readonly RetentionRule[] }
+  limits?: Partial<LimitOptions>
 }
 
 const MODES: readonly MemoryMode[] = ['auto', 'chat', 'work', 'off']
@@ -121,6 +207,27 @@ function bool(value: unknown, path: string): boolean {
 function text(value: unknown, path: string): string {
   if (typeof value !== 'string') fail(path, `must be a string, got ${JSON.stringify(value)}`)
   return value
+}
+
+function nonNegative(value: unknown, path: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) fail(path, `must be a non-negative number, got ${JSON.stringify(value)}`)
+  return value
+}
+
+function resolveRetention(input: unknown): RetentionOptions {
+  const rules = input ?? DEFAULT_RECALL_OPTIONS.retention.rules
+  if (!Array.isArray(rules)) fail('retention.rules', `must be a list of { kind, maxAgeDays, maxCount }, got ${JSON.stringify(rules)}`)
+  const seen = new Set<string>()
+  const out = rules.map((rule: Partial<RetentionRule> | undefined, index: number) => {
+    const path = `retention.rules.${index}`
+    if (!rule || typeof rule !== 'object') fail(path, 'must be an object { kind, maxAgeDays, maxCount }')
+    const kind = text(rule.kind, `${path}.kind`).trim()
+    if (!kind) fail(`${path}.kind`, 'must name a memory kind')
+    if (seen.has(kind)) fail(`${path}.kind`, `kind ${JSON.stringify(kind)} has two rules`)
+    seen.add(kind)
+    return Object.freeze({ kind, maxAgeDays: nonNegative(rule.maxAgeDays ?? 0, `${path}.maxAgeDays`), maxCount: naturalNumber(rule.maxCount ?? 0, `${path}.maxCount`) })
+  })
+  return Object.freeze({ rules: Object.freeze(out) })
 }
 
 /**
@@ -185,11 +292,50 @@ export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOpti
     fail('recall.strategy', "'embedding' needs embedding.enabled: true (use 'hybrid' to fall back to keyword search without it)")
   }
 
+  const layersInput = { ...DEFAULT_RECALL_OPTIONS.layers, ...(input.layers ?? {}) }
+  const layers: LayerOptions = {
+    snapshotMaxEntries: naturalNumber(layersInput.snapshotMaxEntries, 'layers.snapshotMaxEntries'),
+    snapshotMaxChars: naturalNumber(layersInput.snapshotMaxChars, 'layers.snapshotMaxChars'),
+    titleChars: naturalNumber(layersInput.titleChars, 'layers.titleChars'),
+    readChunkChars: naturalNumber(layersInput.readChunkChars, 'layers.readChunkChars'),
+    projection: bool(layersInput.projection, 'layers.projection'),
+    projectionDir: text(layersInput.projectionDir, 'layers.projectionDir').trim(),
+  }
+  if (layers.snapshotMaxEntries < 1) fail('layers.snapshotMaxEntries', 'must be at least 1')
+  if (layers.snapshotMaxChars < 200) fail('layers.snapshotMaxChars', 'must be at least 200')
+  if (layers.titleChars < 20) fail('layers.titleChars', 'must be at least 20')
+  if (layers.readChunkChars < 200) fail('layers.readChunkChars', 'must be at least 200')
+
+  const lifecycleInput = { ...DEFAULT_RECALL_OPTIONS.lifecycle, ...(input.lifecycle ?? {}) }
+  const lifecycle: LifecycleOptions = {
+    enabled: bool(lifecycleInput.enabled, 'lifecycle.enabled'),
+    reviewEveryUserTurns: naturalNumber(lifecycleInput.reviewEveryUserTurns, 'lifecycle.reviewEveryUserTurns'),
+    idleDelayMinutes: nonNegative(lifecycleInput.idleDelayMinutes, 'lifecycle.idleDelayMinutes'),
+    consolidationCooldownHours: nonNegative(lifecycleInput.consolidationCooldownHours, 'lifecycle.consolidationCooldownHours'),
+    globalConsolidationCooldownDays: nonNegative(lifecycleInput.globalConsolidationCooldownDays, 'lifecycle.globalConsolidationCooldownDays'),
+    retentionSweepHours: nonNegative(lifecycleInput.retentionSweepHours, 'lifecycle.retentionSweepHours'),
+    consolidationSimilarity: nonNegative(lifecycleInput.consolidationSimilarity, 'lifecycle.consolidationSimilarity'),
+    leaseTtlSeconds: nonNegative(lifecycleInput.leaseTtlSeconds, 'lifecycle.leaseTtlSeconds'),
+  }
+  if (!(lifecycle.consolidationSimilarity > 0 && lifecycle.consolidationSimilarity <= 1)) {
+    fail('lifecycle.consolidationSimilarity', `must be in (0, 1], got ${lifecycle.consolidationSimilarity}`)
+  }
+  if (lifecycle.leaseTtlSeconds < 3 || lifecycle.leaseTtlSeconds > 3600) fail('lifecycle.leaseTtlSeconds', 'must be between 3 and 3600 seconds')
+
+  const limitsInput = { ...DEFAULT_RECALL_OPTIONS.limits, ...(input.limits ?? {}) }
+  const limits: LimitOptions = { memoryChars: naturalNumber(limitsInput.memoryChars, 'limits.memoryChars') }
+  // The store caps memories at 8 000 characters; a larger limit would truncate silently there.
+  if (limits.memoryChars < 20 || limits.memoryChars > 8000) fail('limits.memoryChars', 'must be between 20 and 8000')
+
   return Object.freeze({
     defaultMode,
     tools: bool(input.tools ?? DEFAULT_RECALL_OPTIONS.tools, 'tools'),
     command: bool(input.command ?? DEFAULT_RECALL_OPTIONS.command, 'command'),
     recall: Object.freeze(recall),
     embedding: Object.freeze(embedding),
+    layers: Object.freeze(layers),
+    lifecycle: Object.freeze(lifecycle),
+    retention: resolveRetention(input.retention?.rules),
+    limits: Object.freeze(limits),
   })
 }

@@ -3,11 +3,13 @@
  * adapter calls it from the pre-step listener, the tools and the command; tests and the CLI
  * call it directly.
  */
-import type { Memory, MemoryStore, Message, Persona, Scene } from '@dsh-memory/store'
+import { type Memory, type MemoryStore, type Message, type Persona, redactSecrets, type Scene } from '@dsh-memory/store'
 import { analyze, ANALYZER_VERSION } from './analyzer.ts'
 import { RankingCorpus } from './corpus.ts'
 import type { Embedder } from './embedding.ts'
 import { errorMessage, RecallError } from './errors.ts'
+import { applyFeedback, clearFeedback, type FeedbackRating, needsReview } from './feedback.ts'
+import { chunkManifest, chunkText, type ChunkManifest } from './memory-read.ts'
 import { type InjectionSelection, rankMemories, type ScoredMemory, selectForInjection } from './memory-ranking.ts'
 import type { RecallOptions, RecallStrategy } from './options.ts'
 import { rankDocuments, TURN_RANKING } from './ranking.ts'
@@ -49,6 +51,12 @@ export interface ConversationHit {
   readonly message: Message
   readonly score: number
 }
+
+/** What {@link RecallEngine.readMemory} returns. */
+export type MemoryReadResult =
+  | { readonly kind: 'whole'; readonly memory: Memory }
+  | { readonly kind: 'manifest'; readonly memory: Memory; readonly manifest: ChunkManifest }
+  | { readonly kind: 'chunk'; readonly memory: Memory; readonly chunk: number; readonly chunks: number; readonly text: string }
 
 /** Counts for `/memory status`. */
 export interface ScopeStatus {
@@ -309,6 +317,19 @@ export class RecallEngine {
     return matches[0]!
   }
 
+  /**
+   * Refuse text over `limits.memoryChars` with a clear error instead of letting the store cut
+   * it silently. @returns the number of secrets the store will redact from it.
+   */
+  checkWritable(text: string, path: string): number {
+    const length = [...text].length
+    const limit = this.#options.limits.memoryChars
+    if (length > limit) {
+      throw new RecallError('invalid-argument', `the memory text is ${length} characters; the limit is ${limit} (limits.memoryChars). Split it into shorter memories.`, { path })
+    }
+    return redactSecrets(text).redactions
+  }
+
   /** Store a memory stated explicitly (by the user or the model). */
   async addMemory(
     input: { text: string; kind?: string; scope?: 'workspace' | 'global' | 'session' },
@@ -317,6 +338,7 @@ export class RecallEngine {
   ): Promise<Memory> {
     const text = input.text.trim()
     if (!text) throw new RecallError('invalid-argument', 'the memory text is empty', { path: 'text' })
+    this.checkWritable(text, 'text')
     const target = input.scope ?? (scope.workspace ? 'workspace' : 'global')
     if (target === 'workspace' && !scope.workspace) throw new RecallError('invalid-argument', 'this session has no workspace; use scope "global"', { path: 'scope' })
     return this.#store.memories.add(
@@ -344,9 +366,64 @@ export class RecallEngine {
   async correctMemory(idOrPrefix: string, text: string, scope: RecallScope, actor: string): Promise<{ old: Memory; current: Memory }> {
     const cleaned = text.trim()
     if (!cleaned) throw new RecallError('invalid-argument', 'the corrected text is empty', { path: 'text' })
+    this.checkWritable(cleaned, 'text')
     const old = await this.resolveMemory(idOrPrefix, scope)
-    const current = await this.#store.memories.supersede(old.id, { text: cleaned, flags: { ...old.flags, correctedBy: actor } }, { actor })
+    // Ratings were about the old text; a correction also resolves a review flag.
+    const current = await this.#store.memories.supersede(old.id, { text: cleaned, flags: { ...clearFeedback(old.flags), correctedBy: actor } }, { actor })
     return { old, current }
+  }
+
+  /**
+   * Promote a workspace memory to the global layer: a global copy supersedes it (the
+   * workspace row stays as history), so both layers' revisions move.
+   * @throws RecallError `invalid-argument` for a memory that is not workspace-scoped.
+   */
+  async promoteMemory(idOrPrefix: string, scope: RecallScope, actor: string): Promise<{ old: Memory; current: Memory }> {
+    const old = await this.resolveMemory(idOrPrefix, scope)
+    if (old.scope !== 'workspace') throw new RecallError('invalid-argument', `memory ${old.id} is ${old.scope}-scoped; only workspace memories can be promoted to global`, { path: 'id' })
+    const current = await this.#store.memories.supersede(
+      old.id,
+      { text: old.text, scope: 'global', workspace: null, sessionId: null, flags: { ...old.flags, promotedFrom: old.workspace, promotedBy: actor } },
+      { actor },
+    )
+    return { old, current }
+  }
+
+  /**
+   * Read one memory: whole when it is at most `layers.readChunkChars` long, else the chunk
+   * manifest (without `chunk`) or one chunk (1-based).
+   * @throws RecallError `not-found`, `ambiguous-id`; `invalid-argument` for a chunk out of range.
+   */
+  async readMemory(idOrPrefix: string, scope: RecallScope, chunk?: number): Promise<MemoryReadResult> {
+    const memory = await this.resolveMemory(idOrPrefix, scope)
+    const size = this.#options.layers.readChunkChars
+    if (chunk === undefined) {
+      if ([...memory.text].length <= size) return { kind: 'whole', memory }
+      return { kind: 'manifest', memory, manifest: chunkManifest(memory.text, size) }
+    }
+    const chunks = chunkText(memory.text, size)
+    const picked = chunks[chunk - 1]
+    if (!picked) throw new RecallError('invalid-argument', `memory ${memory.id} has ${chunks.length} chunk${chunks.length === 1 ? '' : 's'}; chunk ${chunk} does not exist`, { path: 'chunk' })
+    return { kind: 'chunk', memory, chunk, chunks: chunks.length, text: picked.text }
+  }
+
+  /**
+   * Record a session's rating of a memory it was shown. `injected` are the memory ids this
+   * session was shown (recall messages and layer snapshots in its log).
+   * @throws RecallError `invalid-argument` when the memory was not injected in this session.
+   */
+  async rateMemory(idOrPrefix: string, scope: RecallScope, rating: FeedbackRating, injected: ReadonlySet<string>, actor: string): Promise<Memory> {
+    const memory = await this.resolveMemory(idOrPrefix, scope)
+    const shown = injected.has(memory.id) || (await this.#store.memories.history(memory.id)).some((version) => injected.has(version.id))
+    if (!shown) {
+      throw new RecallError('invalid-argument', `memory ${memory.id} was not injected in this session; feedback is for memories recalled or listed in this conversation`, { path: 'id' })
+    }
+    return this.#store.memories.update(memory.id, { flags: applyFeedback(memory.flags, scope.sessionId, rating, this.#now()) }, { actor })
+  }
+
+  /** Memories visible from `scope` that were rated incorrect and wait for review, newest first. */
+  async reviewList(scope: RecallScope): Promise<Memory[]> {
+    return (await this.visibleMemories(scope)).filter((memory) => needsReview(memory.flags))
   }
 
   /** A scene visible from `scope`, with its member memories that are visible too. */

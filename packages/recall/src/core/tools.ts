@@ -6,11 +6,18 @@
  */
 import { z } from 'zod'
 import { RecallError } from './errors.ts'
+import { FEEDBACK_RATINGS } from './feedback.ts'
 import { MEMORY_KINDS, type RecallEngine, type RecallScope } from './recall-engine.ts'
 import { escapeFenced } from './recall-text.ts'
 
 /** A JSON value (the canonical tool output). */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+/** What a tool may ask of the calling session (the adapter supplies it). */
+export interface RecallToolContext {
+  /** Ids of the memories this session was shown (recall messages and layer snapshots in its log). */
+  readonly injectedIds?: () => ReadonlySet<string>
+}
 
 /** One memory tool. */
 export interface RecallToolSpec {
@@ -24,7 +31,7 @@ export interface RecallToolSpec {
    * Validate `args` and run the tool.
    * @throws RecallError `invalid-argument` (bad arguments), `not-found`, `ambiguous-id`.
    */
-  run(engine: RecallEngine, scope: RecallScope, args: unknown): Promise<Json>
+  run(engine: RecallEngine, scope: RecallScope, args: unknown, context?: RecallToolContext): Promise<Json>
   /** The text the model reads for a successful call. */
   render(value: Json): string
 }
@@ -184,7 +191,9 @@ const readScene: RecallToolSpec = {
 }
 
 const AddArgs = z.object({
-  text: z.string().trim().min(1, 'must be a non-empty string').max(4000),
+  // The configured limit (limits.memoryChars) is checked by the engine with a clear message;
+  // this is only the hard ceiling on what the tool parses at all.
+  text: z.string().trim().min(1, 'must be a non-empty string').max(8000, 'must be at most 8000 characters'),
   kind: z.enum(MEMORY_KINDS).optional(),
   scope: z.enum(['workspace', 'global']).optional(),
 })
@@ -207,12 +216,13 @@ const memoryAdd: RecallToolSpec = {
   outputSchema: memoryOutput,
   async run(engine, scope, args) {
     const input = parse(AddArgs, 'memory_add', args)
+    const redacted = engine.checkWritable(input.text, 'text')
     const memory = await engine.addMemory({ text: input.text, kind: input.kind, scope: input.scope }, scope, 'model')
-    return { id: memory.id, kind: memory.kind, scope: memory.scope, text: memory.text }
+    return { id: memory.id, kind: memory.kind, scope: memory.scope, text: memory.text, ...(redacted ? { redacted } : {}) }
   },
   render(value) {
-    const memory = value as { id: string; scope: string }
-    return `Saved memory ${memory.id} (${memory.scope}).`
+    const memory = value as { id: string; scope: string; redacted?: number }
+    return `Saved memory ${memory.id} (${memory.scope}).${memory.redacted ? ` ${memory.redacted} secret(s) were redacted before saving.` : ''}`
   },
 }
 
@@ -233,5 +243,92 @@ const memoryDelete: RecallToolSpec = {
   },
 }
 
+const ReadArgs = z.object({
+  id: z.string().trim().min(1, 'must be a memory id (from a memory index, memory_search or a recalled note)').max(200),
+  chunk: z.number().int().min(1).max(10_000).optional(),
+})
+
+const memoryRead: RecallToolSpec = {
+  name: 'memory_read',
+  description:
+    'Read one long-term memory in full by id (ids come from a memory layer index, memory_search or recalled notes). A long memory answers with a chunk manifest first; then call again with `chunk` to read one part.',
+  parameters: {
+    type: 'object',
+    properties: {
+      id: { type: 'string', description: 'The memory id (full, or a unique prefix or suffix of at least 6 characters).' },
+      chunk: { type: 'integer', minimum: 1, description: 'Which chunk of a long memory to read (see its manifest).' },
+    },
+    required: ['id'],
+  },
+  outputSchema: {
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      kind: { type: 'string' },
+      scope: { type: 'string' },
+      updated: { type: 'string' },
+      text: { type: 'string' },
+      chunk: { type: 'integer' },
+      chunks: { type: 'integer' },
+      manifest: { type: 'object' },
+      review: { type: 'boolean' },
+    },
+    required: ['id', 'kind', 'scope', 'updated'],
+  },
+  async run(engine, scope, args) {
+    const input = parse(ReadArgs, 'memory_read', args)
+    const result = await engine.readMemory(input.id, scope, input.chunk)
+    const memory = result.memory
+    const base = { id: memory.id, kind: memory.kind, scope: memory.scope, updated: day(memory.updatedAt), ...(memory.flags?.needsReview === true ? { review: true } : {}) }
+    if (result.kind === 'whole') return { ...base, text: memory.text }
+    if (result.kind === 'chunk') return { ...base, chunk: result.chunk, chunks: result.chunks, text: result.text }
+    return { ...base, manifest: result.manifest as unknown as Json }
+  },
+  render(value) {
+    const read = value as { id: string; kind: string; scope: string; updated: string; text?: string; chunk?: number; chunks?: number; review?: boolean; manifest?: { chars: number; tokens: number; chunks: { chunk: number; chars: number; tokens: number; starts: string }[] } }
+    const attributes = `id="${read.id}" kind="${escapeFenced(read.kind)}" scope="${read.scope}" updated="${read.updated}"${read.review ? ' review="flagged: may be wrong"' : ''}`
+    if (read.manifest) {
+      return [
+        `<memory-manifest ${attributes} chars="${read.manifest.chars}" tokens="${read.manifest.tokens}" untrusted="true">`,
+        `This memory is long: ${read.manifest.chunks.length} chunks. Call memory_read with "chunk" to read one.`,
+        ...read.manifest.chunks.map((chunk) => `- chunk ${chunk.chunk}: ${chunk.chars} chars, ~${chunk.tokens} tokens, starts "${escapeFenced(chunk.starts)}"`),
+        '</memory-manifest>',
+      ].join('\n')
+    }
+    const part = read.chunk ? ` chunk="${read.chunk}" of="${read.chunks}"` : ''
+    return `<memory ${attributes}${part} untrusted="true">${escapeFenced(read.text ?? '')}</memory>`
+  },
+}
+
+const FeedbackArgs = z.object({
+  id: z.string().trim().min(1, 'must be the id of a memory shown in this conversation').max(200),
+  rating: z.enum(FEEDBACK_RATINGS),
+})
+
+const memoryFeedback: RecallToolSpec = {
+  name: 'memory_feedback',
+  description:
+    'Rate a long-term memory that was shown in this conversation (a recalled note or an entry of a memory index): helpful, unhelpful, or incorrect (it is wrong; it gets demoted and flagged for the user to review). Ratings change what is recalled later.',
+  parameters: {
+    type: 'object',
+    properties: {
+      id: { type: 'string', description: 'The memory id.' },
+      rating: { type: 'string', enum: [...FEEDBACK_RATINGS], description: 'helpful, unhelpful or incorrect.' },
+    },
+    required: ['id', 'rating'],
+  },
+  outputSchema: { type: 'object', properties: { id: { type: 'string' }, rating: { type: 'string' }, review: { type: 'boolean' } }, required: ['id', 'rating', 'review'] },
+  async run(engine, scope, args, context) {
+    const input = parse(FeedbackArgs, 'memory_feedback', args)
+    const injected = context?.injectedIds?.() ?? new Set<string>()
+    const memory = await engine.rateMemory(input.id, scope, input.rating, injected, 'model')
+    return { id: memory.id, rating: input.rating, review: memory.flags?.needsReview === true }
+  },
+  render(value) {
+    const result = value as { id: string; rating: string; review: boolean }
+    return `Recorded: memory ${result.id} rated ${result.rating}.${result.review ? ' It is demoted and flagged for review.' : ''}`
+  },
+}
+
 /** Every memory tool, in registration order. */
-export const RECALL_TOOLS: readonly RecallToolSpec[] = Object.freeze([memorySearch, conversationSearch, readScene, memoryAdd, memoryDelete])
+export const RECALL_TOOLS: readonly RecallToolSpec[] = Object.freeze([memorySearch, conversationSearch, readScene, memoryAdd, memoryDelete, memoryRead, memoryFeedback])

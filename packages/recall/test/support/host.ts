@@ -45,6 +45,10 @@ export interface TestHost {
   respond(responder: (request: ModelRequest, index: number) => ModelReply): void
   /** A fresh agent (session) in `cwd`. */
   createAgent(cwd: string, sessionId?: string): Promise<TestAgent>
+  /** Resume a persisted session by id (needs `sessionsRoot`). */
+  resumeAgent(sessionId: string): Promise<TestAgent>
+  /** Make everything the session logged so far durable. */
+  flush(agent: TestAgent): Promise<void>
   /** Send a human message and wait until the turn is over; returns the requests it caused. */
   say(agent: TestAgent, text: string): Promise<ModelRequest[]>
   /** Run a slash command through the real command registry. */
@@ -70,6 +74,8 @@ export interface StartHostOptions {
   /** Reuse a data dir (to test persistence across a restart). */
   readonly dataDir?: string
   readonly responder?: (request: ModelRequest, index: number) => ModelReply
+  /** Persist sessions as JSONL under this directory (the host's own persistence backend), so they can be resumed by another host. */
+  readonly sessionsRoot?: string
 }
 
 /** Boot the in-process host with the store and recall plugins. */
@@ -92,6 +98,10 @@ export async function startHost(options: StartHostOptions = {}): Promise<TestHos
   await ctx.plugin(compaction.BasicCompactionEngine, { auto: false })
   await ctx.plugin(commandCompact, {})
   await ctx.plugin(loop.default, { agents: [] })
+  if (options.sessionsRoot) {
+    const persistence = await hostModule('dsh-session-persistence-jsonl')
+    await ctx.plugin(persistence.default, { root: options.sessionsRoot, compression: 'none' })
+  }
   await ctx.plugin(MemoryStoreService, { dataDir })
   await ctx.plugin(recall, (options.recall ?? {}) as unknown as recall.Config)
 
@@ -133,6 +143,14 @@ export async function startHost(options: StartHostOptions = {}): Promise<TestHos
       const handle = await (ctx as any).agents.create({ sessionId, agentOptions: { provider: 'scripted', model: 'scripted-1' }, meta: { cwd } })
       handles.push(handle)
       return handle.agent as TestAgent
+    },
+    async resumeAgent(sessionId) {
+      const handle = await (ctx as any).agents.resume({ resumeSessionId: sessionId, agentOptions: { provider: 'scripted', model: 'scripted-1' } })
+      handles.push(handle)
+      return handle.agent as TestAgent
+    },
+    async flush(target) {
+      await (ctx as any).sessions.flush((target as any).session)
     },
     async say(target, text) {
       const before = requests.length

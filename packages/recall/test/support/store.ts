@@ -1,18 +1,23 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { type CoordinatedMemoryStore, type MemoryStoreOptions, openMemoryStore } from '@dsh-memory/store'
 
 /** A real store on a temp file; `reopen` closes and opens the same file (a restart). */
-export function tempStore(): { store: MemoryStore; path: string; reopen(): Promise<MemoryStore>; cleanup(): Promise<void> } {
+export function tempStore(options: Partial<MemoryStoreOptions> = {}): {
+  store: CoordinatedMemoryStore
+  path: string
+  reopen(): Promise<CoordinatedMemoryStore>
+  cleanup(): Promise<void>
+} {
   const dir = mkdtempSync(join(tmpdir(), 'dshm-recall-'))
   const path = join(dir, 'memory.db')
   const handle = {
-    store: openMemoryStore({ path }),
+    store: openMemoryStore({ ...options, path }),
     path,
     async reopen() {
       await handle.store.close()
-      handle.store = openMemoryStore({ path })
+      handle.store = openMemoryStore({ ...options, path })
       return handle.store
     },
     async cleanup() {

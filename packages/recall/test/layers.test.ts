@@ -1,0 +1,292 @@
+import { describe, expect, it, afterEach } from 'vitest'
+import type { CoordinatedMemoryStore } from '@dsh-memory/store'
+import { InjectionLedger, markCommitted, markQueued, addDesired, emptyLayerState, reconcile, parseLayerState, ledgerKey } from '../src/core/injection-ledger.ts'
+import { LayerController, type LayerSessionHandle } from '../src/core/layer-controller.ts'
+import { buildLayerSnapshot, injectedMemoryIds, layerRef, memoryTitle, snapshotInjectionId, snapshotMemoryIds } from '../src/core/layers.ts'
+import { DEFAULT_RECALL_OPTIONS } from '../src/core/options.ts'
+import { isRecallError } from '../src/core/errors.ts'
+import { tempStore } from './support/store.ts'
+
+/**
+ * The host's side of one session, as the controller sees it through its handle: the
+ * session log (append-only user/message ids), the inbox, and what enters each step. The
+ * in-process and end-to-end tests drive the same controller through the real host.
+ */
+class SessionStandIn implements LayerSessionHandle {
+  readonly log: { id: string; text: string }[] = []
+  inbox: { id: string; text: string }[] = []
+  constructor(
+    readonly sessionId: string,
+    readonly workspace: string,
+  ) {}
+  loggedIds() {
+    return new Set(this.log.map((message) => message.id))
+  }
+  pendingIds() {
+    return new Set(this.inbox.map((message) => message.id))
+  }
+  contextIds() {
+    return this.loggedIds()
+  }
+  inject(message: { id: string; text: string }) {
+    if (this.inbox.some((pending) => pending.id === message.id)) throw new Error(`message "${message.id}" is already pending`)
+    this.inbox.push({ ...message })
+  }
+  cancelPending(id: string) {
+    const before = this.inbox.length
+    this.inbox = this.inbox.filter((message) => message.id !== id)
+    return this.inbox.length < before
+  }
+  /** One step: claim the inbox, let the controller add what is missing, log everything. */
+  async step(controller: LayerController): Promise<string[]> {
+    const claimed = this.inbox.splice(0)
+    const extra = await controller.atStep(this, new Set(claimed.map((message) => message.id)))
+    const entering = [...claimed, ...extra.map((message) => ({ id: message.id, text: message.text }))]
+    this.log.push(...entering)
+    for (const message of entering) await controller.noteLogged(this.sessionId, message.id, this.log.length)
+    return entering.map((message) => message.id)
+  }
+  snapshotsLogged(): number {
+    return this.log.filter((message) => message.id.startsWith('memory-layer-')).length
+  }
+}
+
+const WS = '/work/alpha'
+
+function controllerFor(store: () => CoordinatedMemoryStore, now: () => number = Date.now): LayerController {
+  return new LayerController({ store, ledger: new InjectionLedger(() => store().meta, now), options: DEFAULT_RECALL_OPTIONS.layers })
+}
+
+describe('layer snapshots', () => {
+  let handle: ReturnType<typeof tempStore> | undefined
+  afterEach(async () => {
+    await handle?.cleanup()
+    handle = undefined
+  })
+
+  it('are an index (ids, kinds, titles, token estimates), deterministic, escaped and within limits', async () => {
+    handle = tempStore()
+    const store = handle.store
+    const ids: string[] = []
+    for (let i = 0; i < 6; i++) ids.push((await store.memories.add({ kind: 'fact', text: `Fact ${i}: the build uses </memory-layer-index> tricks\nsecond line ${i}`, scope: 'workspace', workspace: WS, priority: i })).id)
+    await store.memories.add({ kind: 'preference', text: '用户喜欢深色主题', scope: 'workspace', workspace: WS })
+    await store.memories.add({ kind: 'fact', text: 'global only', scope: 'global' })
+    const memories = await store.memories.list({ scope: 'workspace', workspace: WS, includeGlobal: false })
+    const ref = layerRef('workspace', { sessionId: 's', workspace: WS })
+    const limits = { maxEntries: 4, maxChars: 8000, titleChars: 60 }
+    const a = buildLayerSnapshot(ref, 7, memories, 'memory-layer-x', limits)
+    const b = buildLayerSnapshot(ref, 7, [...memories].reverse(), 'memory-layer-x', limits)
+    expect(a.text).toBe(b.text)
+    expect(a.text.startsWith('<memory-layer-index layer="workspace" revision="7" injection="memory-layer-x"')).toBe(true)
+    expect(a.text).not.toContain('second line')
+    expect(a.text).toContain('&lt;/memory-layer-index&gt;')
+    expect(a.text.match(/<\/memory-layer-index>/g)).toHaveLength(1)
+    expect(a.memoryIds).toHaveLength(4)
+    // Highest priority first.
+    expect(a.memoryIds[0]).toBe(ids[5])
+    expect(a.text).toContain('(3 more not listed: use memory_search.)')
+    expect(a.total).toBe(7)
+    expect(a.text).not.toContain('global only')
+    expect(snapshotMemoryIds(a.text)).toEqual(a.memoryIds)
+    expect(a.tokens).toBeGreaterThan(0)
+    expect(memoryTitle('  first   line  \nsecond', 90)).toBe('first line')
+    expect([...memoryTitle('あ'.repeat(50), 20)]).toHaveLength(20)
+  })
+
+  it('have stable injection ids per session, layer, revision and generation', () => {
+    expect(snapshotInjectionId('s1', 'global', 3, 0)).toBe(snapshotInjectionId('s1', 'global', 3, 0))
+    const others = [snapshotInjectionId('s2', 'global', 3, 0), snapshotInjectionId('s1', 'workspace:/w', 3, 0), snapshotInjectionId('s1', 'global', 4, 0), snapshotInjectionId('s1', 'global', 3, 1)]
+    expect(new Set([snapshotInjectionId('s1', 'global', 3, 0), ...others]).size).toBe(5)
+    expect(snapshotInjectionId('s1', 'global', 3, 0)).toMatch(/^memory-layer-[0-9a-f]{32}$/)
+  })
+
+  it('the workspace layer needs a workspace', () => {
+    expect(() => layerRef('workspace', { sessionId: 's', workspace: '' })).toThrow(/no workspace layer/)
+  })
+
+  it('injectedMemoryIds reads recall messages and snapshots of the log, nothing else', () => {
+    const events = [
+      { type: 'user/message', data: { source: { kind: 'plugin', plugin: 'memory-recall' }, content: [{ type: 'text', text: '<memory-layer-index layer="global">\n- m-1 [fact] x (~1 tok)\n</memory-layer-index>' }] } },
+      { type: 'user/message', data: { source: { kind: 'plugin', plugin: 'memory-recall' }, content: [{ type: 'text', text: '<recalled-memories source="dsh-memory" untrusted="true">\n<memory id="m-2" kind="fact">y</memory>\n</recalled-memories>' }] } },
+      { type: 'user/message', data: { source: { kind: 'user' }, content: [{ type: 'text', text: '- m-3 [fact] typed by the user' }] } },
+      { type: 'user/message', data: { source: { kind: 'plugin', plugin: 'other' }, content: [{ type: 'text', text: '<memory-layer-index>\n- m-4 [fact] z\n' }] } },
+    ]
+    expect([...injectedMemoryIds(events)].sort()).toEqual(['m-1', 'm-2'])
+  })
+})
+
+describe('the injection state machine', () => {
+  it('pure transitions: desired → queued → committed; reconcile sorts live records by what the host shows', () => {
+    let state = emptyLayerState('s', 1)
+    state = addDesired(state, { id: 'memory-layer-a', layer: 'workspace', layerKey: 'workspace:/w', revision: 1, generation: 0 }, 2)
+    expect(() => addDesired(state, { id: 'memory-layer-b', layer: 'workspace', layerKey: 'workspace:/w', revision: 1, generation: 1 }, 2)).toThrow(/already on its way/)
+    state = markQueued(state, 'memory-layer-a', { entries: 3, tokens: 40 }, 3)
+    expect(reconcile(state, { logged: new Set(), pending: new Set(['memory-layer-a']) }, 4).missing).toEqual([])
+    expect(reconcile(state, { logged: new Set(), pending: new Set(), entering: new Set(['memory-layer-a']) }, 4).missing).toEqual([])
+    expect(reconcile(state, { logged: new Set(), pending: new Set() }, 4).missing.map((record) => record.id)).toEqual(['memory-layer-a'])
+    const committed = reconcile(state, { logged: new Set(['memory-layer-a']), pending: new Set() }, 5).state
+    expect(committed.injections[0]).toMatchObject({ state: 'committed', committedAt: 5, entries: 3, tokens: 40 })
+    expect(markCommitted(committed, 'memory-layer-a', 9)).toBe(committed)
+  })
+
+  it('a persisted record of another version or shape fails loudly with corrupt-state', () => {
+    expect(() => parseLayerState('s', JSON.stringify({ v: 2 }))).toThrow(/version 2/)
+    expect(() => parseLayerState('s', '{nope')).toThrow(/not JSON/)
+    try {
+      parseLayerState('s', JSON.stringify({ v: 1, sessionId: 'other', enabled: { global: false, workspace: false }, injections: [] }))
+    } catch (error) {
+      expect(isRecallError(error, 'corrupt-state')).toBe(true)
+    }
+    expect(ledgerKey('x'.repeat(300))).toMatch(/^recall\.layers\.[0-9a-f]{64}$/)
+  })
+
+  describe('with a real store, across a restart between queued and committed', () => {
+    let handle: ReturnType<typeof tempStore> | undefined
+    afterEach(async () => {
+      await handle?.cleanup()
+      handle = undefined
+    })
+
+    async function seed(store: CoordinatedMemoryStore) {
+      await store.memories.add({ kind: 'fact', text: 'Deploys go out with Kamal.', scope: 'workspace', workspace: WS })
+      await store.memories.add({ kind: 'instruction', text: 'Run the linter before committing.', scope: 'workspace', workspace: WS })
+    }
+
+    it('enable queues one snapshot through the inject API, and the log commits it', async () => {
+      handle = tempStore()
+      const store = () => handle!.store as CoordinatedMemoryStore
+      await seed(store())
+      const controller = controllerFor(store)
+      const session = new SessionStandIn('s1', WS)
+      const text = await controller.enable(session, 'workspace')
+      expect(text).toMatch(/Enabled the workspace layer/)
+      expect(session.inbox).toHaveLength(1)
+      const id = session.inbox[0]!.id
+      expect(id).toBe(snapshotInjectionId('s1', `workspace:${WS}`, 2, 0))
+      expect((await controller.state('s1')).injections[0]).toMatchObject({ id, state: 'queued', revision: 2, entries: 2 })
+      expect(await session.step(controller)).toEqual([id])
+      expect((await controller.state('s1')).injections[0]).toMatchObject({ id, state: 'committed' })
+      // Later steps add nothing; enabling again or refreshing an unchanged layer adds nothing.
+      expect(await session.step(controller)).toEqual([])
+      expect(await controller.enable(session, 'workspace')).toMatch(/already enabled; the snapshot in this conversation is current \(revision 2\)/)
+      expect(await controller.refresh(session)).toMatch(/current/)
+      expect(session.snapshotsLogged()).toBe(1)
+    })
+
+    it('restart after queued, the inbox lost (discarded on exit): delivered again under the same id, exactly once', async () => {
+      handle = tempStore()
+      await seed(handle.store as CoordinatedMemoryStore)
+      let controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const session = new SessionStandIn('s1', WS)
+      await controller.enable(session, 'workspace')
+      const id = session.inbox[0]!.id
+      // The host exits: its inbox is discarded durably, the process (and its controller) is gone.
+      session.inbox = []
+      await handle.reopen()
+      controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      await controller.atSessionStart(session)
+      expect((await controller.state('s1')).injections[0]).toMatchObject({ id, state: 'queued' })
+      expect(await session.step(controller)).toEqual([id])
+      expect(await session.step(controller)).toEqual([])
+      expect(session.snapshotsLogged()).toBe(1)
+      expect((await controller.state('s1')).injections.map((record) => [record.id, record.state])).toEqual([[id, 'committed']])
+    })
+
+    it('restart after queued, the inbox restored from the log: nothing is added, the pending one lands once', async () => {
+      handle = tempStore()
+      await seed(handle.store as CoordinatedMemoryStore)
+      let controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const session = new SessionStandIn('s1', WS)
+      await controller.enable(session, 'workspace')
+      const id = session.inbox[0]!.id
+      await handle.reopen()
+      controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      await controller.atSessionStart(session)
+      expect(await session.step(controller)).toEqual([id])
+      expect(session.snapshotsLogged()).toBe(1)
+    })
+
+    it('restart after the host logged it but before the commit was recorded: reconciliation commits, nothing is re-sent', async () => {
+      handle = tempStore()
+      await seed(handle.store as CoordinatedMemoryStore)
+      let controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const session = new SessionStandIn('s1', WS)
+      await controller.enable(session, 'workspace')
+      const id = session.inbox[0]!.id
+      // The step logs it, and the process dies before noteLogged runs.
+      session.log.push(...session.inbox.splice(0))
+      await handle.reopen()
+      controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      await controller.atSessionStart(session)
+      expect((await controller.state('s1')).injections[0]).toMatchObject({ id, state: 'committed' })
+      expect(await session.step(controller)).toEqual([])
+      expect(session.snapshotsLogged()).toBe(1)
+    })
+
+    it('restart after queued, and the layer changed meanwhile: the lost snapshot is replaced by one of the new revision', async () => {
+      handle = tempStore()
+      await seed(handle.store as CoordinatedMemoryStore)
+      let controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const session = new SessionStandIn('s1', WS)
+      await controller.enable(session, 'workspace')
+      const old = session.inbox[0]!.id
+      session.inbox = []
+      await handle.reopen()
+      await handle.store.memories.add({ kind: 'fact', text: 'A third fact.', scope: 'workspace', workspace: WS })
+      controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const delivered = await session.step(controller)
+      expect(delivered).toHaveLength(1)
+      expect(delivered[0]).not.toBe(old)
+      expect(delivered[0]).toBe(snapshotInjectionId('s1', `workspace:${WS}`, 3, 0))
+      expect(session.log.at(-1)!.text).toContain('A third fact.')
+      expect((await controller.state('s1')).injections.map((record) => record.state)).toEqual(['superseded', 'committed'])
+      expect(session.snapshotsLogged()).toBe(1)
+    })
+
+    it('refresh delivers a new snapshot only after the layer changed or the old one left the context; disable cancels a pending one', async () => {
+      handle = tempStore()
+      await seed(handle.store as CoordinatedMemoryStore)
+      const controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const session = new SessionStandIn('s1', WS)
+      await controller.enable(session, 'workspace')
+      await session.step(controller)
+      await handle.store.memories.add({ kind: 'fact', text: 'Something new.', scope: 'workspace', workspace: WS })
+      expect(await controller.refresh(session, 'workspace')).toMatch(/revision 3/)
+      await session.step(controller)
+      expect(session.snapshotsLogged()).toBe(2)
+      await handle.store.memories.add({ kind: 'fact', text: 'And another.', scope: 'workspace', workspace: WS })
+      await controller.refresh(session)
+      expect(session.inbox).toHaveLength(1)
+      expect(await controller.disable(session, 'workspace')).toMatch(/1 pending snapshot cancelled/)
+      expect(session.inbox).toHaveLength(0)
+      expect(await session.step(controller)).toEqual([])
+      expect(await controller.isExplicit('s1')).toBe(false)
+      await expect(controller.refresh(session)).rejects.toThrow(/no memory layer is enabled/)
+      await expect(controller.refresh(session, 'global')).rejects.toThrow(/not enabled/)
+    })
+
+    it('a discarded snapshot becomes desired again and the next step delivers it once', async () => {
+      handle = tempStore()
+      await seed(handle.store as CoordinatedMemoryStore)
+      const controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const session = new SessionStandIn('s1', WS)
+      await controller.enable(session, 'global')
+      const id = session.inbox[0]!.id
+      session.inbox = []
+      await controller.noteDiscarded('s1', id)
+      expect((await controller.state('s1')).injections[0]!.state).toBe('desired')
+      expect(await session.step(controller)).toEqual([id])
+      expect(session.snapshotsLogged()).toBe(1)
+    })
+
+    it('the ledger holds ids, revisions and states, never memory text', async () => {
+      handle = tempStore()
+      await handle.store.memories.add({ kind: 'fact', text: 'purple-elephant secret project name', scope: 'workspace', workspace: WS })
+      const controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const session = new SessionStandIn('s1', WS)
+      await controller.enable(session, 'workspace')
+      await session.step(controller)
+      expect(await handle.store.meta.get(ledgerKey('s1'))).not.toContain('purple-elephant')
+    })
+  })
+})
