@@ -1,11 +1,12 @@
 /**
- * `dsh-memory` as a library: the program (for embedding and tests) and the benchmarks.
+ * `dsh-memory` as a library: the program (for embedding and tests), the data commands (status,
+ * search, show, forget, export, import, doctor) and the benchmarks.
  *
  * @module dsh-memory
  */
 export { COMMANDS, createProgram, runCli } from './program.ts'
-export { CliUsageError, processIO } from './io.ts'
-export type { CliIO } from './io.ts'
+export { CliError, CliUsageError, EXIT, processIO } from './io.ts'
+export type { CliErrorCode, CliIO } from './io.ts'
 export { createProgress } from './progress.ts'
 export { parseKs, parseModes, registerBench } from './commands/bench.ts'
 export {
@@ -20,3 +21,21 @@ export {
 export type { BenchProgress, CategoryMetrics, LocomoBenchOptions, LocomoMode, LocomoReport, ModeMetrics, RecallAtK } from './bench/locomo.ts'
 export { LocomoFormatError, normaliseEvidence, parseLocomo, parseSessionDate } from './bench/locomo-format.ts'
 export type { LocomoObservation, LocomoQuestion, LocomoSample, LocomoSession, LocomoTurn } from './bench/locomo-format.ts'
+export { FULL_SIZES, formatScaleReport, latencyStats, parseSizes, QUICK_SIZES, runScaleBench, SCALE_TARGETS } from './bench/scale.ts'
+export type { LatencyStats, ScaleBenchOptions, ScaleKind, ScaleReport, ScaleSize } from './bench/scale.ts'
+export { formatTokenCostReport, runTokenCostBench, scriptedDistillModel, TOKEN_COST_FACTS, TOKEN_COST_REFERENCE, tokenCostConversation } from './bench/token-cost.ts'
+export type { LayerCost, ScriptedFact, ScriptedTurn, TokenCostBenchOptions, TokenCostReport } from './bench/token-cost.ts'
+export { DATABASE_FILE, openDataStore, resolveCliDataDir } from './data/data-dir.ts'
+export { collectStatus, formatStatus } from './commands/status.ts'
+export type { CostReport, DistillReport, StatusReport } from './commands/status.ts'
+export { findRecord } from './commands/records.ts'
+export type { FoundRecord } from './commands/records.ts'
+export { MARKDOWN_EXPORT_VERSION } from './commands/export.ts'
+export { formatImport, runImport } from './commands/import.ts'
+export type { ImportReport } from './commands/import.ts'
+export { formatDoctor, runDoctor } from './commands/doctor.ts'
+export type { DoctorCheck, DoctorReport } from './commands/doctor.ts'
+export { autoMemoryItem, classifyInstruction, splitInstructions } from './import/instructions.ts'
+export type { ImportedKind, InstructionItem } from './import/instructions.ts'
+export { decodeProjectSlug, detectFormat, instructionTarget } from './import/sources.ts'
+export type { ImportFormat, InstructionTarget } from './import/sources.ts'

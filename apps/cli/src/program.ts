@@ -5,15 +5,20 @@
  */
 import { Command, CommanderError } from 'commander'
 import { registerBench } from './commands/bench.ts'
-import { type CliIO, CliUsageError, processIO } from './io.ts'
+import { registerDoctor } from './commands/doctor.ts'
+import { registerExport } from './commands/export.ts'
+import { registerImport } from './commands/import.ts'
+import { registerRecords } from './commands/records.ts'
+import { registerStatus } from './commands/status.ts'
+import { CliError, type CliIO, EXIT, processIO } from './io.ts'
 
 /** Registration functions of every command group, in help order. */
-export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerBench]
+export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerDoctor, registerBench]
 
 /** Build the program; `io` receives every byte it prints. */
 export function createProgram(io: CliIO = processIO()): Command {
   const program = new Command('dsh-memory')
-    .description('Inspect and measure dsh-memory data without a running host.')
+    .description('Inspect, search, export, import, repair and measure dsh-memory data, without a running host.')
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride()
@@ -33,7 +38,7 @@ function allCommands(command: Command): Command[] {
 
 /**
  * Run the CLI with `argv` (without the node and script paths).
- * @returns the exit code: 0 success, 2 bad usage, 1 any other failure.
+ * @returns the exit code ({@link EXIT}): 0 success, 1 failure, 2 bad usage, 3 not found, 4 problems left by `doctor`.
  */
 export async function runCli(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
   const program = createProgram(io)
@@ -46,11 +51,18 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 0
       return error.exitCode === 0 ? 0 : 2
     }
-    if (error instanceof CliUsageError) {
+    if (error instanceof CliError) {
       io.stderr.write(`error: ${error.message}\n`)
       return error.exitCode
     }
-    io.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`)
-    return 1
+    io.stderr.write(`error: ${describeFailure(error)}\n`)
+    return EXIT.failure
   }
+}
+
+/** A store or library error as one line: its stable code (when it has one) and message. */
+function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' && !error.message.startsWith(code) ? `${error.message} (${code})` : error.message
 }

@@ -8,6 +8,8 @@ import { formatLocomoReport, LOCOMO_MODES, type LocomoMode, runLocomoBench } fro
 import { LocomoFormatError, parseLocomo } from '../bench/locomo-format.ts'
 import { CliUsageError, type CliIO } from '../io.ts'
 import { createProgress } from '../progress.ts'
+import { FULL_SIZES, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench } from '../bench/scale.ts'
+import { formatTokenCostReport, runTokenCostBench } from '../bench/token-cost.ts'
 
 /** Parse `--k 5,10` into sorted unique positive integers. */
 export function parseKs(text: string): number[] {
@@ -28,7 +30,7 @@ export function parseModes(text: string): LocomoMode[] {
 
 /** Register `bench` and its subcommands on the program. */
 export function registerBench(program: Command, io: CliIO): void {
-  const bench = program.command('bench').description('Benchmarks that print numbers (retrieval quality).')
+  const bench = program.command('bench').description('Benchmarks that print numbers (retrieval quality, latency at scale, token cost).')
   bench
     .command('locomo')
     .description('Turn-level retrieval on a LoCoMo-format file: recall_any@k and recall_all@k, overall and per category.')
@@ -61,5 +63,39 @@ export function registerBench(program: Command, io: CliIO): void {
       }
       const report = await runLocomoBench(samples, { ks, modes, progress: createProgress(io, options.quiet === true) })
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatLocomoReport(report, ks)}\n`)
+    })
+  registerScaleBenches(bench, io)
+}
+
+/** `bench scale` and `bench token-cost` (src/bench/scale.ts, src/bench/token-cost.ts). */
+function registerScaleBenches(bench: Command, io: CliIO): void {
+  bench
+    .command('scale')
+    .description('Recall latency (p50/p95), capture overhead, index build time, database size and memory use on stores of 10k/100k L1 memories and 10k/100k/1M L0 messages.')
+    .option('--sizes <list>', 'comma-separated stores to build, like memories:10k,memories:100k,messages:1m (default: the full set)')
+    .option('--quick', 'tiny stores (1k memories, 2k messages) for a smoke test; the figures are not meaningful')
+    .option('--runs <n>', 'timed recall runs per store', '40')
+    .option('--json', 'print one JSON object {recall_ms, capture_ms_per_event, …} and nothing else on stdout')
+    .option('--quiet', 'no progress output')
+    .action(async (options: { sizes?: string; quick?: boolean; runs: string; json?: boolean; quiet?: boolean }) => {
+      let sizes
+      try {
+        sizes = options.sizes ? parseSizes(options.sizes) : options.quick ? [...QUICK_SIZES] : [...FULL_SIZES]
+      } catch (error) {
+        throw new CliUsageError((error as Error).message)
+      }
+      const runs = /^\d+$/.test(options.runs) ? Number(options.runs) : Number.NaN
+      if (!Number.isSafeInteger(runs) || runs < 1) throw new CliUsageError(`--runs expects a positive integer, got ${JSON.stringify(options.runs)}`)
+      const log = options.quiet ? undefined : (line: string) => io.stderr.write(`${line}\n`)
+      const report = await runScaleBench({ sizes, runs: options.quick ? Math.min(runs, 10) : runs, ...(options.quick ? { captureEvents: 200 } : {}), ...(log ? { log } : {}) })
+      io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatScaleReport(report)}\n`)
+    })
+  bench
+    .command('token-cost')
+    .description('Distillation input and output tokens per captured message over a scripted 72-message conversation (real capture and distiller, scripted model).')
+    .option('--json', 'print one JSON object {input_tokens_per_message, output_tokens_per_message, by_layer, …} and nothing else on stdout')
+    .action(async (options: { json?: boolean }) => {
+      const report = await runTokenCostBench()
+      io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatTokenCostReport(report)}\n`)
     })
 }

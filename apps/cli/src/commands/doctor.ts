@@ -1,0 +1,298 @@
+/**
+ * `dsh-memory doctor [--fix]`: check a data dir and repair what can be repaired.
+ *
+ * Checks (read-only without `--fix`):
+ * - schema: every owner's migrations applied (a database written by a newer dsh-memory is
+ *   refused, not touched; pending migrations are applied by `--fix`);
+ * - integrity: SQLite's `integrity_check` (`--fix` rebuilds the indexes with `REINDEX`, which
+ *   repairs index pages that disagree with their table; damage to table pages is reported with
+ *   how to rescue the rest);
+ * - foreign keys: rows whose parent is gone, e.g. a message without its conversation written
+ *   with foreign keys off (`--fix` deletes such rows, or clears a nullable reference such as a
+ *   memory's `superseded_by`);
+ * - orphan references the schema does not declare: scenes listing deleted memories, distill
+ *   bookkeeping of deleted conversations (`--fix` drops the dangling ids / rows);
+ * - the search index: the persisted `memory.db.search-index` must load and hold exactly the
+ *   database's messages and memories (`--fix` rebuilds and saves it).
+ */
+import { existsSync } from 'node:fs'
+import type { Command } from 'commander'
+import { isMemoryStoreError, type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { existingDatabase, resolveCliDataDir, withDataDir } from '../data/data-dir.ts'
+import {
+  documentCounts,
+  type ForeignKeyViolation,
+  foreignKeyViolations,
+  integrityCheck,
+  openForRepair,
+  openReadOnly,
+  orphanDistillStates,
+  reindex,
+  repairForeignKeys,
+  type SceneOrphans,
+  sceneOrphans,
+} from '../data/sqlite-inspect.ts'
+import { CliError, type CliIO, EXIT, printJson, println } from '../io.ts'
+
+/** One check's outcome. */
+export interface DoctorCheck {
+  /** `schema`, `integrity`, `foreign-keys`, `scene-members`, `distill-state`, `search-index`. */
+  readonly name: string
+  readonly status: 'ok' | 'warning' | 'problem'
+  readonly summary: string
+  readonly details: readonly string[]
+  /** What `--fix` did about it (only with `--fix`). */
+  readonly fixed?: string
+  /** With `--fix`: what this check found before the repairs (when it was not ok). */
+  readonly found?: { readonly status: 'warning' | 'problem' | 'ok'; readonly summary: string; readonly details: readonly string[] }
+}
+
+/** The whole report. */
+export interface DoctorReport {
+  readonly database: string
+  readonly fix: boolean
+  readonly checks: readonly DoctorCheck[]
+  /** Problems still present after the run (fixed ones are not counted). */
+  readonly problems: number
+}
+
+interface Findings {
+  schema: { status: 'ok' | 'pending' | 'too-new' | 'error'; message: string; versions: string }
+  integrity: string[]
+  violations: ForeignKeyViolation[]
+  scenes: SceneOrphans[]
+  distillStates: string[]
+  index: { status: 'ok' | 'warning' | 'problem'; summary: string; details: string[] }
+}
+
+/** Open the store the way the check needs it; maps schema errors to findings. */
+function tryOpen(path: string, readonly: boolean): { store?: MemoryStore; schema: Findings['schema'] } {
+  try {
+    // Read-only stores load the index file but never write it (nor the manifest).
+    const store = openMemoryStore({ path, readonly, actor: 'cli-doctor' })
+    return { store, schema: { status: 'ok', message: '', versions: '' } }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    if (isMemoryStoreError(error, 'schema-too-old')) return { schema: { status: 'pending', message, versions: '' } }
+    if (isMemoryStoreError(error, 'schema-too-new')) return { schema: { status: 'too-new', message, versions: '' } }
+    return { schema: { status: 'error', message, versions: '' } }
+  }
+}
+
+/** Check the search index: loads, and holds every message and memory of the database. */
+async function checkIndex(store: MemoryStore, expected: { messages: number; memories: number }, indexFileExists: boolean): Promise<Findings['index']> {
+  const status = await store.search.warm()
+  const details: string[] = []
+  const reasons: Record<string, string> = {
+    'corrupt-file': 'the index file is corrupt or unreadable',
+    'other-database': 'the index file belongs to another database (a copied file?)',
+    'stale-file': 'the index file is newer than the database (a restored backup?)',
+    'options-changed': 'the index file was built with other search options',
+    'tokenizer-changed': 'the index file was built by another tokenizer version',
+    'no-file': 'the index file is missing',
+  }
+  let state: 'ok' | 'warning' | 'problem' = 'ok'
+  if (status.reason && reasons[status.reason]) {
+    details.push(`${reasons[status.reason]}: the next search rebuilds it (${status.reason})`)
+    state = status.reason === 'no-file' || status.reason === 'options-changed' || status.reason === 'tokenizer-changed' ? 'warning' : 'problem'
+  } else if (!indexFileExists && status.reason === 'fresh') {
+    details.push('no index file yet: it is built on the first search')
+    state = 'warning'
+  }
+  if (status.documents.messages !== expected.messages || status.documents.memories !== expected.memories) {
+    details.push(
+      `index holds ${status.documents.messages} messages and ${status.documents.memories} memories, the database ${expected.messages} and ${expected.memories} (rows written behind the store's back)`,
+    )
+    state = 'problem'
+  }
+  return {
+    status: state,
+    summary: state === 'ok' ? `index current (${status.documents.messages} messages, ${status.documents.memories} memories)` : state === 'warning' ? 'index will be rebuilt on the next search' : 'index out of sync with the database',
+    details,
+  }
+}
+
+async function inspect(path: string): Promise<Findings> {
+  const db = openReadOnly(path)
+  let integrity: string[]
+  let violations: ForeignKeyViolation[]
+  let scenes: SceneOrphans[] = []
+  let distillStates: string[] = []
+  let counts = { messages: 0, memories: 0 }
+  try {
+    integrity = integrityCheck(db)
+    violations = foreignKeyViolations(db)
+    try {
+      scenes = sceneOrphans(db)
+      distillStates = orphanDistillStates(db)
+      counts = documentCounts(db)
+    } catch (error) {
+      // Tables a pending migration has not created yet: the schema check reports that.
+      if (!/no such (table|column)/.test((error as Error).message)) integrity.push(`cannot read the store tables: ${(error as Error).message}`)
+    }
+  } finally {
+    db.close()
+  }
+  const { store, schema } = tryOpen(path, true)
+  let index: Findings['index'] = { status: 'warning', summary: 'not checked (the store cannot open)', details: [] }
+  if (store) {
+    try {
+      const applied = await store.meta.migrations()
+      const latest = new Map<string, number>()
+      for (const migration of applied) latest.set(migration.owner, Math.max(latest.get(migration.owner) ?? 0, migration.version))
+      schema.versions = [...latest.entries()].map(([owner, version]) => `${owner} v${version}`).join(', ')
+      index = await checkIndex(store, counts, existsSync(`${path}.search-index`))
+    } finally {
+      await store.close()
+    }
+  }
+  return { schema, integrity, violations, scenes, distillStates, index }
+}
+
+function describeViolation(violation: ForeignKeyViolation): string {
+  return `${violation.table} row ${violation.id ?? `#${violation.rowid}`}: ${violation.column} points to a missing ${violation.parent} row`
+}
+
+function checksOf(findings: Findings): DoctorCheck[] {
+  const schemaCheck: DoctorCheck =
+    findings.schema.status === 'ok'
+      ? { name: 'schema', status: 'ok', summary: `migrations applied (${findings.schema.versions})`, details: [] }
+      : findings.schema.status === 'pending'
+        ? { name: 'schema', status: 'problem', summary: 'migrations pending (the database was written by an older dsh-memory)', details: [findings.schema.message] }
+        : findings.schema.status === 'too-new'
+          ? { name: 'schema', status: 'problem', summary: 'written by a newer dsh-memory: upgrade dsh-memory (nothing here can fix it)', details: [findings.schema.message] }
+          : { name: 'schema', status: 'problem', summary: 'the store cannot open the database', details: [findings.schema.message] }
+  const integrityOk = findings.integrity.length === 1 && findings.integrity[0] === 'ok'
+  return [
+    schemaCheck,
+    integrityOk
+      ? { name: 'integrity', status: 'ok', summary: 'integrity_check ok', details: [] }
+      : { name: 'integrity', status: 'problem', summary: `integrity_check found ${findings.integrity.length} problem${findings.integrity.length > 1 ? 's' : ''}`, details: findings.integrity.slice(0, 20) },
+    findings.violations.length === 0
+      ? { name: 'foreign-keys', status: 'ok', summary: 'no orphan rows', details: [] }
+      : { name: 'foreign-keys', status: 'problem', summary: `${findings.violations.length} orphan row${findings.violations.length > 1 ? 's' : ''}`, details: findings.violations.slice(0, 50).map(describeViolation) },
+    findings.scenes.length === 0
+      ? { name: 'scene-members', status: 'ok', summary: 'every scene lists existing memories', details: [] }
+      : {
+          name: 'scene-members',
+          status: 'problem',
+          summary: `${findings.scenes.length} scene${findings.scenes.length > 1 ? 's list' : ' lists'} deleted memories`,
+          details: findings.scenes.map((scene) => `scene ${scene.sceneId}: missing ${scene.missing.join(', ')}`),
+        },
+    findings.distillStates.length === 0
+      ? { name: 'distill-state', status: 'ok', summary: 'no bookkeeping of deleted conversations', details: [] }
+      : { name: 'distill-state', status: 'warning', summary: `${findings.distillStates.length} distill state row${findings.distillStates.length > 1 ? 's' : ''} of deleted conversations`, details: findings.distillStates },
+    { name: 'search-index', status: findings.index.status, summary: findings.index.summary, details: findings.index.details },
+  ]
+}
+
+/** Apply every fix, in an order where each step sees the previous one's result. */
+async function repair(path: string, findings: Findings): Promise<Map<string, string>> {
+  const fixed = new Map<string, string>()
+  if (findings.schema.status === 'too-new') return fixed
+  const integrityOk = findings.integrity.length === 1 && findings.integrity[0] === 'ok'
+  if (!integrityOk) {
+    const db = openForRepair(path)
+    try {
+      reindex(db)
+      fixed.set('integrity', 'rebuilt every index (REINDEX)')
+    } catch (error) {
+      fixed.set('integrity', `REINDEX failed: ${(error as Error).message}`)
+    } finally {
+      db.close()
+    }
+  }
+  // Opening writable applies pending migrations (the store's own runner, in one transaction).
+  const { store, schema } = tryOpen(path, false)
+  if (!store) {
+    fixed.set('schema', `could not open the store: ${schema.message}`)
+    return fixed
+  }
+  try {
+    if (findings.schema.status === 'pending') fixed.set('schema', 'applied the pending migrations')
+    if (findings.violations.length > 0) {
+      // Messages go through the store (audited, change-logged); other rows need SQL.
+      const messages = findings.violations.filter((violation) => violation.table === 'store_messages' && violation.id !== undefined)
+      for (const violation of messages) await store.messages.delete(violation.id!, { actor: 'cli-doctor' })
+      const rest = findings.violations.filter((violation) => !messages.includes(violation))
+      let sql = { cleared: 0, deleted: 0 }
+      if (rest.length > 0) {
+        const db = openForRepair(path)
+        try {
+          sql = repairForeignKeys(db, rest)
+        } finally {
+          db.close()
+        }
+      }
+      fixed.set('foreign-keys', `deleted ${messages.length + sql.deleted} orphan row${messages.length + sql.deleted === 1 ? '' : 's'}, cleared ${sql.cleared} dangling reference${sql.cleared === 1 ? '' : 's'}`)
+    }
+    for (const scene of findings.scenes) await store.scenes.update(scene.sceneId, { memoryIds: scene.kept }, { actor: 'cli-doctor' })
+    if (findings.scenes.length > 0) fixed.set('scene-members', `removed deleted memory ids from ${findings.scenes.length} scene${findings.scenes.length > 1 ? 's' : ''}`)
+    for (const key of findings.distillStates) await store.meta.delete(key, { actor: 'cli-doctor' })
+    if (findings.distillStates.length > 0) fixed.set('distill-state', `deleted ${findings.distillStates.length} state row${findings.distillStates.length > 1 ? 's' : ''}`)
+    // Last, after every row change: a fresh index from the database, saved on close.
+    if (findings.index.status !== 'ok' || findings.violations.length > 0 || !integrityOk) {
+      const status = await store.search.rebuild()
+      fixed.set('search-index', `rebuilt (${status.documents.messages} messages, ${status.documents.memories} memories)`)
+    }
+  } finally {
+    await store.close()
+  }
+  return fixed
+}
+
+/** Run the checks (and with `fix`, the repairs, then the checks again). */
+export async function runDoctor(dataDir: string, options: { fix: boolean }): Promise<DoctorReport> {
+  const path = existingDatabase(dataDir)
+  const before = await inspect(path)
+  let checks = checksOf(before)
+  if (options.fix && checks.some((check) => check.status !== 'ok')) {
+    const fixed = await repair(path, before)
+    const after = checksOf(await inspect(path))
+    checks = after.map((check) => (fixed.has(check.name) ? { ...check, fixed: fixed.get(check.name)! } : check))
+    // Keep what was found before the repairs, for the record.
+    const previous = checksOf(before)
+    checks = checks.map((check) => {
+      const found = previous.find((entry) => entry.name === check.name)!
+      return found.status !== 'ok' ? { ...check, found: { status: found.status, summary: found.summary, details: found.details } } : check
+    })
+  }
+  const problems = checks.filter((check) => check.status === 'problem').length
+  return { database: path, fix: options.fix, checks, problems }
+}
+
+/** The text form of a doctor report. */
+export function formatDoctor(report: DoctorReport): string {
+  const mark = { ok: 'ok  ', warning: 'warn', problem: 'FAIL' } as const
+  const lines = [`doctor ${report.database}`]
+  for (const check of report.checks) {
+    lines.push(`  [${mark[check.status]}] ${check.name.padEnd(14)} ${check.summary}`)
+    for (const detail of check.details) lines.push(`         ${detail}`)
+    if (check.found) {
+      lines.push(`         found: ${check.found.summary}`)
+      for (const detail of check.found.details) lines.push(`           ${detail}`)
+    }
+    if (check.fixed) lines.push(`         fixed: ${check.fixed}`)
+  }
+  const integrity = report.checks.find((check) => check.name === 'integrity')
+  if (integrity?.status === 'problem') {
+    lines.push('  The file itself is damaged beyond index pages: `dsh-memory export` what is still readable, move memory.db aside, and `dsh-memory import` the export into a fresh data dir.')
+  }
+  if (report.problems === 0) lines.push(report.fix ? 'healthy (after fixes)' : 'healthy')
+  else lines.push(`${report.problems} problem${report.problems > 1 ? 's' : ''}${report.fix ? ' left' : ': run `dsh-memory doctor --fix`'}`)
+  return lines.join('\n')
+}
+
+/** Register `doctor`. */
+export function registerDoctor(program: Command, io: CliIO): void {
+  withDataDir(program.command('doctor'))
+    .description('Check schema version, database integrity, orphan rows and search-index consistency; --fix repairs what it can. Exits 4 while problems remain.')
+    .option('--fix', 'apply the repairs (migrations, REINDEX, orphan rows, index rebuild)')
+    .option('--json', 'print the report as one JSON object')
+    .action(async (options: { dataDir?: string; fix?: boolean; json?: boolean }) => {
+      const report = await runDoctor(resolveCliDataDir(options.dataDir), { fix: options.fix === true })
+      if (options.json) printJson(io, report)
+      else println(io, formatDoctor(report))
+      if (report.problems > 0) throw new CliError('problems', `${report.problems} problem${report.problems > 1 ? 's' : ''} found${options.fix ? ' that --fix could not repair' : ''}`, EXIT.problems)
+    })
+}

@@ -1,0 +1,74 @@
+import { PassThrough } from 'node:stream'
+import { describe, expect, it } from 'vitest'
+import { latencyStats, parseSizes } from '../src/bench/scale.ts'
+import { runCli } from '../src/program.ts'
+
+/** Run the CLI in-process and capture what it prints. */
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough()
+  const stderr = Object.assign(new PassThrough(), { isTTY: false, columns: 100 })
+  let out = ''
+  let err = ''
+  stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+  stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk))
+  const code = await runCli(args, { stdout, stderr })
+  return { code, stdout: out, stderr: err }
+}
+
+const stats = { p50: expect.any(Number), p95: expect.any(Number), max: expect.any(Number), runs: expect.any(Number) }
+
+describe('dsh-memory bench scale', () => {
+  it('--quick --json prints one object with recall, capture, index, size and memory figures per store', async () => {
+    const { code, stdout, stderr } = await cli(['bench', 'scale', '--quick', '--json', '--runs', '5'])
+    expect(stderr).toContain('memories_1000: building the search index')
+    expect(code).toBe(0)
+    const lines = stdout.trim().split('\n')
+    expect(lines).toHaveLength(1)
+    const report = JSON.parse(lines[0]!)
+    // Shape only: timings on a shared CI machine are not asserted.
+    expect(report).toMatchObject({
+      recall_ms: { memories_1000: stats, messages_2000: stats },
+      injection_ms: { messages_2000: stats },
+      store_search_ms: { memories_1000: stats, messages_2000: stats },
+      recall_cold_ms: { memories_1000: expect.any(Number), messages_2000: expect.any(Number) },
+      recall_considered: { memories_1000: 1000, messages_2000: 1000 },
+      capture_ms_per_event: expect.any(Number),
+      capture_ms_per_event_by_store: { memories_1000: expect.any(Number), messages_2000: expect.any(Number) },
+      insert_ms: { memories_1000: expect.any(Number), messages_2000: expect.any(Number) },
+      insert_rows_per_s: { memories_1000: expect.any(Number), messages_2000: expect.any(Number) },
+      append_rows_per_s: { memories_1000: expect.any(Number), messages_2000: expect.any(Number) },
+      index_build_ms: { memories_1000: expect.any(Number), messages_2000: expect.any(Number) },
+      db_bytes: { memories_1000: expect.any(Number), messages_2000: expect.any(Number) },
+      memory: { memories_1000: { rss_mb: expect.any(Number), heap_used_mb: expect.any(Number) } },
+      targets: { capture_ms_per_event: { target_ms: 1, measured_ms: expect.any(Number), met: expect.any(Boolean) } },
+      machine: { node: process.version, cpus: expect.any(Number) },
+    })
+    expect(report.recall_ms.memories_1000.runs).toBe(5)
+    expect(report.db_bytes.messages_2000).toBeGreaterThan(report.db_bytes.memories_1000 / 10)
+  })
+
+  it('prints a table without --json, and rejects bad sizes and run counts with status 2', async () => {
+    const table = await cli(['bench', 'scale', '--sizes', 'memories:200', '--runs', '2', '--quiet'])
+    expect(table.code).toBe(0)
+    expect(table.stdout).toMatch(/^memories_200 /m)
+    expect(table.stderr).toBe('')
+    const bad = await cli(['bench', 'scale', '--sizes', 'lots'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--sizes expects entries like memories:100k/)
+    const runs = await cli(['bench', 'scale', '--quick', '--runs', '0'])
+    expect(runs.code).toBe(2)
+    expect(runs.stderr).toMatch(/--runs expects a positive integer/)
+  })
+
+  it('parses sizes with k/m suffixes and computes nearest-rank percentiles', () => {
+    expect(parseSizes('memories:10k,messages:1m,l0:2.5k,500')).toEqual([
+      { kind: 'memories', count: 10_000 },
+      { kind: 'messages', count: 1_000_000 },
+      { kind: 'messages', count: 2_500 },
+      { kind: 'memories', count: 500 },
+    ])
+    expect(() => parseSizes('memories:5')).toThrow(/at least 10 rows/)
+    const samples = Array.from({ length: 100 }, (_, i) => i + 1)
+    expect(latencyStats(samples)).toEqual({ p50: 50, p95: 95, max: 100, runs: 100 })
+  })
+})
