@@ -1,10 +1,10 @@
 import { readdir, readFile, rm, mkdir, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { join, relative } from 'node:path'
-import { zstdDecompressSync } from 'node:zlib'
 import { spawnSync } from 'node:child_process'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { DshHome, REPO_ROOT, packWorkspaces } from './host.js'
+import { loggedUserMessages } from './session-log.js'
 import { contentText, lastUserText, startModelServer, type LoggedRequest, type ScriptedReply } from './model-server.js'
 
 /**
@@ -97,52 +97,14 @@ const PROFILE_PATCH = `# dsh-memory demo: configure the preset's rows by id (see
     recallStrength: medium
 `
 
-const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd])
-
-/** The host writes session logs as concatenated zstd frames; decode them one by one. */
-function decodeFrames(buffer: Buffer): string {
-  const offsets: number[] = []
-  for (let index = buffer.indexOf(ZSTD_MAGIC); index >= 0; index = buffer.indexOf(ZSTD_MAGIC, index + 1)) offsets.push(index)
-  let text = ''
-  let start = offsets[0] ?? buffer.length
-  for (let k = 1; k <= offsets.length; k++) {
-    const end = k < offsets.length ? offsets[k]! : buffer.length
-    try {
-      text += zstdDecompressSync(buffer.subarray(start, end)).toString('utf8')
-      start = end
-    } catch {
-      // not a frame boundary: extend this part
-    }
-  }
-  return text
-}
-
 /**
  * Messages recall injected into one session, read from the host's own session log (so this
- * works with the real API too): `sessions/<workspace>/<session id>/session.jsonl.zstd`.
+ * works with the real API too).
  */
 async function recalledBlocks(sessionsRoot: string, sessionId: string): Promise<string[]> {
-  const out: string[] = []
-  const walk = async (dir: string): Promise<void> => {
-    for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-      const path = join(dir, entry.name)
-      if (entry.isDirectory()) await walk(path)
-      else if ((entry.name.endsWith('.jsonl') || entry.name.endsWith('.jsonl.zstd')) && dir.endsWith(sessionId)) {
-        const raw = await readFile(path)
-        for (const line of (entry.name.endsWith('.zstd') ? decodeFrames(raw) : raw.toString('utf8')).split('\n')) {
-          if (!line.includes('memory-recall')) continue
-          try {
-            const event = JSON.parse(line) as { type?: string; data?: { content?: { text?: string }[]; source?: { plugin?: string } } }
-            if (event.type === 'user/message' && event.data?.source?.plugin === 'memory-recall') out.push((event.data.content ?? []).map((block) => block.text ?? '').join(''))
-          } catch {
-            // a partial line
-          }
-        }
-      }
-    }
-  }
-  await walk(sessionsRoot)
-  return out
+  return (await loggedUserMessages(sessionsRoot, { sessionId }))
+    .filter((message) => message.source.plugin === 'memory-recall')
+    .map((message) => message.text)
 }
 
 async function filesUnder(dir: string): Promise<string[]> {

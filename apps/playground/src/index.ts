@@ -12,3 +12,5 @@ export type {
   ScriptedToolCall,
   Usage,
 } from './model-server.js'
+export { decodeSessionLog, loggedUserMessages } from './session-log.js'
+export type { LoggedUserMessage } from './session-log.js'
