@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readFileSync, readSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readSync, writeSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -24,16 +24,16 @@ interface Check {
 const checksOf = (stdout: string) => Object.fromEntries((JSON.parse(stdout).checks as Check[]).map((check) => [check.name, check]))
 
 /**
- * Damage a data dir the ways real life does: a corrupt derived index file, rows written
+ * Damage a data dir the ways real life does: a search index missing a row, rows written
  * behind the store's back with foreign keys off, a scene naming a deleted memory, bookkeeping
  * of a deleted conversation, and one flipped byte in an index page of the database file.
  */
 function damage(fixture: Fixture): void {
   const path = join(fixture.dataDir, 'memory.db')
-  // A truncated index file (a crash mid-write on a filesystem without atomic rename).
-  const index = readFileSync(`${path}.search-index`, 'utf8')
-  writeFileSync(`${path}.search-index`, index.slice(0, index.indexOf('\n') + 200))
   const db = new Database(path)
+  // The search index loses a memory (its FTS rows edited behind the store's back).
+  db.exec(`DELETE FROM store_search_memories_fts WHERE rowid = (SELECT min(doc) FROM store_search_memories);
+    DELETE FROM store_search_memories WHERE doc = (SELECT min(doc) FROM store_search_memories)`)
   db.pragma('foreign_keys = OFF')
   db.prepare("INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, created_at) VALUES ('orphan-message', 'session-deleted', 'h-x', 'user', 'an orphan about PostgreSQL', 1, 0, 0)").run()
   db.prepare("UPDATE store_memories SET superseded_by = 'memory-that-never-was' WHERE id = ?").run(fixture.memories.editor)
@@ -87,8 +87,7 @@ describe('doctor', () => {
     expect(before['scene-members']).toMatchObject({ status: 'problem', details: [`scene ${fixture.scene}: missing deleted-memory-id`] })
     expect(before['distill-state']).toMatchObject({ status: 'warning', details: ['distill.conversation.session-deleted'] })
     expect(before['search-index']).toMatchObject({ status: 'problem' })
-    expect(before['search-index']!.details.join('\n')).toContain('the index file is corrupt or unreadable')
-    expect(before['search-index']!.details.join('\n')).toMatch(/index holds 6 messages .* the database 7 and 6/)
+    expect(before['search-index']!.details.join('\n')).toMatch(/index holds 6 messages and 5 memories, the database 7 and 6/)
     // Without --fix, nothing was written: the orphan is still there.
     const raw = new Database(path, { readonly: true })
     expect(raw.prepare("SELECT COUNT(*) FROM store_messages WHERE id = 'orphan-message'").pluck().get()).toBe(1)
@@ -115,7 +114,7 @@ describe('doctor', () => {
     const rerun = await cli(['doctor', '--data-dir', fixture.dataDir])
     expect(rerun.code).toBe(0)
     expect(rerun.stdout.trim().endsWith('healthy')).toBe(true)
-    expect(existsSync(`${path}.search-index`)).toBe(true)
+    expect(existsSync(`${path}.search-index`)).toBe(false)
 
     // The repaired data reads right: the orphan is gone, the memory with the dangling
     // reference is current again, the scene keeps its live member.
@@ -139,7 +138,7 @@ describe('doctor', () => {
     const migrations = loadMigrationDir(join(dirname(createRequire(import.meta.url).resolve('@dsh-memory/store/package.json')), 'migrations', 'store'))
     const newest = migrations.migrations[migrations.migrations.length - 1]!
     const db = new Database(path)
-    for (const [, kind, name] of newest.sql.matchAll(/CREATE\s+(TABLE|UNIQUE INDEX|INDEX)\s+(?:IF NOT EXISTS\s+)?(\w+)/gi)) {
+    for (const [, kind, name] of newest.sql.matchAll(/CREATE\s+(VIRTUAL TABLE|TABLE|UNIQUE INDEX|INDEX)\s+(?:IF NOT EXISTS\s+)?(\w+)/gi)) {
       db.exec(`DROP ${kind!.toUpperCase().includes('INDEX') ? 'INDEX' : 'TABLE'} IF EXISTS ${name}`)
     }
     db.prepare("DELETE FROM store_schema WHERE owner = 'store' AND version = ?").run(newest.version)
@@ -159,6 +158,8 @@ describe('doctor', () => {
     expect(schema.fixed).toBe('applied the pending migrations')
     expect(schema.summary).toMatch(new RegExp(`store v${newest.version}`))
     expect((await cli(['status', '--data-dir', fixture.dataDir])).code).toBe(0)
+    // The rows the older version wrote were indexed when the upgraded store opened.
+    expect(checksOf(fixed.stdout)['search-index']).toMatchObject({ status: 'ok', summary: 'index current (6 messages, 6 memories)' })
   })
 
   it('refuses a database written by a newer dsh-memory, and --fix leaves it alone', async () => {

@@ -84,7 +84,7 @@ describe('the preset bundle patch', () => {
       expect(Config, bundle.pkg).toBeTypeOf('function')
       expect(() => Config!(child.config), bundle.pkg).not.toThrow()
     }
-    expect(children[0]!.config).toEqual({ dataDir: '', busyTimeoutMs: 5000 })
+    expect(children[0]!.config).toEqual({ dataDir: '', busyTimeoutMs: 30000 })
     expect((MemoryStoreRow.Config as (input: unknown) => unknown)(children[0]!.config)).toEqual(MemoryStoreRow.Config({}))
   })
 

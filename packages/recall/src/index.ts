@@ -7,7 +7,7 @@
  */
 export { analyze, ANALYZER_VERSION } from './core/analyzer.ts'
 export { RankingCorpus } from './core/corpus.ts'
-export type { Bm25Parameters, CorpusDocument, WeightedQuery } from './core/corpus.ts'
+export type { Bm25Parameters, CorpusDocument, CorpusOptions, WeightedQuery } from './core/corpus.ts'
 export {
   asksAboutTime,
   decayFactor,
@@ -73,8 +73,8 @@ export {
   recalledIds,
 } from './core/recall-text.ts'
 export type { HistoryMessageLike, PersonaText, RecallLine, SceneNavEntry } from './core/recall-text.ts'
-export { MAX_SCAN, MEMORY_KINDS, RecallEngine } from './core/recall-engine.ts'
-export type { ConversationHit, MemoryReadResult, RecallEngineDeps, RecallScope, RecallStore, ScopeStatus, TurnRecall } from './core/recall-engine.ts'
+export { MAX_SCAN, MEMORY_CANDIDATES, MEMORY_KINDS, MESSAGE_CANDIDATES, rankConversationTurns, RecallEngine } from './core/recall-engine.ts'
+export type { ConversationHit, ConversationRankingOptions, MemoryReadResult, RecallEngineDeps, RecallScope, RecallStore, ScopeStatus, TurnRecall } from './core/recall-engine.ts'
 export {
   buildLayerSnapshot,
   indexOrder,

@@ -46,6 +46,9 @@ export const PERSONA_SECTION = { name: 'memory-recall:persona', order: 900 } as 
 /** See {@link PERSONA_SECTION}. */
 export const SCENES_SECTION = { name: 'memory-recall:scenes', order: 910 } as const
 
+/** How long `session/flush` waits for background embedding work before letting the host exit. */
+const FLUSH_BACKGROUND_LIMIT_MS = 1_000
+
 /** Config of the recall row (the reference's `family`, `recall.*`, `embedding.*` and `tools`). */
 export interface Config {
   defaultMode: MemoryMode
@@ -327,7 +330,13 @@ export function apply(ctx: Context, config: Config): void {
   ctx.on('session/flush', async () => {
     // Tracked work may track more (a counted turn starts a review): wait until none is left.
     while (pending.size > 0) await Promise.allSettled([...pending])
-    await engine.whenIdle()
+    // Embedding backfill is opportunistic network work: a stalled endpoint must not hold the
+    // process open after the turn. What is not embedded now is picked up by a later recall.
+    let timer: NodeJS.Timeout | undefined
+    const limit = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, FLUSH_BACKGROUND_LIMIT_MS)
+    })
+    await Promise.race([engine.whenIdle(), limit]).finally(() => clearTimeout(timer))
   })
   ctx.on('agent/disposed', (payload: unknown) => {
     const id = (payload as { agent?: { id?: unknown } })?.agent?.id ?? (payload as { id?: unknown })?.id

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { resolveRecallOptions } from '../src/core/options.ts'
 import { RecallEngine } from '../src/core/recall-engine.ts'
 import { RecallInjector } from '../src/core/injector.ts'
+import { modePolicy } from '../src/core/session-modes.ts'
 import { RECALL_TOOLS } from '../src/core/tools.ts'
 import { tempStore } from './support/store.ts'
 
@@ -72,6 +73,39 @@ describe('RecallEngine on a real store', () => {
     const scope = { sessionId: 'now', workspace: '/w' }
     expect((await engine.searchConversations('websocket reconnect', scope)).map((hit) => hit.message.conversationId)).toEqual(['before'])
     expect((await engine.searchConversations('websocket reconnect', scope, { includeCurrentSession: true })).map((hit) => hit.message.conversationId).sort()).toEqual(['before', 'now'])
+  })
+
+  it('ranks the store\'s full-text candidates: old memories beyond any scan window, inflections, scope kept', async () => {
+    handle = tempStore()
+    const { store } = handle
+    const scope = { sessionId: 's', workspace: '/w' }
+    // The matching memory is the oldest of many: a newest-N scan would never reach it.
+    const at = Date.UTC(2025, 0, 1)
+    const target = await store.memories.add({ kind: 'fact', text: 'The team painted the mural in the lobby', scope: 'workspace', workspace: '/w', createdAt: at })
+    await store.memories.add({ kind: 'fact', text: 'Mural painting in another repo', scope: 'workspace', workspace: '/other', createdAt: at })
+    await store.transaction(async (tx) => {
+      for (let i = 0; i < 300; i++) await tx.memories.add({ kind: 'fact', text: `Unrelated note ${i} about lunch orders`, scope: 'workspace', workspace: '/w', createdAt: at + 1_000 + i })
+    })
+    const engine = new RecallEngine(store, resolveRecallOptions({ recall: { scoreThreshold: 0 } }))
+    // "painting" meets "painted" through the analyzer's stem, which the store matches as a prefix.
+    expect((await engine.searchMemories('who was painting murals?', scope)).map((hit) => hit.memory.id)).toEqual([target.id])
+    const turn = await engine.recallForTurn('the mural painting', scope, modePolicy(engine.options.defaultMode), new Set())
+    expect(turn.selection.selected.map((selected) => selected.scored.memory.id)).toEqual([target.id])
+    // Only full-text candidates were ranked, not the 301 visible memories.
+    expect(turn.considered).toBe(1)
+  })
+
+  it('conversation search ranks a hit\'s context turns too (one store read for the neighbours)', async () => {
+    handle = tempStore()
+    const { store } = handle
+    await store.conversations.ensure({ id: 'old', workspace: '/w' })
+    const turns = ['Where should the offsite be?', 'Lisbon, in the second week of May.', 'Book the hotel near the river.', 'Unrelated chatter.', 'More unrelated chatter.']
+    for (const [i, text] of turns.entries()) await store.messages.append({ conversationId: 'old', hostMessageId: `m${i}`, role: i % 2 ? 'assistant' : 'user', text })
+    const engine = new RecallEngine(store, resolveRecallOptions())
+    const hits = await engine.searchConversations('offsite location', { sessionId: 'now', workspace: '/w' })
+    // The question matches; its answer (no query word) is found through the context window.
+    expect(hits.map((hit) => hit.message.text).slice(0, 2)).toEqual([turns[0], turns[1]])
+    expect(hits.map((hit) => hit.message.text)).not.toContain(turns[4])
   })
 
   it('tools validate arguments before touching the store', async () => {

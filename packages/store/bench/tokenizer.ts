@@ -1,14 +1,15 @@
 /**
  * Tokenizer benchmark: retrieval quality and speed of the candidate tokenizers on a small
- * hand-written CJK / English / mixed set, ranked by the same MiniSearch options the store
- * uses. Prints markdown tables (pasted into the README).
+ * hand-written CJK / English / mixed set, ranked the way the store ranks: terms encoded into an
+ * SQLite FTS5 table (the store's own encoding), OR of the query's terms, bm25(). Prints
+ * markdown tables (pasted into the README).
  *
  *   bash ../../scripts/node22.sh node bench/tokenizer.ts
  *
  * A command that prints numbers, not a test: timings vary by machine.
  */
-import MiniSearch from 'minisearch'
-import { SEARCH_OPTIONS } from '../src/core/search-index.ts'
+import Database from 'better-sqlite3'
+import { encodeTerm } from '../src/core/search-index.ts'
 import { tokenizeWith } from '../src/core/tokenizer.ts'
 import { DOCUMENTS, QUERIES } from './tokenizer-corpus.ts'
 
@@ -17,11 +18,11 @@ interface Candidate {
   tokenize: (text: string) => string[]
 }
 
-// MiniSearch's own default: split on Unicode space and punctuation.
+// A plain full-text default: split on Unicode space and punctuation.
 const SPACE_OR_PUNCTUATION = /[\n\r\p{Z}\p{P}]+/u
 
 const CANDIDATES: Candidate[] = [
-  { name: 'MiniSearch default (space/punctuation)', tokenize: (text) => text.split(SPACE_OR_PUNCTUATION).filter(Boolean).map((t) => t.toLowerCase()) },
+  { name: 'space/punctuation split', tokenize: (text) => text.split(SPACE_OR_PUNCTUATION).filter(Boolean).map((t) => t.toLowerCase()) },
   { name: 'ICU words only', tokenize: (text) => tokenizeWith(text, { words: true, bigrams: false }) },
   { name: 'CJK bigrams only', tokenize: (text) => tokenizeWith(text, { words: false, bigrams: true }) },
   { name: 'ICU words + CJK bigrams (chosen)', tokenize: (text) => tokenizeWith(text, { words: true, bigrams: true }) },
@@ -31,18 +32,18 @@ const K = 5
 const groups = ['zh', 'ja', 'en', 'mixed'] as const
 
 function quality(candidate: Candidate) {
-  const index = new MiniSearch<{ id: string; text: string }>({
-    fields: ['text'],
-    tokenize: candidate.tokenize,
-    processTerm: (term) => term,
-    searchOptions: SEARCH_OPTIONS,
-  })
-  index.addAll(Object.entries(DOCUMENTS).map(([id, text]) => ({ id, text })))
+  // The store's FTS5 setup (migration 0003) on a private in-memory database.
+  const db = new Database(':memory:')
+  db.exec(`CREATE VIRTUAL TABLE docs USING fts5(terms, id UNINDEXED, tokenize="ascii tokenchars '_'")`)
+  const insert = db.prepare('INSERT INTO docs (terms, id) VALUES (?, ?)')
+  for (const [id, text] of Object.entries(DOCUMENTS)) insert.run(candidate.tokenize(text).map(encodeTerm).join(' '), id)
+  const search = db.prepare('SELECT id, -bm25(docs) AS score FROM docs WHERE docs MATCH ? ORDER BY score DESC')
   const perGroup = new Map<string, { recall: number; rr: number; hit1: number; n: number }>()
   const misses: string[] = []
   const notFirst: string[] = []
   for (const [group, query, relevant] of QUERIES) {
-    const results = index.search(query)
+    const queryTerms = [...new Set(candidate.tokenize(query))]
+    const results = queryTerms.length === 0 ? [] : (search.all(queryTerms.map((term) => `"${encodeTerm(term)}"`).join(' OR ')) as { id: string; score: number }[])
     // Ties are broken against the relevant documents: a tie with a distractor is not a win.
     const pessimisticRank = (id: string): number => {
       const score = results.find((result) => String(result.id) === id)?.score
@@ -63,7 +64,10 @@ function quality(candidate: Candidate) {
     else if (firstRelevant !== 0) notFirst.push(query)
   }
   const total = [...perGroup.values()].reduce((a, b) => ({ recall: a.recall + b.recall, rr: a.rr + b.rr, hit1: a.hit1 + b.hit1, n: a.n + b.n }))
-  return { perGroup, total, misses, notFirst, terms: index.termCount }
+  db.exec(`CREATE VIRTUAL TABLE vocab USING fts5vocab(docs, row)`)
+  const termCount = db.prepare('SELECT count(*) FROM vocab').pluck().get() as number
+  db.close()
+  return { perGroup, total, misses, notFirst, terms: termCount }
 }
 
 function speed(candidate: Candidate) {

@@ -60,7 +60,7 @@ export const Config: z<Partial<Config>, Config> = z.object({
   busyTimeoutMs: z
     .natural()
     .default(DEFAULT_BUSY_TIMEOUT_MS)
-    .description('How long a write waits for another process holding the database lock before failing with code busy (ms).'),
+    .description('How long a call waits for another process holding the database write lock before failing with code busy (ms). The wait does not block the event loop.'),
 })
 
 /**

@@ -134,4 +134,23 @@ describe('messages', () => {
     expect(long.message.text).toHaveLength(200)
     expect(long.message.text.endsWith(TRUNCATION_MARKER)).toBe(true)
   })
+
+  it('counts messages and reads the turns around given messages in one call', async () => {
+    const { store } = openTemp()
+    await store.conversations.ensure({ id: 'a', workspace: '/one' })
+    await store.conversations.ensure({ id: 'b', workspace: '/two' })
+    const a: string[] = []
+    for (let i = 0; i < 8; i++) a.push((await store.messages.append({ conversationId: 'a', hostMessageId: `a${i}`, role: i % 2 ? 'assistant' : 'user', text: `turn ${i}` })).message.id)
+    const b = (await store.messages.append({ conversationId: 'b', hostMessageId: 'b0', role: 'user', text: 'other' })).message.id
+    expect(await store.messages.count()).toBe(9)
+    expect(await store.messages.count({ workspace: '/one' })).toBe(8)
+    expect(await store.messages.count({ workspace: '/one', role: 'assistant' })).toBe(4)
+    expect(await store.messages.count({ conversationId: 'b' })).toBe(1)
+    const around = await store.messages.around([a[1]!, a[6]!, b, 'missing'], 1)
+    expect(around.map((m) => m.text)).toEqual(['turn 0', 'turn 1', 'turn 2', 'turn 5', 'turn 6', 'turn 7', 'other'])
+    expect((await store.messages.around([a[3]!], 0)).map((m) => m.id)).toEqual([a[3]])
+    expect(await store.messages.around([], 2)).toEqual([])
+    await expect(store.messages.around([a[0]!], 21)).rejects.toMatchObject({ code: 'invalid-argument' })
+    await expect(store.messages.around(Array.from({ length: 1_001 }, (_, i) => `x${i}`), 1)).rejects.toMatchObject({ code: 'invalid-argument' })
+  })
 })

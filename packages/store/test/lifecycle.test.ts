@@ -147,7 +147,7 @@ describe('diagnostics', () => {
     expect(report).toMatchObject({
       backend: 'sqlite',
       location: path,
-      details: { journalMode: 'wal', synchronous: 'NORMAL', foreignKeys: true, busyTimeoutMs: 5000, readonly: false },
+      details: { journalMode: 'wal', synchronous: 'NORMAL', foreignKeys: true, busyTimeoutMs: 30000, readonly: false },
     })
     expect(report.details.sizeBytes).toBeGreaterThan(0)
     const custom = openTemp({ busyTimeoutMs: 1234 }).store

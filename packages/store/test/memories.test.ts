@@ -132,4 +132,19 @@ describe('memories', () => {
     expect(await store.memories.touchRecalled([])).toBe(0)
     expect((await store.audit.list({ op: 'memory.recall' })).length).toBe(2)
   })
+
+  it('counts memories under a scope filter', async () => {
+    const { store } = openTemp()
+    await store.memories.add({ kind: 'fact', text: 'g', scope: 'global' })
+    const old = await store.memories.add({ kind: 'fact', text: 'w1', scope: 'workspace', workspace: '/w' })
+    await store.memories.supersede(old.id, { text: 'w2' })
+    await store.memories.add({ kind: 'preference', text: 's', scope: 'session', sessionId: 's1', workspace: '/w' })
+    await store.memories.add({ kind: 'fact', text: 'x', scope: 'workspace', workspace: '/x' })
+    expect(await store.memories.count()).toBe(4)
+    expect(await store.memories.count({ includeSuperseded: true })).toBe(5)
+    expect(await store.memories.count({ workspace: '/w' })).toBe(3)
+    expect(await store.memories.count({ workspace: '/w', includeGlobal: false, kind: 'fact' })).toBe(1)
+    expect(await store.memories.count({ scope: 'global' })).toBe(1)
+  })
 })
+

@@ -41,10 +41,11 @@ describe('migrations', () => {
     expect(applied.map((m) => [m.owner, m.version, m.name])).toEqual([
       ['store', 1, 'init'],
       ['store', 2, 'layers_leases'],
+      ['store', 3, 'search_fts'],
     ])
     expect(applied[0]!.checksum).toMatch(/^[0-9a-f]{64}$/)
     expect(tables(path)).toEqual(
-      expect.arrayContaining(['store_schema', 'store_meta', 'store_conversations', 'store_messages', 'store_memories', 'store_scenes', 'store_persona', 'store_audit', 'store_changes', 'store_layer_revisions', 'store_leases']),
+      expect.arrayContaining(['store_schema', 'store_meta', 'store_conversations', 'store_messages', 'store_memories', 'store_scenes', 'store_persona', 'store_audit', 'store_changes', 'store_layer_revisions', 'store_leases', 'store_search_messages', 'store_search_messages_fts', 'store_search_memories', 'store_search_memories_fts']),
     )
     const raw = new Database(path, { readonly: true })
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
@@ -67,7 +68,7 @@ describe('migrations', () => {
     try {
       // With no wait allowed, the open could not succeed if it needed the lock.
       const again = openMemoryStore({ path, busyTimeoutMs: 0 })
-      expect((await again.meta.migrations()).length).toBe(2)
+      expect((await again.meta.migrations()).length).toBe(3)
       await again.close()
     } finally {
       other.exec('ROLLBACK')
@@ -84,7 +85,7 @@ describe('migrations', () => {
     const error = openError(() => openMemoryStore({ path }))
     expect(isMemoryStoreError(error, 'schema-too-new')).toBe(true)
     expect(error.message).toContain('version 7')
-    expect(error.message).toContain('up to version 2')
+    expect(error.message).toContain('up to version 3')
   })
 
   it('applies another owner’s migration set, at open and later through migrate()', async () => {
@@ -93,7 +94,7 @@ describe('migrations', () => {
     expect(await store.migrate(cueBank([1, 2]))).toEqual([expect.objectContaining({ owner: 'cue-bank', version: 2 })])
     expect(await store.migrate(cueBank([1, 2]))).toEqual([])
     expect(tables(path)).toContain('cue_bank_t2')
-    expect((await store.meta.migrations()).map((m) => `${m.owner}@${m.version}`)).toEqual(['cue-bank@1', 'cue-bank@2', 'store@1', 'store@2'])
+    expect((await store.meta.migrations()).map((m) => `${m.owner}@${m.version}`)).toEqual(['cue-bank@1', 'cue-bank@2', 'store@1', 'store@2', 'store@3'])
     // The other owner's newer version is refused the same way as the store's own.
     await store.close()
     expect(openError(() => openMemoryStore({ path, extraMigrations: [cueBank([1])] })).code).toBe('schema-too-new')
@@ -178,5 +179,35 @@ describe('migrations', () => {
     }
     // Once the lock is gone the same write succeeds.
     expect((await store.conversations.ensure({ id: 'x', workspace: '' })).created).toBe(true)
+  })
+
+  it('waits for another connection’s write lock without blocking the event loop, then writes', async () => {
+    const { store, path } = openTemp({ busyTimeoutMs: 10_000 })
+    const other = new Database(path)
+    other.exec('BEGIN IMMEDIATE')
+    // The other writer holds the lock for 1.2 s; meanwhile a timer must keep firing.
+    let ticks = 0
+    const ticker = setInterval(() => ticks++, 20)
+    setTimeout(() => {
+      other.exec('ROLLBACK')
+      other.close()
+    }, 1_200)
+    try {
+      const [single, transactional] = await Promise.all([
+        store.conversations.ensure({ id: 'waits', workspace: '' }),
+        store.transaction(async (tx) => {
+          await tx.conversations.ensure({ id: 'waits-in-tx', workspace: '' })
+          return 'committed'
+        }),
+      ])
+      expect(single.created).toBe(true)
+      expect(transactional).toBe('committed')
+    } finally {
+      clearInterval(ticker)
+    }
+    // SQLite's own wait would block the thread for the whole 1.2 s: the timer could fire
+    // once, after it. Waiting between short slices lets it fire throughout.
+    expect(ticks).toBeGreaterThan(5)
+    expect((await store.conversations.get('waits-in-tx'))?.id).toBe('waits-in-tx')
   })
 })

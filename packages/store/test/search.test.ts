@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
-import { TOKENIZER_VERSION } from '../src/index.ts'
+import { tokenize, TOKENIZER_VERSION } from '../src/index.ts'
+import { encodeTerm } from '../src/core/search-index.ts'
 import type { MemoryStore } from '../src/index.ts'
 import { fakeClock, openTemp, rejectionOf, reopen } from './helpers.ts'
 
@@ -106,76 +107,147 @@ describe('search', () => {
     expect(await store.search.memories('postgres')).toEqual([])
   })
 
-  it('builds lazily, persists the index and reloads it after a restart', async () => {
+  it('keeps the index in the database: searchable at once, after a restart, with no index file', async () => {
     const { store, path } = openTemp()
     await store.conversations.ensure({ id: 's', workspace: '' })
     const message = await say(store, 's', '東京でラーメンを食べるのが好きです')
     const memory = await store.memories.add({ kind: 'preference', text: 'Loves ramen in Tokyo', scope: 'global' })
-    expect((await store.search.status()).built).toBe(false)
     expect(memoryIds(await store.search.memories('ramen'))).toEqual([memory.id])
-    expect(await store.search.status()).toMatchObject({ built: true, reason: 'fresh', documents: { messages: 1, memories: 1 }, tokenizerVersion: TOKENIZER_VERSION })
+    expect(await store.search.status()).toMatchObject({ built: true, documents: { messages: 1, memories: 1 }, tokenizerVersion: TOKENIZER_VERSION })
     const later = await store.memories.add({ kind: 'fact', text: 'Ramen shop closes at nine', scope: 'global' })
     await store.close()
-    expect(existsSync(`${path}.search-index`)).toBe(true)
+    expect(existsSync(`${path}.search-index`)).toBe(false)
 
     const again = reopen(path)
-    expect((await again.search.status()).built).toBe(false)
+    // Current already: opening did no index work.
+    expect(await again.search.status()).toMatchObject({ built: true, reason: null, documents: { messages: 1, memories: 2 } })
     expect(memoryIds(await again.search.memories('ramen')).sort()).toEqual([memory.id, later.id].sort())
     expect(messageIds(await again.search.messages('ラーメン'))).toEqual([message.id])
-    expect((await again.search.status()).reason).toBe('loaded')
   })
 
-  it('rebuilds when the recorded tokenizer version differs, the file is corrupt or belongs to another database', async () => {
+  it('deletes the search-index file an older version left behind', async () => {
     const { store, path } = openTemp()
     const memory = await store.memories.add({ kind: 'fact', text: 'Vitest runs the unit tests', scope: 'global' })
-    await store.search.warm()
+    await store.close()
+    writeFileSync(`${path}.search-index`, '{"type":"dsh-memory-search-index"}\n{}')
+    const raw = new Database(path)
+    raw.prepare(`INSERT INTO store_meta (key, value, updated_at) VALUES ('store.search-index', '{}', 0)`).run()
+    raw.close()
+    const next = reopen(path)
+    expect(existsSync(`${path}.search-index`)).toBe(false)
+    expect(memoryIds(await next.search.memories('vitest'))).toEqual([memory.id])
+    // A read-only store never deletes anything.
+    await next.close()
+    writeFileSync(`${path}.search-index`, 'old')
+    const readonly = reopen(path, { readonly: true })
+    expect(existsSync(`${path}.search-index`)).toBe(true)
+    expect(memoryIds(await readonly.search.memories('vitest'))).toEqual([memory.id])
+  })
+
+  it('rebuilds when the recorded tokenizer version differs, and backfills rows after an upgrade', async () => {
+    const { store, path } = openTemp()
+    await store.conversations.ensure({ id: 's', workspace: '/w' })
+    const message = await say(store, 's', 'Vitest 跑单元测试')
+    const memory = await store.memories.add({ kind: 'fact', text: 'Vitest runs the unit tests', scope: 'global' })
     await store.close()
 
-    const raw = new Database(path)
-    const manifest = JSON.parse((raw.prepare(`SELECT value FROM store_meta WHERE key = 'store.search-index'`).get() as { value: string }).value)
-    expect(manifest.tokenizer).toBe(TOKENIZER_VERSION)
-    raw.prepare(`UPDATE store_meta SET value = ? WHERE key = 'store.search-index'`).run(JSON.stringify({ ...manifest, tokenizer: 'ancient/0' }))
-    raw.close()
-    let next = reopen(path)
-    expect(memoryIds(await next.search.memories('vitest'))).toEqual([memory.id])
-    expect((await next.search.status()).reason).toBe('tokenizer-changed')
-    expect(JSON.parse((await (async () => {
+    const readState = () => {
       const db = new Database(path, { readonly: true })
       try {
-        return (db.prepare(`SELECT value FROM store_meta WHERE key = 'store.search-index'`).get() as { value: string }).value
+        return JSON.parse((db.prepare(`SELECT value FROM store_meta WHERE key = 'store.search-fts'`).get() as { value: string }).value)
       } finally {
         db.close()
       }
-    })())).tokenizer).toBe(TOKENIZER_VERSION)
-    await next.close()
+    }
+    expect(readState()).toMatchObject({ tokenizer: TOKENIZER_VERSION, messagesAfter: null, memoriesAfter: null })
 
-    // A file header from another tokenizer.
-    const file = `${path}.search-index`
-    const content = readFileSync(file, 'utf8')
-    const newline = content.indexOf('\n')
-    const header = JSON.parse(content.slice(0, newline))
-    writeFileSync(file, JSON.stringify({ ...header, tokenizer: 'ancient/0' }) + content.slice(newline))
-    next = reopen(path)
+    // Built by another tokenizer: stale terms are dropped and every row is indexed again.
+    let raw = new Database(path)
+    raw.prepare(`UPDATE store_meta SET value = ? WHERE key = 'store.search-fts'`).run(JSON.stringify({ ...readState(), tokenizer: 'ancient/0' }))
+    raw.prepare(`INSERT INTO store_search_memories_fts (rowid, terms) VALUES ((SELECT doc FROM store_search_memories), 'stale')`).run()
+    raw.close()
+    let next = reopen(path)
+    expect(await next.search.status()).toMatchObject({ built: true, reason: 'tokenizer-changed', documents: { messages: 1, memories: 1 } })
     expect(memoryIds(await next.search.memories('vitest'))).toEqual([memory.id])
-    expect((await next.search.status()).reason).toBe('tokenizer-changed')
+    expect(await next.search.memories('stale')).toEqual([])
+    expect(readState().tokenizer).toBe(TOKENIZER_VERSION)
     await next.close()
 
-    writeFileSync(file, 'garbage')
+    // A database from before the FTS tables (what migration 0003 starts from): rows backfilled at open.
+    raw = new Database(path)
+    raw.exec(`DELETE FROM store_search_messages; DELETE FROM store_search_memories;
+      INSERT INTO store_search_messages_fts (store_search_messages_fts) VALUES ('delete-all');
+      INSERT INTO store_search_memories_fts (store_search_memories_fts) VALUES ('delete-all');
+      DELETE FROM store_meta WHERE key = 'store.search-fts'`)
+    raw.close()
+    // Read-only: reports the pending backfill, does not write.
+    const readonly = reopen(path, { readonly: true })
+    expect(await readonly.search.status()).toMatchObject({ built: false, documents: { messages: 0, memories: 0 } })
+    await readonly.close()
     next = reopen(path)
-    expect(memoryIds(await next.search.memories('vitest'))).toEqual([memory.id])
-    expect((await next.search.status()).reason).toBe('corrupt-file')
-    await next.close()
-
-    // An index file copied from another database is not trusted.
-    const { store: otherStore, path: otherPath } = openTemp()
-    await otherStore.memories.add({ kind: 'fact', text: 'Jest runs the unit tests', scope: 'global' })
-    await otherStore.search.warm()
-    await otherStore.close()
-    writeFileSync(file, readFileSync(`${otherPath}.search-index`))
-    next = reopen(path)
+    expect(await next.search.status()).toMatchObject({ built: true, reason: 'backfill', documents: { messages: 1, memories: 1 } })
+    expect(messageIds(await next.search.messages('单元测试'))).toEqual([message.id])
     expect(memoryIds(await next.search.memories('unit tests'))).toEqual([memory.id])
-    expect((await next.search.status()).reason).toBe('other-database')
   })
+
+  it('resumes a backfill interrupted part-way and never indexes a row twice', async () => {
+    const { store, path } = openTemp()
+    await store.conversations.ensure({ id: 's', workspace: '/w' })
+    for (let i = 0; i < 12; i++) await say(store, 's', `backfill probe number ${i}`)
+    await store.close()
+    const raw = new Database(path)
+    const ids = (raw.prepare('SELECT id FROM store_messages ORDER BY id').pluck().all() as string[])
+    // As if a backfill had indexed the first five rows and then the process died.
+    raw.exec(`DELETE FROM store_search_messages WHERE message_id > '${ids[4]}';
+      INSERT INTO store_search_messages_fts (store_search_messages_fts) VALUES ('delete-all');`)
+    const state = JSON.parse((raw.prepare(`SELECT value FROM store_meta WHERE key = 'store.search-fts'`).get() as { value: string }).value)
+    raw.prepare(`UPDATE store_meta SET value = ? WHERE key = 'store.search-fts'`).run(JSON.stringify({ ...state, messagesAfter: ids[4] }))
+    // 'delete-all' also emptied the terms of the first five (their mapping rows stay, so the
+    // resumed backfill skips them): exactly the damage rebuild() exists for.
+    raw.close()
+    const next = reopen(path)
+    expect(await next.search.status()).toMatchObject({ built: true, reason: 'resumed', documents: { messages: 12 } })
+    // Rows after the cursor are searchable again; no duplicate mapping rows.
+    expect((await next.search.messages('number', { limit: 100 })).map((hit) => hit.message.id).sort()).toEqual(ids.slice(5).sort())
+    const check = new Database(path, { readonly: true })
+    expect(check.prepare('SELECT count(*) FROM store_search_messages').pluck().get()).toBe(12)
+    check.close()
+    // rebuild() repairs the rest.
+    expect(await next.search.rebuild()).toMatchObject({ built: true, reason: 'manual', documents: { messages: 12 } })
+    expect(await next.search.messages('number', { limit: 100 })).toHaveLength(12)
+  })
+
+  it('stores every tokenizer term in FTS5 unchanged, punctuation and CJK included', async () => {
+    const { store, path } = openTemp()
+    const text = "user_name it's a.b key:value foo-bar café Straße 数据库迁移 ラーメン 한국어 ①②"
+    const memory = await store.memories.add({ kind: 'fact', text, scope: 'global' })
+    await store.close()
+    const db = new Database(path, { readonly: true })
+    const vocab = (db.prepare('SELECT term FROM store_search_memories_vocab').pluck().all() as string[]).sort()
+    db.close()
+    expect(vocab).toEqual([...new Set(tokenize(text).map(encodeTerm))].sort())
+    const next = reopen(path)
+    for (const query of ['user_name', "it's", 'a.b', 'key:value', 'foo-bar', 'café', 'straße', '数据库', 'ラーメン', '한국어', 'user', 'name']) {
+      expect(memoryIds(await next.search.memories(query)), query).toEqual([memory.id])
+    }
+  })
+
+  it('drops very common terms while rarer ones exist', async () => {
+    const { store } = openTemp()
+    await store.conversations.ensure({ id: 's', workspace: '/w' })
+    const ids: string[] = []
+    // Over the 1 000-document floor of "very common".
+    await store.transaction(async (tx) => {
+      for (let i = 0; i < 1_200; i++) {
+        const text = `common words everywhere row ${i}${i === 7 ? ' plus a zeppelin' : ''}`
+        ids.push((await tx.messages.append({ conversationId: 's', hostMessageId: `h${i}`, role: 'user', text })).message.id)
+      }
+    })
+    // "common" matches every row: only the rare term decides, so row 7 is the only hit.
+    expect(messageIds(await store.search.messages('common zeppelin', { limit: 5 }))).toEqual([ids[7]])
+    // Only common terms: still answers (ties go to the newest matches).
+    expect(await store.search.messages('common everywhere', { limit: 5 })).toHaveLength(5)
+  }, 60_000)
 
   it('sees writes made by another store on the same file before the next search', async () => {
     const { store: first, path } = openTemp()
@@ -202,7 +274,6 @@ describe('search', () => {
     other.exec('BEGIN IMMEDIATE')
     try {
       const started = Date.now()
-      // The first search would record the index manifest; it skips that rather than wait.
       expect(memoryIds(await store.search.memories('readers'))).toEqual([memory.id])
       // Far below the 10 s busy timeout: the search did not wait for the lock.
       expect(Date.now() - started).toBeLessThan(5_000)
@@ -219,7 +290,7 @@ describe('search', () => {
     expect(await store.search.rebuild()).toMatchObject({ built: true, reason: 'manual' })
   })
 
-  it('works on an in-memory database without an index file', async () => {
+  it('works on an in-memory database', async () => {
     const { store } = openTemp({ path: ':memory:' })
     const memory = await store.memories.add({ kind: 'fact', text: '喜欢喝乌龙茶', scope: 'global' })
     expect(memoryIds(await store.search.memories('乌龙茶'))).toEqual([memory.id])

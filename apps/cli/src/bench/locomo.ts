@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
-import { MAX_SCAN, RankingCorpus, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
+import { MAX_SCAN, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
 import type { LocomoSample } from './locomo-format.ts'
 
 /** Retrieval modes of the benchmark. */
@@ -149,6 +149,7 @@ export async function evaluateLocomo(store: MemoryStore, samples: readonly Locom
         for (const id of memory.sourceMessageIds) linked.set(id, [...(linked.get(id) ?? []), memory.text])
       }
     }
+    const speakerOf = (message: { flags: Record<string, unknown> }) => (typeof message.flags.speaker === 'string' ? message.flags.speaker : undefined)
     const corpus = RankingCorpus.from(
       messages.map((message) => ({
         id: message.hostMessageId,
@@ -161,7 +162,13 @@ export async function evaluateLocomo(store: MemoryStore, samples: readonly Locom
     )
 
     for (const question of eligible(sample)) {
-      const ranking = rankDocuments(corpus, question.question, TURN_RANKING, { authors: sample.speakers }).map((ranked) => ranked.id)
+      // turns: exactly the host's L0 path (store full-text candidates + neighbours, then the
+      // turn ranking). turns+observations ranks the expanded documents in memory: the
+      // expansion exists only in this benchmark.
+      const ranking =
+        mode === 'turns'
+          ? (await rankConversationTurns(store, question.question, { workspace, authors: sample.speakers, authorOf: speakerOf })).map((ranked) => ranked.message.hostMessageId)
+          : rankDocuments(corpus, question.question, TURN_RANKING, { authors: sample.speakers }).map((ranked) => ranked.id)
       const tally = byCategory.get(question.category) ?? newTally(ks)
       byCategory.set(question.category, tally)
       for (const target of [overall, tally]) {
@@ -190,7 +197,7 @@ export async function evaluateLocomo(store: MemoryStore, samples: readonly Locom
  */
 export async function runLocomoBench(samples: readonly LocomoSample[], options: LocomoBenchOptions): Promise<LocomoReport> {
   const dir = mkdtempSync(join(options.workDir ?? tmpdir(), 'dsh-memory-locomo-'))
-  const store = openMemoryStore({ path: join(dir, 'memory.db'), persistSearchIndex: false })
+  const store = openMemoryStore({ path: join(dir, 'memory.db') })
   try {
     await loadLocomo(store, samples, options.modes.includes('turns+observations'), options.progress)
     const report: LocomoReport = {}

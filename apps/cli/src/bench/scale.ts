@@ -3,9 +3,9 @@
  * store API the plugins use, then measure what a user feels: the recall latency of the full
  * injection path (the recall core's `RecallInjector.prepare`, exactly what the pre-step
  * listener runs), the L0 recall path (`RecallEngine.searchConversations`, the
- * conversation-search tool), the store's own full-text search, capture overhead per host
- * event (`CaptureRecorder.handle` on a real file), index build time, database size and
- * memory use.
+ * conversation-search tool), the store's own full-text search (SQLite FTS5, which both recall
+ * paths take their candidates from), capture overhead per host event (`CaptureRecorder.handle`
+ * on a real file), index build time, database size and memory use.
  */
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
@@ -70,7 +70,7 @@ export interface ScaleReport {
   readonly store_search_ms: Record<string, LatencyStats>
   /** First recall after opening (cold analyzer memo), ms. */
   readonly recall_cold_ms: Record<string, number>
-  /** Rows the injection path actually ranked per turn (the recall core scans at most 10 000). */
+  /** Memories the injection path ranked in the first timed turn (the store's full-text candidates: at most `MEMORY_CANDIDATES` per scope part). */
   readonly recall_considered: Record<string, number>
   /** Mean capture cost per host event (user and assistant messages), ms, on the largest message store. */
   readonly capture_ms_per_event: number
@@ -81,9 +81,13 @@ export interface ScaleReport {
   readonly insert_rows_per_s: Record<string, number>
   /** Rows per second of the repository path (`memories.add` inside one transaction), 2 000-row sample per store. */
   readonly append_rows_per_s: Record<string, number>
-  /** Full build of the store's search index (`search.rebuild()`), ms. */
+  /**
+   * Full rebuild of the store's FTS5 index from the rows (`search.rebuild()`: what an upgrade's
+   * backfill or a tokenizer change costs at open), ms. The import already indexed every row in
+   * its own transactions; this measures indexing all of them again.
+   */
   readonly index_build_ms: Record<string, number>
-  /** memory.db + -wal + the search-index file, bytes, after close. */
+  /** memory.db + -wal (the FTS5 index is inside the database), bytes, after close. */
   readonly db_bytes: Record<string, number>
   readonly memory: Record<string, MemoryUse>
   readonly targets: Record<string, { readonly target_ms: number; readonly measured_ms: number; readonly met: boolean }>
@@ -340,7 +344,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleRe
         try {
           await store.search.rebuild()
         } catch (error) {
-          // Reported, not fatal: the recall paths do not use the store's index.
+          // Reported, not fatal: the index the import wrote stays usable; later phases still run.
           indexBuilt = false
           report.errors[`${key}:index`] = describe(error)
           log(`${key}: index build failed: ${describe(error)}`)

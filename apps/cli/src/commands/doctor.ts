@@ -12,10 +12,9 @@
  *   memory's `superseded_by`);
  * - orphan references the schema does not declare: scenes listing deleted memories, distill
  *   bookkeeping of deleted conversations (`--fix` drops the dangling ids / rows);
- * - the search index: the persisted `memory.db.search-index` must load and hold exactly the
- *   database's messages and memories (`--fix` rebuilds and saves it).
+ * - the search index: the FTS5 tables in the database must be built with the current
+ *   tokenizer and hold exactly the database's messages and memories (`--fix` rebuilds them).
  */
-import { existsSync } from 'node:fs'
 import type { Command } from 'commander'
 import { isMemoryStoreError, type MemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { existingDatabase, resolveCliDataDir, withDataDir } from '../data/data-dir.ts'
@@ -68,7 +67,7 @@ interface Findings {
 /** Open the store the way the check needs it; maps schema errors to findings. */
 function tryOpen(path: string, readonly: boolean): { store?: MemoryStore; schema: Findings['schema'] } {
   try {
-    // Read-only stores load the index file but never write it (nor the manifest).
+    // A read-only store never writes: it reports a pending index backfill instead of running it.
     const store = openMemoryStore({ path, readonly, actor: 'cli-doctor' })
     return { store, schema: { status: 'ok', message: '', versions: '' } }
   } catch (error) {
@@ -79,24 +78,18 @@ function tryOpen(path: string, readonly: boolean): { store?: MemoryStore; schema
   }
 }
 
-/** Check the search index: loads, and holds every message and memory of the database. */
-async function checkIndex(store: MemoryStore, expected: { messages: number; memories: number }, indexFileExists: boolean): Promise<Findings['index']> {
+/**
+ * Check the search index (SQLite FTS5 tables in the database): built with the current
+ * tokenizer, and holding exactly the database's messages and memories. Rows written behind
+ * the store's back (or FTS rows without their row) show up as a count mismatch.
+ */
+async function checkIndex(store: MemoryStore, expected: { messages: number; memories: number }): Promise<Findings['index']> {
+  // A read-only store reports a pending backfill or rebuild instead of running it.
   const status = await store.search.warm()
   const details: string[] = []
-  const reasons: Record<string, string> = {
-    'corrupt-file': 'the index file is corrupt or unreadable',
-    'other-database': 'the index file belongs to another database (a copied file?)',
-    'stale-file': 'the index file is newer than the database (a restored backup?)',
-    'options-changed': 'the index file was built with other search options',
-    'tokenizer-changed': 'the index file was built by another tokenizer version',
-    'no-file': 'the index file is missing',
-  }
   let state: 'ok' | 'warning' | 'problem' = 'ok'
-  if (status.reason && reasons[status.reason]) {
-    details.push(`${reasons[status.reason]}: the next search rebuilds it (${status.reason})`)
-    state = status.reason === 'no-file' || status.reason === 'options-changed' || status.reason === 'tokenizer-changed' ? 'warning' : 'problem'
-  } else if (!indexFileExists && status.reason === 'fresh') {
-    details.push('no index file yet: it is built on the first search')
+  if (!status.built) {
+    details.push('the index is not built for every row with the current tokenizer: the next open of the store (or --fix) completes it')
     state = 'warning'
   }
   if (status.documents.messages !== expected.messages || status.documents.memories !== expected.memories) {
@@ -107,7 +100,7 @@ async function checkIndex(store: MemoryStore, expected: { messages: number; memo
   }
   return {
     status: state,
-    summary: state === 'ok' ? `index current (${status.documents.messages} messages, ${status.documents.memories} memories)` : state === 'warning' ? 'index will be rebuilt on the next search' : 'index out of sync with the database',
+    summary: state === 'ok' ? `index current (${status.documents.messages} messages, ${status.documents.memories} memories)` : state === 'warning' ? 'index will be completed when the store next opens' : 'index out of sync with the database',
     details,
   }
 }
@@ -141,7 +134,7 @@ async function inspect(path: string): Promise<Findings> {
       const latest = new Map<string, number>()
       for (const migration of applied) latest.set(migration.owner, Math.max(latest.get(migration.owner) ?? 0, migration.version))
       schema.versions = [...latest.entries()].map(([owner, version]) => `${owner} v${version}`).join(', ')
-      index = await checkIndex(store, counts, existsSync(`${path}.search-index`))
+      index = await checkIndex(store, counts)
     } finally {
       await store.close()
     }
@@ -230,7 +223,7 @@ async function repair(path: string, findings: Findings): Promise<Map<string, str
     if (findings.scenes.length > 0) fixed.set('scene-members', `removed deleted memory ids from ${findings.scenes.length} scene${findings.scenes.length > 1 ? 's' : ''}`)
     for (const key of findings.distillStates) await store.meta.delete(key, { actor: 'cli-doctor' })
     if (findings.distillStates.length > 0) fixed.set('distill-state', `deleted ${findings.distillStates.length} state row${findings.distillStates.length > 1 ? 's' : ''}`)
-    // Last, after every row change: a fresh index from the database, saved on close.
+    // Last, after every row change: a fresh index from the rows.
     if (findings.index.status !== 'ok' || findings.violations.length > 0 || !integrityOk) {
       const status = await store.search.rebuild()
       fixed.set('search-index', `rebuilt (${status.documents.messages} messages, ${status.documents.memories} memories)`)

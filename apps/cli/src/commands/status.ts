@@ -102,20 +102,34 @@ export async function costReport(store: MemoryStore): Promise<CostReport> {
   return { rows, total }
 }
 
+/**
+ * Bytes of the search index: its FTS5 tables (and their mapping tables and indexes) inside the
+ * database file, as SQLite's dbstat reports them; 0 when dbstat is unavailable.
+ */
+function searchIndexBytes(db: ReturnType<typeof openReadOnly>): number {
+  try {
+    return Number(db.prepare("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE 'store\\_search%' ESCAPE '\\' OR name LIKE 'sqlite\\_autoindex\\_store\\_search%' ESCAPE '\\'").pluck().get())
+  } catch {
+    return 0
+  }
+}
+
 /** Collect the status of a data dir (read-only). @throws CliError `not-found` when there is no database */
 export async function collectStatus(dataDir: string): Promise<StatusReport> {
   const path = existingDatabase(dataDir)
   return withStore(dataDir, { readonly: true }, async (store) => {
     const db = openReadOnly(path)
     let counts: StoreCounts
+    let indexBytes = 0
     try {
       counts = storeCounts(db)
+      indexBytes = searchIndexBytes(db)
     } finally {
       db.close()
     }
     return {
       dataDir,
-      database: { path, bytes: fileSize(path), walBytes: fileSize(`${path}-wal`), searchIndexBytes: fileSize(`${path}.search-index`) },
+      database: { path, bytes: fileSize(path), walBytes: fileSize(`${path}-wal`), searchIndexBytes: indexBytes },
       schema: schemaVersions(await store.meta.migrations()),
       counts,
       distill: await distillReport(store),

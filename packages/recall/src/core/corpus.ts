@@ -25,6 +25,22 @@ export interface CorpusDocument {
   readonly time?: number
 }
 
+/** Options of {@link RankingCorpus.from}. */
+export interface CorpusOptions {
+  /**
+   * Size of the collection the documents were drawn from, when they are a candidate set
+   * (the store's full-text matches) rather than the whole collection. Used for idf, so the
+   * candidates score as they would among all documents. Default: the number of documents.
+   */
+  readonly collectionSize?: number
+  /**
+   * Average document length (terms) of that collection, for BM25's length normalisation;
+   * default: the average over `documents`. Needed when some documents are given without
+   * terms (context-only neighbours of the candidates).
+   */
+  readonly averageLength?: number
+}
+
 /** BM25 saturation (`k1`) and length normalisation (`b`). */
 export interface Bm25Parameters {
   readonly k1: number
@@ -48,8 +64,13 @@ export class RankingCorpus {
   readonly #groupOrder: Map<string, number[]>
   readonly #groupSlot: Int32Array
 
-  private constructor(documents: readonly CorpusDocument[]) {
+  readonly #collectionSize: number
+
+  private constructor(documents: readonly CorpusDocument[], options: CorpusOptions) {
     this.documents = documents
+    // A candidate set stands for a larger collection: idf must count that collection's
+    // documents, or a term every candidate shares would weigh nothing.
+    this.#collectionSize = Math.max(documents.length, options.collectionSize ?? 0)
     this.#terms = documents.map((document) => document.terms ?? analyze(document.text))
     this.#lengths = new Float64Array(documents.length)
     this.#frequencies = this.#terms.map((terms, index) => {
@@ -61,7 +82,7 @@ export class RankingCorpus {
     })
     let total = 0
     for (const length of this.#lengths) total += length
-    this.#averageLength = documents.length === 0 ? 0 : total / documents.length
+    this.#averageLength = options.averageLength ?? (documents.length === 0 ? 0 : total / documents.length)
     // Sequence order inside each group, so context windows are positions, not ids.
     this.#groupOrder = new Map()
     this.#groupSlot = new Int32Array(documents.length).fill(-1)
@@ -78,8 +99,8 @@ export class RankingCorpus {
   }
 
   /** Build a corpus (analyzing documents that carry no `terms`). */
-  static from(documents: readonly CorpusDocument[]): RankingCorpus {
-    return new RankingCorpus(documents)
+  static from(documents: readonly CorpusDocument[], options: CorpusOptions = {}): RankingCorpus {
+    return new RankingCorpus(documents, options)
   }
 
   get size(): number {
@@ -108,7 +129,7 @@ export class RankingCorpus {
 
   /** The idf of a term that occurs in `documentFrequency` documents of this corpus. */
   idfForFrequency(documentFrequency: number): number {
-    return Math.log(1 + (this.documents.length - documentFrequency + 0.5) / (documentFrequency + 0.5))
+    return Math.log(1 + (this.#collectionSize - documentFrequency + 0.5) / (documentFrequency + 0.5))
   }
 
   /** How many documents contain `term`. */

@@ -109,6 +109,10 @@ export class RecallInjector {
     const query = humanQuery(messages)
     if (!query) return {}
     const options = this.#engine.options
+    // When the budget ends, the work behind it (an embeddings request above all) is cancelled
+    // too, so a stalled endpoint holds no socket open after the turn moved on.
+    const budget = new AbortController()
+    const combined = signal ? AbortSignal.any([signal, budget.signal]) : budget.signal
     const outcome = await withinBudget(
       async () => {
         const settings = await this.#settings(scope.sessionId)
@@ -116,12 +120,16 @@ export class RecallInjector {
         if (!injectionActive(settings, options.recall.enabled)) {
           return { skipped: settings.mode === 'off' ? 'memory mode is off' : 'injection is off for this session (write-only)' }
         }
-        const recall = await this.#engine.recallForTurn(query, scope, modePolicy(settings.mode), memoriesInContext(history), signal)
+        const recall = await this.#engine.recallForTurn(query, scope, modePolicy(settings.mode), memoriesInContext(history), combined)
         return { recall }
       },
       options.recall.timeoutMs,
-      (error) => this.#warn(`memory-recall: a recall that had already timed out failed: ${errorMessage(error)}`),
+      (error) => {
+        // The cancellation above is expected; anything else is worth a line.
+        if (!budget.signal.aborted) this.#warn(`memory-recall: a recall that had already timed out failed: ${errorMessage(error)}`)
+      },
     )
+    if (!outcome.ok && outcome.reason === 'timeout') budget.abort(new Error('recall.timeoutMs elapsed'))
     if (!outcome.ok) {
       const skipped =
         outcome.reason === 'timeout'

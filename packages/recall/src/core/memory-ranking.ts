@@ -53,6 +53,11 @@ export interface RankMemoriesOptions<M extends RankableMemory> {
   readonly embeddingModel?: string | null
   /** Memoised analyzer terms of a memory (keyed by the caller, e.g. id + revision). */
   readonly termsOf?: (memory: M) => readonly string[]
+  /**
+   * Size of the collection `memories` were drawn from when they are search candidates
+   * (see `CorpusOptions.collectionSize`); default: `memories.length`.
+   */
+  readonly collectionSize?: number
 }
 
 /**
@@ -70,6 +75,7 @@ export function rankMemories<M extends RankableMemory>(query: string, memories: 
   if (useKeywords) {
     const corpus = RankingCorpus.from(
       memories.map((memory) => ({ id: memory.id, text: memory.text, terms: options.termsOf?.(memory), time: memory.updatedAt })),
+      { collectionSize: options.collectionSize },
     )
     for (const ranked of rankDocuments(corpus, query, MEMORY_RANKING)) {
       lexical.set(ranked.id, ranked.relevance)

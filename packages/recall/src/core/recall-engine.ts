@@ -23,7 +23,7 @@ export interface RecallScope {
 }
 
 /** The store surface the engine uses (the Cordis service and a plain store both fit). */
-export type RecallStore = Pick<MemoryStore, 'memories' | 'messages' | 'scenes' | 'persona' | 'meta' | 'conversations'>
+export type RecallStore = Pick<MemoryStore, 'memories' | 'messages' | 'scenes' | 'persona' | 'meta' | 'conversations' | 'search'>
 
 /** Optional collaborators of {@link RecallEngine}. */
 export interface RecallEngineDeps {
@@ -67,6 +67,16 @@ export interface ScopeStatus {
 
 /** Largest number of rows one scope scan reads (the store's page maximum). */
 export const MAX_SCAN = 10_000
+/**
+ * Memories the store's full-text search hands to the recall ranking per query. The ranking
+ * (analyzer, decay, feedback, thresholds) then runs on these instead of on every visible
+ * memory, which keeps a turn's recall flat in the size of the store.
+ */
+export const MEMORY_CANDIDATES = 100
+/** Messages the store's search hands to the turn ranking per query (plus their context neighbours). */
+export const MESSAGE_CANDIDATES = 200
+/** How long a scope's document count (the collection size for idf) is reused. */
+const COLLECTION_SIZE_TTL_MS = 60_000
 const MEMO_LIMIT = 100_000
 const EMBEDDING_COOLDOWN_MS = 60_000
 const BACKFILL_BATCH = 32
@@ -94,6 +104,7 @@ export class RecallEngine {
   #embeddingDownUntil = 0
   #lastEmbeddingError: string | undefined
   readonly #background = new Set<Promise<unknown>>()
+  readonly #collectionSizes = new Map<string, { size: number; at: number }>()
 
   constructor(store: RecallStore, options: RecallOptions, deps: RecallEngineDeps = {}) {
     this.#store = store
@@ -140,6 +151,39 @@ export class RecallEngine {
     return rows.filter((memory) => this.visible(memory, scope))
   }
 
+  /**
+   * Current memories visible from `scope` that the store's full-text search finds for
+   * `query` (at most {@link MEMORY_CANDIDATES} per scope part), plus the number of visible
+   * memories they were drawn from. The query is widened with its analyzer stems, which the
+   * store matches as prefixes, so inflections the recall ranking folds ("painted" for
+   * "painting") are candidates too.
+   */
+  async candidateMemories(query: string, scope: RecallScope): Promise<{ memories: Memory[]; collectionSize: number }> {
+    const text = `${query} ${analyze(query).join(' ')}`
+    const parts = scope.workspace
+      ? [{ workspace: scope.workspace, sessionId: scope.sessionId }]
+      : [{ scope: 'global' as const }, { scope: 'session' as const, sessionId: scope.sessionId, includeGlobal: false }]
+    const memories: Memory[] = []
+    let collectionSize = 0
+    for (const filter of parts) {
+      const hits = await this.#store.search.memories(text, { ...filter, limit: MEMORY_CANDIDATES })
+      memories.push(...hits.map((hit) => hit.memory).filter((memory) => this.visible(memory, scope)))
+      collectionSize += await this.#collectionSize(`memories:${JSON.stringify(filter)}`, () => this.#store.memories.count(filter))
+    }
+    return { memories, collectionSize }
+  }
+
+  /** A scope's document count, reused for {@link COLLECTION_SIZE_TTL_MS} (it only sets idf's scale). */
+  async #collectionSize(key: string, count: () => Promise<number>): Promise<number> {
+    const now = Date.now()
+    const cached = this.#collectionSizes.get(key)
+    if (cached && now - cached.at < COLLECTION_SIZE_TTL_MS) return cached.size
+    const size = await count()
+    if (this.#collectionSizes.size >= 1_000) this.#collectionSizes.clear()
+    this.#collectionSizes.set(key, { size, at: now })
+    return size
+  }
+
   #termsOf = (memory: Pick<Memory, 'id' | 'revision' | 'text'>): readonly string[] => {
     const key = `${ANALYZER_VERSION}:${memory.id}:${memory.revision}`
     let terms = this.#terms.get(key)
@@ -177,6 +221,7 @@ export class RecallEngine {
     query: string,
     memories: readonly Memory[],
     signal?: AbortSignal,
+    collectionSize?: number,
   ): Promise<{ ranked: ScoredMemory<Memory>[]; strategy: RecallStrategy; fallbackReason: string | undefined }> {
     const configured = this.#options.recall.strategy
     let vector: Float32Array | null = null
@@ -193,6 +238,7 @@ export class RecallEngine {
       queryEmbedding: vector,
       embeddingModel: this.#embedder?.modelKey ?? null,
       termsOf: this.#termsOf,
+      collectionSize,
     })
     return { ranked, strategy, fallbackReason }
   }
@@ -222,14 +268,24 @@ export class RecallEngine {
    * thresholded and budgeted, minus those already in the session's context.
    */
   async recallForTurn(query: string, scope: RecallScope, policy: ModePolicy, exclude: ReadonlySet<string>, signal?: AbortSignal): Promise<TurnRecall> {
-    // Rank over everything visible and filter afterwards: term statistics then do not depend
+    // Rank every visible candidate and filter afterwards: term statistics then do not depend
     // on the mode, so a memory scores the same in every mode that admits it.
-    const visible = await this.visibleMemories(scope)
-    const { ranked, strategy, fallbackReason } = await this.rank(query, visible, signal)
+    const candidates = await this.#turnCandidates(query, scope)
+    const { ranked, strategy, fallbackReason } = await this.rank(query, candidates.memories, signal, candidates.collectionSize)
     const admitted = ranked.filter((scored) => policyAllows(policy, scored.memory))
     const { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold } = this.#options.recall
     const selection = selectForInjection(admitted, { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold }, exclude)
-    return { selection, considered: visible.filter((memory) => policyAllows(policy, memory)).length, strategy, fallbackReason }
+    return { selection, considered: candidates.memories.filter((memory) => policyAllows(policy, memory)).length, strategy, fallbackReason }
+  }
+
+  /**
+   * What a turn ranks: the full-text candidates, or, with embeddings configured, every visible
+   * memory (a memory can match by meaning without sharing a word, so the vector side needs
+   * them all; that path stays bounded by {@link MAX_SCAN}).
+   */
+  async #turnCandidates(query: string, scope: RecallScope): Promise<{ memories: Memory[]; collectionSize: number | undefined }> {
+    if (this.#embedder && this.#options.recall.strategy !== 'keyword') return { memories: await this.visibleMemories(scope), collectionSize: undefined }
+    return this.candidateMemories(query, scope)
   }
 
   /** Record that memories were recalled (sets `lastRecalledAt`). */
@@ -249,11 +305,12 @@ export class RecallEngine {
     scope: RecallScope,
     filter: { limit?: number; scope?: 'all' | 'workspace' | 'global'; kind?: string } = {},
   ): Promise<ScoredMemory<Memory>[]> {
-    let memories = await this.visibleMemories(scope)
+    const candidates = await this.#turnCandidates(query, scope)
+    let memories = candidates.memories
     if (filter.scope === 'global') memories = memories.filter((memory) => memory.scope === 'global')
     if (filter.scope === 'workspace') memories = memories.filter((memory) => memory.scope !== 'global')
     if (filter.kind) memories = memories.filter((memory) => memory.kind === filter.kind)
-    const { ranked } = await this.rank(query, memories)
+    const { ranked } = await this.rank(query, memories, undefined, candidates.collectionSize)
     return ranked.slice(0, filter.limit ?? 10)
   }
 
@@ -267,24 +324,13 @@ export class RecallEngine {
     filter: { limit?: number; includeCurrentSession?: boolean } = {},
   ): Promise<ConversationHit[]> {
     if (!scope.workspace) return []
-    const messages = (await this.#store.messages.list({ workspace: scope.workspace, order: 'desc', limit: MAX_SCAN })).filter(
-      (message) => filter.includeCurrentSession || message.conversationId !== scope.sessionId,
-    )
-    if (messages.length === 0) return []
-    const corpus = RankingCorpus.from(
-      messages.map((message) => ({
-        id: message.id,
-        text: `${message.role}: ${message.text}`,
-        terms: this.#messageTerms(message),
-        group: message.conversationId,
-        position: message.seq,
-        time: message.createdAt,
-      })),
-    )
-    const byId = new Map(messages.map((message) => [message.id, message]))
-    return rankDocuments(corpus, query, TURN_RANKING)
-      .slice(0, filter.limit ?? 8)
-      .map((ranked) => ({ message: byId.get(ranked.id)!, score: ranked.score }))
+    const ranked = await rankConversationTurns(this.#store, query, {
+      workspace: scope.workspace,
+      excludeConversationId: filter.includeCurrentSession ? undefined : scope.sessionId,
+      termsOf: (message) => this.#messageTerms(message),
+      collectionSize: (count) => this.#collectionSize(`messages:${scope.workspace}`, count),
+    })
+    return ranked.slice(0, filter.limit ?? 8).map(({ message, score }) => ({ message, score }))
   }
 
   #messageTerms(message: Message): readonly string[] {
@@ -483,6 +529,85 @@ export class RecallEngine {
         workspace: scope.workspace ? !!(await this.#store.persona.get({ scope: 'workspace', workspace: scope.workspace })) : false,
       },
     }
+  }
+}
+
+/** Options of {@link rankConversationTurns}. */
+export interface ConversationRankingOptions {
+  readonly workspace: string
+  /** Leave this conversation out (the current session: its turns are in context already). */
+  readonly excludeConversationId?: string
+  /** Speaker names; a query naming one of them boosts that speaker's turns (LoCoMo). */
+  readonly authors?: readonly string[]
+  /** Author of a message (default: none). */
+  readonly authorOf?: (message: Message) => string | undefined
+  /** Memoised analyzer terms of a message's ranking text. */
+  readonly termsOf?: (message: Message) => readonly string[]
+  /** The workspace's message count (default: counted now); a cache goes here. */
+  readonly collectionSize?: (count: () => Promise<number>) => Promise<number>
+  /** Candidates from the store's search (default {@link MESSAGE_CANDIDATES}). */
+  readonly candidates?: number
+}
+
+/**
+ * The L0 turn ranking as the host runs it: the store's full-text search picks candidate
+ * messages of the workspace, their neighbours (±{@link TURN_RANKING}.context.span turns in the
+ * same conversation) are read so context windows work as over the whole log, and the turn
+ * ranking (analyzer, BM25 with the workspace's collection size, context, session and author
+ * priors) orders them. Shared by the conversation-search tool and the LoCoMo benchmark.
+ */
+export async function rankConversationTurns(
+  store: Pick<MemoryStore, 'messages' | 'search'>,
+  query: string,
+  options: ConversationRankingOptions,
+): Promise<{ message: Message; score: number }[]> {
+  const keep = (message: Message) => message.conversationId !== options.excludeConversationId
+  const widened = `${query} ${analyze(query).join(' ')}`
+  const hits = (await store.search.messages(widened, { workspace: options.workspace, limit: options.candidates ?? MESSAGE_CANDIDATES }))
+    .map((hit) => hit.message)
+    .filter(keep)
+  if (hits.length === 0) return []
+  // Context neighbours (±span turns in the same conversation) in one store read, ranked with
+  // the candidates: a neighbour's own weak match still counts, as over the whole log. Only a
+  // neighbour whose text could hold a query term is analyzed; the others score 0 on their
+  // own either way and serve the context windows (analysis is the cold cost of a search).
+  const candidateIds = new Set(hits.map((message) => message.id))
+  const around = await store.messages.around([...candidateIds], TURN_RANKING.context.span)
+  const messages = [...hits, ...around.filter((message) => !candidateIds.has(message.id) && keep(message))]
+  const collectionSize = options.collectionSize
+    ? await options.collectionSize(() => store.messages.count({ workspace: options.workspace }))
+    : await store.messages.count({ workspace: options.workspace })
+  const termsOf = options.termsOf ?? ((message: Message) => analyze(`${message.role}: ${message.text}`))
+  const mayMatch = queryTermProbe(query)
+  const terms = messages.map((message, index) => (index < hits.length || mayMatch(`${message.role}: ${message.text}`) ? termsOf(message) : undefined))
+  const analyzed = terms.filter((list): list is readonly string[] => list !== undefined)
+  const averageLength = analyzed.reduce((sum, list) => sum + list.length, 0) / Math.max(1, analyzed.length)
+  const corpus = RankingCorpus.from(
+    messages.map((message, index) => ({
+      id: message.id,
+      text: `${message.role}: ${message.text}`,
+      terms: terms[index] ?? [],
+      group: message.conversationId,
+      position: message.seq,
+      author: options.authorOf?.(message),
+      time: message.createdAt,
+    })),
+    { collectionSize, averageLength },
+  )
+  const ids = new Map(messages.map((message) => [message.id, message]))
+  return rankDocuments(corpus, query, TURN_RANKING, { authors: options.authors }).map((ranked) => ({ message: ids.get(ranked.id)!, score: ranked.score }))
+}
+
+/**
+ * A cheap necessary condition for a text to yield one of the query's analyzer terms: the
+ * (NFKC, lower-cased) text contains the term, or for a stemmed English term its first
+ * min(4, length − 1) letters (Porter rewrites only the end of a word: "happi" from "happy").
+ */
+function queryTermProbe(query: string): (text: string) => boolean {
+  const needles = [...new Set(analyze(query))].map((term) => (/^[a-z][a-z0-9]*$/.test(term) && term.length > 2 ? term.slice(0, Math.min(4, term.length - 1)) : term))
+  return (text) => {
+    const folded = text.normalize('NFKC').toLowerCase()
+    return needles.some((needle) => folded.includes(needle))
   }
 }
 

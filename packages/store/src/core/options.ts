@@ -13,7 +13,11 @@ export interface MemoryStoreOptions {
   readonly?: boolean
   /** The clock, epoch ms. Default `Date.now`. Tests inject a fake one. */
   now?: () => number
-  /** How long a write waits for another process's lock before failing with `busy`. Default 5000. */
+  /**
+   * How long a call waits for another process's write lock before failing with `busy`.
+   * The wait does not block the event loop (SQLite waits at most 50 ms at a time; the rest
+   * is an async, jittered retry). Default 30000.
+   */
   busyTimeoutMs?: number
   /** Other packages' migrations to apply (in one transaction with the store's own). */
   extraMigrations?: readonly MigrationSet[]
@@ -21,7 +25,10 @@ export interface MemoryStoreOptions {
   limits?: Partial<TextLimits>
   /** Audit actor for writes that do not name one. Default none. */
   actor?: string
-  /** Persist the search index beside the database (`<path>.search-index`). Default true for file databases. */
+  /**
+   * @deprecated Ignored. The search index now lives in the database (SQLite FTS5); a
+   * `<path>.search-index` file left by an older version is deleted at open.
+   */
   persistSearchIndex?: boolean
 }
 
@@ -34,11 +41,12 @@ export interface ResolvedStoreOptions {
   readonly extraMigrations: readonly MigrationSet[]
   readonly limits: Readonly<TextLimits>
   readonly actor: string | null
-  readonly indexPath: string | null
+  /** Where versions before FTS5 kept their search index file (deleted at open when present). */
+  readonly legacyIndexPath: string | null
 }
 
 /** The default busy timeout, in milliseconds. */
-export const DEFAULT_BUSY_TIMEOUT_MS = 5_000
+export const DEFAULT_BUSY_TIMEOUT_MS = 30_000
 
 const MIN_LIMIT = 64
 
@@ -71,7 +79,6 @@ export function resolveStoreOptions(options: MemoryStoreOptions): ResolvedStoreO
     throw new MemoryStoreError('invalid-argument', 'actor must be a non-empty string')
   }
   const absolute = inMemory ? path : resolve(path)
-  const persist = options.persistSearchIndex ?? !inMemory
   return Object.freeze({
     path: absolute,
     readonly: options.readonly === true,
@@ -80,7 +87,7 @@ export function resolveStoreOptions(options: MemoryStoreOptions): ResolvedStoreO
     extraMigrations: Object.freeze(extraMigrations),
     limits: Object.freeze(limits),
     actor: options.actor ?? null,
-    indexPath: persist && !inMemory ? `${absolute}.search-index` : null,
+    legacyIndexPath: inMemory ? null : `${absolute}.search-index`,
   })
 }
 

@@ -1,346 +1,291 @@
 /**
- * The derived full-text index over messages and memories (two MiniSearch instances, BM25).
+ * Full-text search over messages and memories in SQLite FTS5 (migration 0003).
  *
- * SQLite is the source of truth; this index is rebuildable. It is built lazily on the
- * first search, persisted to `<db>.search-index` (header line + JSON) on close and after a
- * full build, and before every search it replays `store_changes` rows newer than its
- * position, so writes by other processes on the same file become visible. The header and
- * the database's meta row both record format, tokenizer and options hash; any mismatch,
- * an unreadable file, or a file from another database triggers a rebuild.
+ * The index lives in the database and is written by the store's own write paths inside the
+ * write's transaction: a write by any process is searchable as soon as it commits, a rolled
+ * back or crashed write leaves nothing behind, and nothing is held in memory or replayed.
+ *
+ * Terms are the store's {@link tokenize} output (ICU words + CJK bigrams), so CJK and mixed
+ * text match exactly as the tokenizer decides. They are stored space-joined in a contentless
+ * FTS5 table whose `ascii` tokenizer splits only on ASCII non-alphanumerics; a term holding
+ * any such character (`foo_bar`, `user.name`, `it's`) is stored hex-encoded behind `_`, so
+ * every term reaches FTS5 unchanged and no plain term can collide with an encoded one.
+ *
+ * A query is the OR of its terms (ASCII terms of 4+ characters and lone CJK characters also as
+ * prefixes, ASCII terms of 6+ characters also with typos) ranked by bm25(). Very common terms are dropped while rarer
+ * ones exist, and the ranked set is capped to the newest matches, so a search costs about
+ * the same on 10 thousand rows as on a million.
  */
-import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import MiniSearch, { type Options, type SearchOptions } from 'minisearch'
-import { matchesScope } from './scope-filter.ts'
+import type Database from 'better-sqlite3'
 import { tokenize, TOKENIZER_VERSION } from './tokenizer.ts'
-import type { IndexBuildReason, MemoryScopeFilter, MessageRole, Scope, SearchIndexStatus } from './types.ts'
 
-/** Version of the persisted index file layout. */
-export const INDEX_FILE_FORMAT = 'dsh-memory-search-index'
-export const INDEX_FILE_VERSION = 1
+/** Meta key recording the tokenizer the FTS tables were built with and backfill progress. */
+export const FTS_META_KEY = 'store.search-fts'
+/** Version of how terms are written into FTS5 (encoding, columns). */
+export const FTS_FORMAT = 1
 
-/** A message as the index sees it. */
-export interface MessageDocument {
-  id: string
-  text: string
-  conversationId: string
-  workspace: string
-  role: MessageRole
-  createdAt: number
-}
-
-/** A memory as the index sees it. */
-export interface MemoryDocument {
-  id: string
-  text: string
-  kind: string
-  scope: Scope
-  workspace: string | null
-  sessionId: string | null
-  createdAt: number
-  superseded: boolean
-}
-
-/** One row of `store_changes`. */
-export interface ChangeRow {
-  seq: number
-  entity: string
-  entityId: string
-  op: 'insert' | 'update' | 'delete'
-}
-
-/** What the index needs from the database; implemented by the SQLite store. */
-export interface IndexSource {
-  /** A random id fixed when the database was created; ties a persisted file to its database. */
-  instanceId(): string
-  /** Highest `store_changes.seq` (0 when empty). */
-  currentSeq(): number
-  /** Changes with seq > `after`, ascending, at most `limit`. */
-  changesSince(after: number, limit: number): ChangeRow[]
-  allMessages(): Iterable<MessageDocument>
-  allMemories(): Iterable<MemoryDocument>
-  message(id: string): MessageDocument | undefined
-  messageIdsOfConversation(conversationId: string): string[]
-  memory(id: string): MemoryDocument | undefined
-  /** True while a transaction is open: its changes may still roll back, so nothing is persisted. */
-  inTransaction(): boolean
-  /** The manifest recorded in the database, if any. */
-  readManifest(): string | undefined
-  /** Record the manifest (skipped for read-only stores). */
-  writeManifest(manifest: string): void
-}
-
-// Prefix and fuzzy matching for Latin-ish terms only: CJK bigrams are already partial
-// matches, and edit distance on two-character terms only adds noise. The exception is a
-// lone CJK character (a one-character query such as 猫): it has no bigram of its own, so it
-// matches as a prefix of the bigrams and words that start with it.
-const isAsciiTerm = (term: string): boolean => /^[a-z0-9]/.test(term)
-const isLoneCjk = (term: string): boolean => term.length === 1 && /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u.test(term)
-/** The query options every store search uses (exported for the benchmark). */
-export const SEARCH_OPTIONS: SearchOptions = {
-  combineWith: 'OR',
-  prefix: (term) => (isAsciiTerm(term) && term.length >= 4) || isLoneCjk(term),
-  fuzzy: (term) => (isAsciiTerm(term) && term.length >= 6 ? 0.15 : false),
-}
-// Describes SEARCH_OPTIONS and the fields for the options hash (functions do not stringify).
-const OPTIONS_DESCRIPTION = {
-  messages: { fields: ['text'], store: ['conversationId', 'workspace', 'role', 'createdAt'] },
-  memories: { fields: ['text'], store: ['kind', 'scope', 'workspace', 'sessionId', 'createdAt', 'superseded'] },
-  search: { combineWith: 'OR', prefix: 'ascii>=4|lone-cjk', fuzzy: 'ascii>=6:0.15' },
-}
-
-const baseOptions = {
-  idField: 'id',
-  fields: ['text'] as string[],
-  tokenize: (text: string) => tokenize(text),
-  // The tokenizer already normalises; MiniSearch's default would lower-case again.
-  processTerm: (term: string) => term,
-  searchOptions: SEARCH_OPTIONS,
-  // Vacuuming is done explicitly (synchronously) so no timer outlives the store.
-  autoVacuum: false,
-} as const
-
-const MESSAGE_OPTIONS: Options<MessageDocument> = { ...baseOptions, storeFields: OPTIONS_DESCRIPTION.messages.store }
-const MEMORY_OPTIONS: Options<MemoryDocument> = { ...baseOptions, storeFields: OPTIONS_DESCRIPTION.memories.store }
-
-/** Everything that changes which terms are indexed or how they match. */
-export interface IndexManifest {
+/** What the FTS tables were built with; a different one means a rebuild. */
+export interface FtsManifest {
   format: number
   tokenizer: string
-  optionsHash: string
+  /** ICU's dictionaries decide CJK word boundaries, so a Node upgrade can change tokens. */
+  icu: string
 }
 
-/** The manifest of this code: a persisted index with another one is rebuilt. */
-export function currentManifest(): IndexManifest {
-  const hash = createHash('sha256')
-    // ICU's dictionaries decide CJK word boundaries, so a Node upgrade can change tokens.
-    .update(JSON.stringify({ ...OPTIONS_DESCRIPTION, icu: process.versions.icu ?? 'none', tokenizer: TOKENIZER_VERSION }))
-    .digest('hex')
-    .slice(0, 16)
-  return { format: INDEX_FILE_VERSION, tokenizer: TOKENIZER_VERSION, optionsHash: hash }
+/** The recorded state: the manifest plus the backfill cursors (`null` = done). */
+export interface FtsState extends FtsManifest {
+  /** Last message id backfilled, `''` before the first, `null` once every message is indexed. */
+  messagesAfter: string | null
+  memoriesAfter: string | null
 }
 
-interface FileHeader extends IndexManifest {
-  type: typeof INDEX_FILE_FORMAT
-  instanceId: string
-  seq: number
+/** The manifest of this code. */
+export function currentFtsManifest(): FtsManifest {
+  return { format: FTS_FORMAT, tokenizer: TOKENIZER_VERSION, icu: process.versions.icu ?? 'none' }
 }
 
-/** A ranked id with its stored fields. */
-export interface IndexHit<F> {
-  id: string
-  score: number
-  fields: F
+// Terms FTS5's ascii tokenizer keeps whole: no ASCII character other than a-z and 0-9.
+const PLAIN_TERM = /^[a-z0-9\u0080-\u{10ffff}]+$/u
+
+/** The FTS5 form of one tokenizer term (exported for tests). */
+export function encodeTerm(term: string): string {
+  return PLAIN_TERM.test(term) ? term : `_${Buffer.from(term, 'utf8').toString('hex')}`
 }
 
-/** How often to fold, per catch-up, discarded documents out of the index. */
-const VACUUM_MIN_DIRT = 500
-const VACUUM_MIN_FACTOR = 0.2
-const CHANGE_BATCH = 5_000
+/** The FTS column value of a text: its terms, encoded, space-joined. */
+export function ftsTerms(text: string): string {
+  return tokenize(text).map(encodeTerm).join(' ')
+}
 
-/** The lazily built, incrementally updated search index of one store. */
-export class SearchIndex {
-  private messages: MiniSearch<MessageDocument> | undefined
-  private memories: MiniSearch<MemoryDocument> | undefined
-  private seq = 0
-  private reason: IndexBuildReason | null = null
-  private dirty = false
-  private readonly manifest = currentManifest()
+// Prefix matching for Latin-ish terms of four or more characters, and for a lone CJK
+// character (a one-character query such as 猫 has no bigram of its own, so it matches as the
+// prefix of the bigrams and words that start with it).
+const isAsciiTerm = (term: string): boolean => /^[a-z0-9]/.test(term)
+const isLoneCjk = (term: string): boolean => term.length === 1 && /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u.test(term)
+const isPrefixTerm = (term: string): boolean => (isAsciiTerm(term) && term.length >= 4) || isLoneCjk(term)
+
+/** A term is "very common" above this share of the documents (and {@link COMMON_MIN_DOCS}). */
+const COMMON_SHARE = 0.005
+const COMMON_MIN_DOCS = 500
+/** Matches ranked per query at most: the newest ones when a query matches more. */
+export const RANK_CAP = 1_000
+/** Typo tolerance for ASCII terms of six or more characters: edit distance ≤ 15 % of the length. */
+const FUZZY_MIN_LENGTH = 6
+const FUZZY_SHARE = 0.15
+/**
+ * Vocabulary entries (sharing the term's first three characters) compared per fuzzy term.
+ * fts5vocab reads each entry's whole document list, so this stays small.
+ */
+const FUZZY_VOCAB_SCAN = 64
+
+/** One kind of document: its mapping table, FTS table and vocabulary. */
+interface FtsTables {
+  docs: string
+  idColumn: string
+  fts: string
+  vocab: string
+}
+
+export const MESSAGE_TABLES: FtsTables = { docs: 'store_search_messages', idColumn: 'message_id', fts: 'store_search_messages_fts', vocab: 'store_search_messages_vocab' }
+export const MEMORY_TABLES: FtsTables = { docs: 'store_search_memories', idColumn: 'memory_id', fts: 'store_search_memories_fts', vocab: 'store_search_memories_vocab' }
+
+/** A planned query: the FTS5 MATCH expression, or `undefined` when nothing can match. */
+export interface PlannedQuery {
+  match: string | undefined
+  /** Terms kept and dropped (for tests and diagnostics). */
+  kept: string[]
+  dropped: string[]
+}
+
+/** Prepared statements of one kind of document. */
+class FtsKind {
+  readonly tables: FtsTables
+  readonly #db: Database.Database
+  readonly #insertFts: Database.Statement
+  readonly #deleteFts: Database.Statement
+  readonly #docOf: Database.Statement
+  readonly #deleteDoc: Database.Statement
+  readonly #cappedDocs: Database.Statement
+  readonly #maxDoc: Database.Statement
+  readonly #count: Database.Statement
+  readonly #neighbourTerms: Database.Statement
+
+  constructor(db: Database.Database, tables: FtsTables) {
+    this.#db = db
+    this.tables = tables
+    this.#insertFts = db.prepare(`INSERT INTO ${tables.fts} (rowid, terms) VALUES (?, ?)`)
+    this.#deleteFts = db.prepare(`DELETE FROM ${tables.fts} WHERE rowid = ?`)
+    this.#docOf = db.prepare(`SELECT doc FROM ${tables.docs} WHERE ${tables.idColumn} = ?`).pluck()
+    this.#deleteDoc = db.prepare(`DELETE FROM ${tables.docs} WHERE doc = ?`)
+    // Counting stops at the cap: the cost of asking is bounded however common the term is.
+    this.#cappedDocs = db.prepare(`SELECT count(*) FROM (SELECT 1 FROM ${tables.fts} WHERE ${tables.fts} MATCH ? LIMIT ?)`).pluck()
+    this.#maxDoc = db.prepare(`SELECT max(doc) FROM ${tables.docs}`).pluck()
+    this.#count = db.prepare(`SELECT count(*) FROM ${tables.docs}`).pluck()
+    this.#neighbourTerms = db.prepare(`SELECT term, doc FROM ${tables.vocab} WHERE term >= ? AND term < ? LIMIT ${FUZZY_VOCAB_SCAN}`)
+  }
+
+  /** Index a document whose mapping row was just inserted as `doc`. */
+  insertTerms(doc: number | bigint, text: string): void {
+    this.#insertFts.run(doc, ftsTerms(text))
+  }
+
+  /** Remove a document (no-op when it is not indexed). */
+  remove(id: string): void {
+    const doc = this.#docOf.get(id) as number | undefined
+    if (doc === undefined) return
+    this.#deleteFts.run(doc)
+    this.#deleteDoc.run(doc)
+  }
+
+  /** Replace the terms of an indexed document (indexing it via `insert` when it is not). */
+  replaceTerms(id: string, text: string, insert: () => number | bigint): void {
+    const doc = this.#docOf.get(id) as number | undefined
+    if (doc === undefined) {
+      this.insertTerms(insert(), text)
+      return
+    }
+    this.#deleteFts.run(doc)
+    this.#insertFts.run(doc, ftsTerms(text))
+  }
+
+  count(): number {
+    return Number(this.#count.get() ?? 0)
+  }
 
   /**
-   * @param source - database access.
-   * @param filePath - where to persist the index; `null` keeps it in memory only.
-   * @param writable - false for read-only stores (never writes file or manifest).
+   * Merge FTS5's segments a step further (up to `pages` pages of work; call inside a write
+   * transaction). After a backfill the index is many small segments; left alone, FTS5 would
+   * merge them inside some later write (a "crisis merge" at 16 segments of a level), so one
+   * captured message would pay for the whole backfill's merge.
+   * @returns false when everything is merged.
    */
-  private readonly source: IndexSource
-  private readonly filePath: string | null
-  private readonly writable: boolean
-
-  constructor(source: IndexSource, filePath: string | null, writable: boolean) {
-    this.source = source
-    this.filePath = filePath
-    this.writable = writable
+  mergeStep(pages: number): boolean {
+    const before = this.#db.prepare('SELECT total_changes()').pluck().get() as number
+    this.#db.prepare(`INSERT INTO ${this.tables.fts} (${this.tables.fts}, rank) VALUES ('merge', ?)`).run(-pages)
+    const after = this.#db.prepare('SELECT total_changes()').pluck().get() as number
+    // FTS5's documented test: fewer than two changed rows means there was nothing to merge.
+    return after - before >= 2
   }
 
-  /** Build or load the index if needed, then apply every committed change since its position. */
-  ensureCurrent(options: { catchUp: boolean } = { catchUp: true }): void {
-    if (!this.messages || !this.memories) this.open()
-    if (options.catchUp) this.catchUp()
+  /** Drop every document (mapping rows and FTS content). */
+  clear(): void {
+    this.#db.exec(`DELETE FROM ${this.tables.docs}; INSERT INTO ${this.tables.fts} (${this.tables.fts}) VALUES ('delete-all');`)
   }
 
   /**
-   * Forget the in-memory index (after a rollback it may hold changes that never committed);
-   * the next search loads the file or rebuilds.
+   * The MATCH expression for `query`: its distinct terms, minus very common ones while rarer
+   * ones exist, minus terms no document has.
    */
-  reset(): void {
-    this.messages = undefined
-    this.memories = undefined
-    this.seq = 0
-    this.reason = null
-    this.dirty = false
-  }
-
-  /** Drop everything and rebuild from the database. */
-  rebuild(reason: IndexBuildReason = 'manual'): void {
-    const seq = this.source.currentSeq()
-    const messages = new MiniSearch<MessageDocument>(MESSAGE_OPTIONS)
-    const memories = new MiniSearch<MemoryDocument>(MEMORY_OPTIONS)
-    addInBatches(messages, this.source.allMessages())
-    addInBatches(memories, this.source.allMemories())
-    this.messages = messages
-    this.memories = memories
-    this.seq = seq
-    this.reason = reason
-    this.dirty = true
-    if (this.writable) this.source.writeManifest(JSON.stringify(this.manifest))
-    // A full build is the expensive case; keep its result even if the process dies.
-    this.persist()
-  }
-
-  /** Rank message ids; `accept` filters on stored fields before the limit is applied. */
-  searchMessages(query: string, accept: (fields: MessageDocument) => boolean, limit: number): IndexHit<MessageDocument>[] {
-    const index = this.messages!
-    return index
-      .search(query, { filter: (result) => accept(result as unknown as MessageDocument) })
-      .slice(0, limit)
-      .map((result) => ({ id: String(result.id), score: result.score, fields: result as unknown as MessageDocument }))
-  }
-
-  /** Rank memory ids under the scope filter. */
-  searchMemories(query: string, filter: MemoryScopeFilter, limit: number): IndexHit<MemoryDocument>[] {
-    const index = this.memories!
-    return index
-      .search(query, { filter: (result) => matchesScope(result as unknown as MemoryDocument, filter) })
-      .slice(0, limit)
-      .map((result) => ({ id: String(result.id), score: result.score, fields: result as unknown as MemoryDocument }))
-  }
-
-  status(): SearchIndexStatus {
+  plan(query: string): PlannedQuery {
+    const terms = [...new Set(tokenize(query))]
+    if (terms.length === 0) return { match: undefined, kept: [], dropped: [] }
+    const total = Number(this.#maxDoc.get() ?? 0)
+    const common = Math.ceil(Math.max(COMMON_MIN_DOCS, total * COMMON_SHARE))
+    const entries = terms.map((term) => {
+      const encoded = encodeTerm(term)
+      // Document frequency of the exact term, counted up to just past "very common".
+      const docs = Number(this.#cappedDocs.get(`"${encoded}"`, common + 1) ?? 0)
+      // A term no document has may be a typo: try indexed terms within the edit distance.
+      const variants = docs === 0 ? this.#fuzzyVariants(term) : []
+      // Prefix expansion only for terms that are not very common themselves: FTS5 merges the
+      // document lists of every term with the prefix, which is what makes common ones slow.
+      const prefix = isPrefixTerm(term) && docs <= common
+      const forms = [`"${encoded}"${prefix ? ' *' : ''}`, ...variants.map((variant) => `"${variant.term}"`)]
+      return { term, docs: docs + variants.reduce((sum, variant) => sum + variant.docs, 0), forms, prefix }
+    })
+    // A prefix term with no exact match may still match longer terms (猫 in 猫カフェ, deploy in deployment).
+    const present = entries.filter((entry) => entry.docs > 0 || entry.prefix)
+    const rare = present.filter((entry) => entry.docs <= common)
+    // All terms common: keep the rarest one; the newest-matches cap bounds the work.
+    const chosen = rare.length > 0 ? rare : present.sort((a, b) => a.docs - b.docs).slice(0, 1)
+    // A term another kept prefix term already covers ("database" under "databas*") adds only
+    // another pass over the same document lists.
+    const kept = chosen.filter((entry) => !chosen.some((other) => other !== entry && other.prefix && entry.term !== other.term && entry.term.startsWith(other.term)))
+    const keptTerms = new Set(kept.map((entry) => entry.term))
     return {
-      built: this.messages !== undefined,
-      reason: this.reason,
-      seq: this.seq,
-      documents: { messages: this.messages?.documentCount ?? 0, memories: this.memories?.documentCount ?? 0 },
-      tokenizerVersion: this.manifest.tokenizer,
-      optionsHash: this.manifest.optionsHash,
+      match: kept.length === 0 ? undefined : kept.flatMap((entry) => entry.forms).join(' OR '),
+      kept: [...keptTerms],
+      dropped: terms.filter((term) => !keptTerms.has(term)),
     }
   }
 
-  /** Write the index file if it changed since the last write (atomic: temp file + rename). */
-  persist(): void {
-    if (!this.dirty || !this.filePath || !this.writable || !this.messages || !this.memories) return
-    if (this.source.inTransaction()) return
-    const header: FileHeader = { type: INDEX_FILE_FORMAT, ...this.manifest, instanceId: this.source.instanceId(), seq: this.seq }
-    const body = JSON.stringify({ messages: this.messages.toJSON(), memories: this.memories.toJSON() })
-    const temp = `${this.filePath}.${process.pid}.tmp`
-    try {
-      writeFileSync(temp, `${JSON.stringify(header)}\n${body}`)
-      renameSync(temp, this.filePath)
-      this.dirty = false
-    } catch {
-      // The file is only a cache: failing to write it costs a rebuild later, nothing more.
-      rmSync(temp, { force: true })
+  /** Indexed terms within the typo distance of a long ASCII term (not the term itself). */
+  #fuzzyVariants(term: string): { term: string; docs: number }[] {
+    if (term.length < FUZZY_MIN_LENGTH || !/^[a-z0-9]+$/.test(term)) return []
+    const distance = Math.round(term.length * FUZZY_SHARE)
+    const head = term.slice(0, 3)
+    const upper = head.slice(0, 2) + String.fromCharCode(head.charCodeAt(2) + 1)
+    const out: { term: string; docs: number }[] = []
+    for (const row of this.#neighbourTerms.all(head, upper) as { term: string; doc: number }[]) {
+      if (row.term === term || Math.abs(row.term.length - term.length) > distance) continue
+      if (withinDistance(term, row.term, distance)) out.push({ term: row.term, docs: row.doc })
     }
-  }
-
-  private open(): void {
-    const recorded = this.source.readManifest()
-    const expected = JSON.stringify(this.manifest)
-    if (recorded !== undefined && recorded !== expected) {
-      this.rebuild(manifestChangeReason(recorded, this.manifest))
-      return
-    }
-    if (!this.filePath || !existsSync(this.filePath)) {
-      this.rebuild(recorded === undefined ? 'fresh' : 'no-file')
-      return
-    }
-    const loaded = this.load(this.filePath)
-    if (typeof loaded === 'string') {
-      this.rebuild(loaded)
-      return
-    }
-    this.messages = loaded.messages
-    this.memories = loaded.memories
-    this.seq = loaded.seq
-    this.reason = 'loaded'
-    this.dirty = false
-    if (recorded === undefined && this.writable) this.source.writeManifest(expected)
-  }
-
-  private load(path: string): { messages: MiniSearch<MessageDocument>; memories: MiniSearch<MemoryDocument>; seq: number } | IndexBuildReason {
-    try {
-      const content = readFileSync(path, 'utf8')
-      const newline = content.indexOf('\n')
-      if (newline < 0) return 'corrupt-file'
-      const header = JSON.parse(content.slice(0, newline)) as Partial<FileHeader>
-      if (header.type !== INDEX_FILE_FORMAT || header.format !== this.manifest.format) return 'options-changed'
-      if (header.tokenizer !== this.manifest.tokenizer) return 'tokenizer-changed'
-      if (header.optionsHash !== this.manifest.optionsHash) return 'options-changed'
-      if (header.instanceId !== this.source.instanceId()) return 'other-database'
-      // A position beyond the database's means the file belongs to a newer copy (restored backup).
-      if (typeof header.seq !== 'number' || header.seq > this.source.currentSeq()) return 'stale-file'
-      const body = JSON.parse(content.slice(newline + 1)) as { messages: unknown; memories: unknown }
-      return {
-        messages: MiniSearch.loadJS(body.messages as never, MESSAGE_OPTIONS),
-        memories: MiniSearch.loadJS(body.memories as never, MEMORY_OPTIONS),
-        seq: header.seq,
-      }
-    } catch {
-      return 'corrupt-file'
-    }
-  }
-
-  private catchUp(): void {
-    for (;;) {
-      const batch = this.source.changesSince(this.seq, CHANGE_BATCH)
-      if (batch.length === 0) break
-      const messageIds = new Set<string>()
-      const memoryIds = new Set<string>()
-      for (const change of batch) {
-        if (change.entity === 'message') messageIds.add(change.entityId)
-        else if (change.entity === 'memory') memoryIds.add(change.entityId)
-        else if (change.entity === 'conversation' && change.op === 'update') {
-          // Messages carry their conversation's workspace as a stored field.
-          for (const id of this.source.messageIdsOfConversation(change.entityId)) messageIds.add(id)
-        }
-      }
-      for (const id of messageIds) refresh(this.messages!, id, this.source.message(id))
-      for (const id of memoryIds) refresh(this.memories!, id, this.source.memory(id))
-      this.seq = batch[batch.length - 1]!.seq
-      this.dirty = true
-    }
-    for (const index of [this.messages!, this.memories!] as MiniSearch<unknown>[]) {
-      if (index.dirtCount >= VACUUM_MIN_DIRT && index.dirtFactor >= VACUUM_MIN_FACTOR) {
-        // One batch as large as the index: MiniSearch then never yields to a timer, so
-        // the vacuum completes synchronously inside this call.
-        void index.vacuum({ batchSize: Number.MAX_SAFE_INTEGER, batchWait: 0 })
-      }
-    }
+    return out
   }
 }
 
-function refresh<T extends { id: string }>(index: MiniSearch<T>, id: string, document: T | undefined): void {
-  if (index.has(id)) index.discard(id)
-  if (document) index.add(document)
-}
-
-function addInBatches<T>(index: MiniSearch<T>, documents: Iterable<T>): void {
-  let batch: T[] = []
-  for (const document of documents) {
-    batch.push(document)
-    if (batch.length >= 1_000) {
-      index.addAll(batch)
-      batch = []
+/** True when the Levenshtein distance of `a` and `b` is at most `max`. */
+export function withinDistance(a: string, b: string, max: number): boolean {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    let best = i
+    for (let j = 1; j <= b.length; j++) {
+      const value = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+      current.push(value)
+      best = Math.min(best, value)
     }
+    if (best > max) return false
+    previous = current
   }
-  if (batch.length) index.addAll(batch)
+  return previous[b.length]! <= max
 }
 
-function manifestChangeReason(recorded: string, current: IndexManifest): IndexBuildReason {
+/** The FTS index of one store connection. */
+export class FtsIndex {
+  readonly messages: FtsKind
+  readonly memories: FtsKind
+  readonly #insertMessageDoc: Database.Statement
+  readonly #insertMemoryDoc: Database.Statement
+
+  constructor(db: Database.Database) {
+    this.messages = new FtsKind(db, MESSAGE_TABLES)
+    this.memories = new FtsKind(db, MEMORY_TABLES)
+    this.#insertMessageDoc = db.prepare('INSERT INTO store_search_messages (message_id, conversation_id, role, created_at) VALUES (?, ?, ?, ?)')
+    this.#insertMemoryDoc = db.prepare('INSERT INTO store_search_memories (memory_id) VALUES (?)')
+  }
+
+  /** Index a new message (call inside the transaction that inserts it). */
+  addMessage(row: { id: string; conversationId: string; role: string; createdAt: number; text: string }): void {
+    const doc = this.#insertMessageDoc.run(row.id, row.conversationId, row.role, row.createdAt).lastInsertRowid
+    this.messages.insertTerms(doc, row.text)
+  }
+
+  /** Index a new memory (call inside the transaction that inserts it). */
+  addMemory(id: string, text: string): void {
+    this.memories.insertTerms(this.#insertMemoryDoc.run(id).lastInsertRowid, text)
+  }
+
+  /** Re-index a memory whose text changed. */
+  updateMemory(id: string, text: string): void {
+    this.memories.replaceTerms(id, text, () => this.#insertMemoryDoc.run(id).lastInsertRowid)
+  }
+}
+
+/** Parse the recorded state; `undefined` when absent or unreadable. */
+export function parseFtsState(value: string | undefined): FtsState | undefined {
+  if (value === undefined) return undefined
   try {
-    const parsed = JSON.parse(recorded) as Partial<IndexManifest>
-    return parsed.tokenizer !== current.tokenizer ? 'tokenizer-changed' : 'options-changed'
+    const parsed = JSON.parse(value) as Partial<FtsState>
+    if (typeof parsed.format !== 'number' || typeof parsed.tokenizer !== 'string' || typeof parsed.icu !== 'string') return undefined
+    const cursor = (v: unknown) => (typeof v === 'string' ? v : null)
+    return { format: parsed.format, tokenizer: parsed.tokenizer, icu: parsed.icu, messagesAfter: cursor(parsed.messagesAfter), memoriesAfter: cursor(parsed.memoriesAfter) }
   } catch {
-    return 'options-changed'
+    return undefined
   }
+}
+
+/** True when `state` was built with `manifest`. */
+export function sameManifest(state: FtsManifest, manifest: FtsManifest): boolean {
+  return state.format === manifest.format && state.tokenizer === manifest.tokenizer && state.icu === manifest.icu
 }

@@ -2,7 +2,7 @@
  * The SQLite backend of {@link MemoryStore}: better-sqlite3 (WAL, busy timeout, foreign
  * keys, synchronous=NORMAL) with drizzle for typed queries. Callers never see SQL.
  */
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { and, asc, desc, eq, gt, gte, inArray, isNull, lte, ne, or, sql, type SQL } from 'drizzle-orm'
@@ -15,7 +15,7 @@ import { type MemoryStoreOptions, type ResolvedStoreOptions, resolveStoreOptions
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
 import * as schema from './schema.ts'
 import { asArray } from './scope-filter.ts'
-import { type ChangeRow, type IndexSource, type MemoryDocument, type MessageDocument, SearchIndex } from './search-index.ts'
+import { currentFtsManifest, FTS_META_KEY, FtsIndex, type FtsState, MEMORY_TABLES, MESSAGE_TABLES, parseFtsState, RANK_CAP, sameManifest } from './search-index.ts'
 import { storeMigrations } from './store-migrations.ts'
 import { estimateTokens, prepareLabel, prepareText } from './text.ts'
 import { ConnectionGate } from './gate.ts'
@@ -35,6 +35,7 @@ import type {
   ConversationRepository,
   CoordinatedMemoryStore,
   EnsureConversationInput,
+  IndexBuildReason,
   EntityName,
   ImportResult,
   LayerKey,
@@ -92,10 +93,14 @@ import {
 
 type Db = BetterSQLite3Database
 
-/** Meta key holding the random id of this database (ties the index file to it). */
-const INSTANCE_META_KEY = 'store.instance-id'
-/** Meta key holding the search index manifest (format, tokenizer, options hash). */
-const INDEX_META_KEY = 'store.search-index'
+/** Meta key of the MiniSearch manifest written by versions before FTS5 (removed at open). */
+const LEGACY_INDEX_META_KEY = 'store.search-index'
+/** Rows indexed per backfill transaction: short write locks, so other processes keep writing. */
+const BACKFILL_BATCH = 5_000
+/** The longest SQLite waits for a lock inside one call (it blocks the thread while it waits). */
+const BUSY_SLICE_MS = 50
+/** FTS5 pages merged per transaction after a backfill. */
+const MERGE_PAGES = 2_000
 const RESERVED_META_PREFIX = 'store.'
 const MAX_META_KEY = 200
 const MAX_META_VALUE = 64 * 1024
@@ -145,11 +150,29 @@ export function openMemoryStore(options: MemoryStoreOptions): CoordinatedMemoryS
       readonly: resolved.readonly,
       package: '@dsh-memory/store',
     })
-    return new SqliteMemoryStore(sqlite, resolved)
+    const store = new SqliteMemoryStore(sqlite, resolved)
+    // From here on SQLite's own (thread-blocking) wait is one short slice; longer waits for
+    // another process's write lock happen between slices without blocking the event loop.
+    sqlite.pragma(`busy_timeout = ${Math.min(resolved.busyTimeoutMs, BUSY_SLICE_MS)}`)
+    return store
   } catch (error) {
     sqlite.close()
     throw translateSqliteError(error, `cannot open ${resolved.path}`)
   }
+}
+
+function isBusy(error: unknown): boolean {
+  return isMemoryStoreError(error) && error.code === 'busy'
+}
+
+/** Jittered, growing pause between lock attempts (5 ms .. 250 ms), so waiting writers spread out. */
+function busyBackoffMs(attempt: number): number {
+  const ceiling = Math.min(250, 5 * 2 ** Math.min(attempt, 6))
+  return ceiling / 2 + Math.random() * (ceiling / 2)
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 /** Map driver errors to stable codes; our own errors pass through. */
@@ -199,13 +222,13 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
   readonly #db: Db
   readonly #options: ResolvedStoreOptions
   readonly #gate = new ConnectionGate()
-  readonly #index: SearchIndex
+  readonly #fts: FtsIndex
+  #ftsReason: IndexBuildReason | null = null
   readonly #snapshots = new Set<Database.Database>()
   readonly #runImmediate: Database.Transaction<(op: () => unknown) => unknown>
   #closed = false
   #sqliteClosed = false
   #closing: Promise<void> | undefined
-  #instanceId: string | undefined
 
   constructor(sqlite: Database.Database, options: ResolvedStoreOptions) {
     this.#sqlite = sqlite
@@ -214,9 +237,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     this.path = options.path
     this.readonly = options.readonly
     this.#runImmediate = sqlite.transaction((op: () => unknown) => op())
-    this.#index = new SearchIndex(this.#indexSource(), options.indexPath, !options.readonly)
-    // Written by the first migration; a database without it cannot vouch for an index file.
-    this.#instanceId = this.#db.select().from(schema.meta).where(eq(schema.meta.key, INSTANCE_META_KEY)).get()?.value
+    this.#fts = new FtsIndex(sqlite)
 
     this.conversations = this.#conversationRepository()
     this.messages = this.#messageRepository()
@@ -228,6 +249,11 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     this.search = this.#searchService()
     this.layers = this.#layerRepository()
     this.leases = this.#leaseRepository()
+    if (!options.readonly) {
+      // The MiniSearch file of versions before FTS5 is dead weight now.
+      if (options.legacyIndexPath) rmSync(options.legacyIndexPath, { force: true })
+      this.#syncSearchIndex()
+    }
   }
 
   get closed(): boolean {
@@ -248,6 +274,21 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     return Math.round(this.#options.now())
   }
 
+  readonly #statements = new Map<string, Database.Statement>()
+
+  /**
+   * A prepared statement, compiled once per connection. The capture hot path (one append per
+   * host event) uses these instead of the query builder, which prepares on every call.
+   */
+  #stmt(source: string): Database.Statement {
+    let statement = this.#statements.get(source)
+    if (!statement) {
+      statement = this.#sqlite.prepare(source)
+      this.#statements.set(source, statement)
+    }
+    return statement
+  }
+
   /** Run a read when the connection is free. */
   #read<T>(op: () => T): Promise<T> {
     return this.#call(false, op)
@@ -259,11 +300,19 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
    */
   #write<T>(op: () => T, options?: WriteOptions): Promise<T> {
     const fence = options?.fence === undefined ? undefined : this.#fenceOf(options.fence)
-    return this.#call(true, () =>
-      this.#runImmediate.immediate(() => {
-        if (fence) this.#assertFence(fence)
-        return op()
-      }) as T,
+    let began = false
+    return this.#call(
+      true,
+      () => {
+        began = false
+        return this.#runImmediate.immediate(() => {
+          began = true
+          if (fence) this.#assertFence(fence)
+          return op()
+        }) as T
+      },
+      // `busy` from BEGIN IMMEDIATE means nothing ran yet: safe to try again.
+      () => !began,
     )
   }
 
@@ -321,17 +370,30 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     }
   }
 
-  async #call<T>(write: boolean, op: () => T): Promise<T> {
+  /**
+   * Run `op` on the connection. A `busy` failure is retried (asynchronously, with jitter) until
+   * `busyTimeoutMs` has passed when `retryable()` says the attempt changed nothing; reads
+   * always can be retried.
+   */
+  async #call<T>(write: boolean, op: () => T, retryable: () => boolean = () => !write): Promise<T> {
     this.#assertOpen()
     if (write && this.readonly) throw new MemoryStoreError('readonly', 'the memory store was opened read-only')
-    return this.#gate.run(() => {
-      this.#assertOpen()
+    const deadline = Date.now() + this.#options.busyTimeoutMs
+    for (let attempt = 1; ; attempt++) {
       try {
-        return op()
+        return await this.#gate.run(() => {
+          this.#assertOpen()
+          try {
+            return op()
+          } catch (error) {
+            throw translateSqliteError(error, write ? 'write failed' : 'read failed')
+          }
+        })
       } catch (error) {
-        throw translateSqliteError(error, write ? 'write failed' : 'read failed')
+        if (!isBusy(error) || !retryable() || Date.now() >= deadline) throw error
+        await sleep(busyBackoffMs(attempt))
       }
-    })
+    }
   }
 
   /** Record the audit row and the change-log row of a write, inside its transaction. */
@@ -340,11 +402,8 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     if (actor !== null && actor !== undefined && (typeof actor !== 'string' || actor.length === 0 || actor.length > 200)) {
       throw new MemoryStoreError('invalid-argument', 'actor must be a non-empty string of at most 200 characters')
     }
-    this.#db
-      .insert(schema.audit)
-      .values({ at, op: spec.audit, entity: spec.entity, entityId: spec.entityId, actor: actor ?? null, revision: spec.revision ?? null })
-      .run()
-    this.#db.insert(schema.changes).values({ entity: spec.entity, entityId: spec.entityId, op: spec.change, at }).run()
+    this.#stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES (?, ?, ?, ?, ?, ?)').run(at, spec.audit, spec.entity, spec.entityId, actor ?? null, spec.revision ?? null)
+    this.#stmt('INSERT INTO store_changes (entity, entity_id, op, at) VALUES (?, ?, ?, ?)').run(spec.entity, spec.entityId, spec.change, at)
   }
 
   #setMetaRow(key: string, value: string, options?: WriteOptions): void {
@@ -370,6 +429,12 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
         const workspace = prepareLabel(input.workspace ?? '', 'workspace', this.#options.limits.label, true)
         const title = input.title === undefined || input.title === null ? undefined : prepareLabel(input.title, 'title', this.#options.limits.label, true)
         const startedAt = input.startedAt === undefined ? undefined : requireTime(input.startedAt, 'startedAt')
+        const unchanged = (existing: typeof t.$inferSelect | undefined): boolean =>
+          existing !== undefined && (!workspace || workspace === existing.workspace) && (!title || title === existing.title)
+        // Capture calls this before every message: when nothing would change, a read answers
+        // without taking the write lock (the write path below re-checks under the lock).
+        const current = await this.#read(() => getRow(id))
+        if (unchanged(current)) return { created: false, conversation: toConversation(current!) }
         return this.#write(() => {
           const now = this.#now()
           const existing = getRow(id)
@@ -438,6 +503,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
           this.#db.delete(t).where(eq(t.id, id)).run()
           // The cascade removed the messages; the index learns about each from the change log.
           for (const { id: messageId } of messageIds) {
+            this.#fts.messages.remove(messageId)
             this.#db.insert(schema.changes).values({ entity: 'message', entityId: messageId, op: 'delete', at: now }).run()
           }
           this.#record({ entity: 'conversation', entityId: id, change: 'delete', audit: 'conversation.delete' }, options, now)
@@ -472,32 +538,26 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
         const flags = flagsObject(input.flags)
         const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
         return this.#write(() => {
-          const existing = byHostId(conversationId, hostMessageId)
-          if (existing) return { inserted: false, message: toMessage(existing), redactions: 0 }
-          const conversation = this.#db.select().from(schema.conversations).where(eq(schema.conversations.id, conversationId)).get()
-          if (!conversation) {
+          const existingId = this.#stmt('SELECT id FROM store_messages WHERE conversation_id = ? AND host_message_id = ?').pluck().get(conversationId, hostMessageId) as string | undefined
+          if (existingId !== undefined) return { inserted: false, message: toMessage(getRow(existingId)!), redactions: 0 }
+          const conversationUpdatedAt = this.#stmt('SELECT updated_at FROM store_conversations WHERE id = ?').pluck().get(conversationId) as number | undefined
+          if (conversationUpdatedAt === undefined) {
             throw new MemoryStoreError('not-found', `conversation ${conversationId} does not exist; call conversations.ensure() first`)
           }
           const now = this.#now()
           const at = createdAt ?? now
-          const nextSeq =
-            seq ??
-            (this.#db
-              .select({ max: sql<number | null>`max(${t.seq})` })
-              .from(t)
-              .where(eq(t.conversationId, conversationId))
-              .get()?.max ?? 0) + 1
+          const nextSeq = seq ?? ((this.#stmt('SELECT max(seq) FROM store_messages WHERE conversation_id = ?').pluck().get(conversationId) as number | null) ?? 0) + 1
           const id = newId(at)
-          this.#db
-            .insert(t)
-            .values({ id, conversationId, hostMessageId, role, text: prepared.text, turn, seq: nextSeq, sourceIds, tokensEstimate, createdAt: at, flags })
-            .run()
+          this.#stmt(
+            'INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+          ).run(id, conversationId, hostMessageId, role, prepared.text, turn, nextSeq, JSON.stringify(sourceIds), tokensEstimate, at, JSON.stringify(flags))
+          this.#fts.addMessage({ id, conversationId, role, createdAt: at, text: prepared.text })
           // Keeps "recent conversations" ordering right; not a change the index cares about.
-          if (at > conversation.updatedAt) {
-            this.#db.update(schema.conversations).set({ updatedAt: at }).where(eq(schema.conversations.id, conversationId)).run()
-          }
+          if (at > conversationUpdatedAt) this.#stmt('UPDATE store_conversations SET updated_at = ? WHERE id = ?').run(at, conversationId)
           this.#record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.append' }, options, now)
-          return { inserted: true, message: toMessage(getRow(id)!), redactions: prepared.redactions }
+          // The row as written (the same values a re-read would return).
+          const message: Message = { id, conversationId, hostMessageId, role, text: prepared.text, turn, seq: nextSeq, sourceIds: [...sourceIds], tokensEstimate, createdAt: at, flags }
+          return { inserted: true, message, redactions: prepared.redactions }
         }, options)
       },
       get: async (id: string) => {
@@ -542,11 +602,48 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
             .map(toMessage),
         )
       },
+      around: async (ids: readonly string[], span: number) => {
+        const list = [...new Set(idList(ids, 'ids'))]
+        if (list.length > 1_000) throw new MemoryStoreError('invalid-argument', 'around() takes at most 1000 ids')
+        if (!Number.isSafeInteger(span) || span < 0 || span > 20) throw new MemoryStoreError('invalid-argument', 'span must be an integer between 0 and 20')
+        if (list.length === 0) return []
+        return this.#read(() => {
+          // One query: each hit's (conversation, seq ± span) window through the (conversation_id, seq) index.
+          const rowids = this.#stmt(
+            `WITH hits(cid, lo, hi) AS (SELECT m.conversation_id, m.seq - ?, m.seq + ? FROM json_each(?) j JOIN store_messages m ON m.id = j.value)
+             SELECT DISTINCT m.rowid FROM hits JOIN store_messages m ON m.conversation_id = hits.cid AND m.seq BETWEEN hits.lo AND hits.hi`,
+          )
+            .pluck()
+            .all(span, span, JSON.stringify(list)) as number[]
+          if (rowids.length === 0) return []
+          return this.#db
+            .select()
+            .from(t)
+            .where(sql`rowid IN (SELECT value FROM json_each(${JSON.stringify(rowids)}))`)
+            .orderBy(asc(t.conversationId), asc(t.seq), asc(t.id))
+            .all()
+            .map(toMessage)
+        })
+      },
+      count: async (filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'> = {}) => {
+        const conditions: SQL[] = []
+        if (filter.conversationId !== undefined) conditions.push(eq(t.conversationId, requireId(filter.conversationId, 'conversationId')))
+        if (filter.role !== undefined) conditions.push(eq(t.role, requireRole(filter.role)))
+        if (filter.since !== undefined) conditions.push(gte(t.createdAt, requireTime(filter.since, 'since')))
+        if (filter.until !== undefined) conditions.push(lte(t.createdAt, requireTime(filter.until, 'until')))
+        if (filter.workspace !== undefined) {
+          conditions.push(
+            inArray(t.conversationId, this.#db.select({ id: schema.conversations.id }).from(schema.conversations).where(eq(schema.conversations.workspace, filter.workspace))),
+          )
+        }
+        return this.#read(() => this.#db.select({ n: sql<number>`count(*)` }).from(t).where(and(...conditions)).get()?.n ?? 0)
+      },
       delete: async (id: string, options?: WriteOptions) => {
         requireId(id, 'id')
         return this.#write(() => {
           if (!getRow(id)) return false
           this.#db.delete(t).where(eq(t.id, id)).run()
+          this.#fts.messages.remove(id)
           this.#record({ entity: 'message', entityId: id, change: 'delete', audit: 'message.delete' }, options)
           return true
         }, options)
@@ -569,6 +666,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
         .insert(t)
         .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
         .run()
+      this.#fts.addMemory(id, values.text)
       this.#record({ entity: 'memory', entityId: id, change: 'insert', audit: 'memory.add', revision: 1 }, options, now)
       return id
     }
@@ -619,6 +717,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
             .set({ ...set, revision, updatedAt: Math.max(now, existing.updatedAt) })
             .where(eq(t.id, id))
             .run()
+          if (set.text !== undefined && set.text !== existing.text) this.#fts.updateMemory(id, set.text)
           this.#record({ entity: 'memory', entityId: id, change: 'update', audit: 'memory.update', revision }, options, now)
           // An embedding is derived data: attaching one does not change what the layer holds.
           if (Object.keys(set).some((key) => key !== 'embedding' && key !== 'embeddingDims' && key !== 'embeddingModel')) {
@@ -681,6 +780,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
           const placements = this.#db.select({ scope: t.scope, workspace: t.workspace }).from(t).where(inArray(t.id, ids)).all()
           this.#db.delete(t).where(inArray(t.id, ids)).run()
           for (const deleted of ids) {
+            this.#fts.memories.remove(deleted)
             this.#record({ entity: 'memory', entityId: deleted, change: 'delete', audit: 'memory.delete' }, options, now)
           }
           const sceneLayers = this.#pruneSceneReferences(ids, options, now)
@@ -709,6 +809,10 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
             .all()
             .map(toMemory),
         )
+      },
+      count: async (filter: MemoryScopeFilter = {}) => {
+        const where = this.#memoryScopeCondition(filter)
+        return this.#read(() => this.#db.select({ n: sql<number>`count(*)` }).from(t).where(where).get()?.n ?? 0)
       },
       touchRecalled: async (ids: readonly string[], at?: number, options?: WriteOptions) => {
         const list = [...new Set(idList(ids, 'ids'))]
@@ -1106,7 +1210,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
               journalMode: String(pragma('journal_mode')),
               synchronous,
               foreignKeys: Number(pragma('foreign_keys')) === 1,
-              busyTimeoutMs: Number(pragma('busy_timeout')),
+              busyTimeoutMs: this.#options.busyTimeoutMs,
               readonly: this.readonly,
               sizeBytes: Number(pragma('page_count')) * Number(pragma('page_size')),
               changeLogSeq: (this.#sqlite.prepare('SELECT max(seq) AS seq FROM store_changes').get() as { seq: number | null }).seq ?? 0,
@@ -1239,91 +1343,97 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
   // -------------------------------------------------------------------------------------------
   // search
 
-  #indexSource(): IndexSource {
-    const messageDocument = (row: { id: string; text: string; conversationId: string; workspace: string | null; role: 'user' | 'assistant'; createdAt: number }): MessageDocument => ({
-      id: row.id,
-      text: row.text,
-      conversationId: row.conversationId,
-      workspace: row.workspace ?? '',
-      role: row.role,
-      createdAt: row.createdAt,
+  /** The recorded FTS state, if any. */
+  #readFtsState(): FtsState | undefined {
+    return parseFtsState(this.#db.select().from(schema.meta).where(eq(schema.meta.key, FTS_META_KEY)).get()?.value)
+  }
+
+  /** Record the FTS state (internal bookkeeping: no audit or change-log row). */
+  #writeFtsState(state: FtsState): void {
+    const value = JSON.stringify(state)
+    const now = this.#now()
+    this.#db.insert(schema.meta).values({ key: FTS_META_KEY, value, updatedAt: now }).onConflictDoUpdate({ target: schema.meta.key, set: { value, updatedAt: now } }).run()
+  }
+
+  /**
+   * Bring the FTS tables up to date at open: clear them when they were built with another
+   * tokenizer (or never), then backfill rows not indexed yet, in short transactions that each
+   * advance a cursor recorded in store_meta, so a crash or a second process resumes instead of
+   * starting over and other processes' writes are never blocked for long.
+   */
+  #syncSearchIndex(force?: IndexBuildReason): void {
+    const manifest = currentFtsManifest()
+    const seen = this.#readFtsState()
+    // The common case takes no lock: the index is current.
+    if (!force && seen && sameManifest(seen, manifest) && seen.messagesAfter === null && seen.memoriesAfter === null) return
+    let reason: IndexBuildReason | null = null
+    this.#runImmediate.immediate(() => {
+      const state = this.#readFtsState()
+      if (!force && state && sameManifest(state, manifest)) {
+        if (state.messagesAfter !== null || state.memoriesAfter !== null) reason = 'resumed'
+        return
+      }
+      reason = force ?? (state ? 'tokenizer-changed' : 'backfill')
+      this.#fts.messages.clear()
+      this.#fts.memories.clear()
+      this.#db.delete(schema.meta).where(eq(schema.meta.key, LEGACY_INDEX_META_KEY)).run()
+      this.#writeFtsState({ ...manifest, messagesAfter: '', memoriesAfter: '' })
     })
-    const memoryDocument = (row: typeof schema.memories.$inferSelect): MemoryDocument => ({
-      id: row.id,
-      text: row.text,
-      kind: row.kind,
-      scope: row.scope,
-      workspace: row.workspace,
-      sessionId: row.sessionId,
-      createdAt: row.createdAt,
-      superseded: row.supersededBy !== null,
-    })
+    for (;;) {
+      const more = this.#runImmediate.immediate(() => this.#backfillBatch()) as boolean
+      if (!more) break
+    }
+    // Merge the backfill's segments now (part of the build), in bounded steps so other
+    // writers get the lock between them.
+    for (const kind of [this.#fts.messages, this.#fts.memories]) {
+      // Bounded: a merge step always makes progress, but never loop forever on a surprise.
+      for (let step = 0; step < 100_000 && (this.#runImmediate.immediate(() => kind.mergeStep(MERGE_PAGES)) as boolean); step++);
+    }
+    if (reason) this.#ftsReason = reason
+  }
+
+  /** Index the next batch of unindexed rows. @returns false when the backfill is complete. */
+  #backfillBatch(): boolean {
+    const state = this.#readFtsState()
+    if (!state) return false
     const m = schema.messages
-    const c = schema.conversations
-    const messageColumns = { id: m.id, text: m.text, conversationId: m.conversationId, workspace: c.workspace, role: m.role, createdAt: m.createdAt }
-    const db = this.#db
+    const mem = schema.memories
+    if (state.messagesAfter !== null) {
+      const rows = this.#db
+        .select({ id: m.id, conversationId: m.conversationId, role: m.role, createdAt: m.createdAt, text: m.text })
+        .from(m)
+        .where(and(gt(m.id, state.messagesAfter), sql`NOT EXISTS (SELECT 1 FROM ${sql.raw(MESSAGE_TABLES.docs)} d WHERE d.message_id = ${m.id})`))
+        .orderBy(asc(m.id))
+        .limit(BACKFILL_BATCH)
+        .all()
+      for (const row of rows) this.#fts.addMessage(row)
+      this.#writeFtsState({ ...state, messagesAfter: rows.length < BACKFILL_BATCH ? null : rows[rows.length - 1]!.id })
+      return true
+    }
+    if (state.memoriesAfter !== null) {
+      const rows = this.#db
+        .select({ id: mem.id, text: mem.text })
+        .from(mem)
+        .where(and(gt(mem.id, state.memoriesAfter), sql`NOT EXISTS (SELECT 1 FROM ${sql.raw(MEMORY_TABLES.docs)} d WHERE d.memory_id = ${mem.id})`))
+        .orderBy(asc(mem.id))
+        .limit(BACKFILL_BATCH)
+        .all()
+      for (const row of rows) this.#fts.addMemory(row.id, row.text)
+      this.#writeFtsState({ ...state, memoriesAfter: rows.length < BACKFILL_BATCH ? null : rows[rows.length - 1]!.id })
+      return true
+    }
+    return false
+  }
+
+  #searchStatus(): SearchIndexStatus {
+    const state = this.#readFtsState()
+    const manifest = currentFtsManifest()
     return {
-      instanceId: () => this.#instanceId ?? 'unknown',
-      currentSeq: () => db.select({ seq: sql<number | null>`max(${schema.changes.seq})` }).from(schema.changes).get()?.seq ?? 0,
-      changesSince: (after, limit) =>
-        db
-          .select({ seq: schema.changes.seq, entity: schema.changes.entity, entityId: schema.changes.entityId, op: schema.changes.op })
-          .from(schema.changes)
-          .where(gt(schema.changes.seq, after))
-          .orderBy(asc(schema.changes.seq))
-          .limit(limit)
-          .all() as ChangeRow[],
-      *allMessages() {
-        // Keyset pages keep memory flat on large databases.
-        let after = ''
-        for (;;) {
-          const page = db.select(messageColumns).from(m).innerJoin(c, eq(c.id, m.conversationId)).where(gt(m.id, after)).orderBy(asc(m.id)).limit(2_000).all()
-          if (page.length === 0) return
-          for (const row of page) yield messageDocument(row)
-          after = page[page.length - 1]!.id
-        }
-      },
-      *allMemories() {
-        let after = ''
-        for (;;) {
-          const page = db.select().from(schema.memories).where(gt(schema.memories.id, after)).orderBy(asc(schema.memories.id)).limit(2_000).all()
-          if (page.length === 0) return
-          for (const row of page) yield memoryDocument(row)
-          after = page[page.length - 1]!.id
-        }
-      },
-      message: (id) => {
-        const row = db.select(messageColumns).from(m).innerJoin(c, eq(c.id, m.conversationId)).where(eq(m.id, id)).get()
-        return row ? messageDocument(row) : undefined
-      },
-      messageIdsOfConversation: (conversationId) =>
-        db
-          .select({ id: m.id })
-          .from(m)
-          .where(eq(m.conversationId, conversationId))
-          .all()
-          .map((row) => row.id),
-      memory: (id) => {
-        const row = db.select().from(schema.memories).where(eq(schema.memories.id, id)).get()
-        return row ? memoryDocument(row) : undefined
-      },
-      inTransaction: () => this.#sqlite.inTransaction,
-      readManifest: () => db.select().from(schema.meta).where(eq(schema.meta.key, INDEX_META_KEY)).get()?.value,
-      writeManifest: (manifest) => {
-        if (this.readonly) return
-        if (db.select().from(schema.meta).where(eq(schema.meta.key, INDEX_META_KEY)).get()?.value === manifest) return
-        // Best effort and without waiting: a search must not fail or stall because another
-        // process holds the write lock. An unrecorded manifest is written by a later search.
-        const timeout = this.#sqlite.pragma('busy_timeout', { simple: true }) as number
-        this.#sqlite.pragma('busy_timeout = 0')
-        try {
-          this.#runImmediate.immediate(() => this.#setMetaRow(INDEX_META_KEY, manifest, { actor: 'store' }))
-        } catch (error) {
-          if (!isMemoryStoreError(translateSqliteError(error, ''), 'busy')) throw error
-        } finally {
-          this.#sqlite.pragma(`busy_timeout = ${timeout}`)
-        }
-      },
+      built: state !== undefined && sameManifest(state, manifest) && state.messagesAfter === null && state.memoriesAfter === null,
+      reason: this.#ftsReason,
+      documents: { messages: this.#fts.messages.count(), memories: this.#fts.memories.count() },
+      tokenizerVersion: manifest.tokenizer,
+      icu: manifest.icu,
     }
   }
 
@@ -1342,8 +1452,19 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
         if (filter.until !== undefined) requireTime(filter.until, 'until')
         return this.#read(() => {
           if (q.trim().length === 0) return []
-          this.#index.ensureCurrent()
-          const hits = this.#index.searchMemories(q, filter, limit)
+          const planned = this.#fts.memories.plan(q)
+          if (planned.match === undefined) return []
+          const fts = sql.raw(MEMORY_TABLES.fts)
+          const where = this.#memoryScopeCondition(filter)
+          // The newest RANK_CAP matches in scope, then the best by bm25 among them.
+          const hits = this.#db.all<{ id: string; score: number }>(sql`
+            SELECT id, score FROM (
+              SELECT d.memory_id AS id, bm25(${fts}) AS score
+              FROM ${fts} JOIN ${sql.raw(MEMORY_TABLES.docs)} d ON d.doc = ${fts}.rowid
+              JOIN ${schema.memories} ON ${schema.memories.id} = d.memory_id
+              WHERE ${fts} MATCH ${planned.match} ${where ? sql`AND ${where}` : sql``}
+              ORDER BY ${fts}.rowid DESC LIMIT ${RANK_CAP}
+            ) ORDER BY score LIMIT ${limit}`)
           if (hits.length === 0) return []
           const rows = new Map(
             this.#db
@@ -1355,7 +1476,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
           )
           return hits.flatMap((hit) => {
             const row = rows.get(hit.id)
-            return row ? [{ memory: toMemory(row), score: hit.score }] : []
+            return row ? [{ memory: toMemory(row), score: -hit.score }] : []
           })
         })
       },
@@ -1365,16 +1486,25 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
         const role = options.role === undefined ? undefined : requireRole(options.role)
         const since = options.since === undefined ? undefined : requireTime(options.since, 'since')
         const until = options.until === undefined ? undefined : requireTime(options.until, 'until')
-        const accept = (doc: MessageDocument): boolean =>
-          (options.workspace === undefined || doc.workspace === options.workspace) &&
-          (options.conversationId === undefined || doc.conversationId === options.conversationId) &&
-          (role === undefined || doc.role === role) &&
-          (since === undefined || doc.createdAt >= since) &&
-          (until === undefined || doc.createdAt <= until)
+        const conversationId = options.conversationId === undefined ? undefined : requireId(options.conversationId, 'conversationId')
         return this.#read(() => {
           if (q.trim().length === 0) return []
-          this.#index.ensureCurrent()
-          const hits = this.#index.searchMessages(q, accept, limit)
+          const planned = this.#fts.messages.plan(q)
+          if (planned.match === undefined) return []
+          const fts = sql.raw(MESSAGE_TABLES.fts)
+          const conditions: SQL[] = [sql`${fts} MATCH ${planned.match}`]
+          if (options.workspace !== undefined) conditions.push(sql`d.conversation_id IN (SELECT id FROM store_conversations WHERE workspace = ${String(options.workspace)})`)
+          if (conversationId !== undefined) conditions.push(sql`d.conversation_id = ${conversationId}`)
+          if (role !== undefined) conditions.push(sql`d.role = ${role}`)
+          if (since !== undefined) conditions.push(sql`d.created_at >= ${since}`)
+          if (until !== undefined) conditions.push(sql`d.created_at <= ${until}`)
+          const hits = this.#db.all<{ id: string; score: number }>(sql`
+            SELECT id, score FROM (
+              SELECT d.message_id AS id, bm25(${fts}) AS score
+              FROM ${fts} JOIN ${sql.raw(MESSAGE_TABLES.docs)} d ON d.doc = ${fts}.rowid
+              WHERE ${sql.join(conditions, sql` AND `)}
+              ORDER BY ${fts}.rowid DESC LIMIT ${RANK_CAP}
+            ) ORDER BY score LIMIT ${limit}`)
           if (hits.length === 0) return []
           const rows = new Map(
             this.#db
@@ -1386,21 +1516,21 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
           )
           return hits.flatMap((hit) => {
             const row = rows.get(hit.id)
-            return row ? [{ message: toMessage(row), score: hit.score }] : []
+            return row ? [{ message: toMessage(row), score: -hit.score }] : []
           })
         })
       },
       warm: async (): Promise<SearchIndexStatus> =>
-        this.#read(() => {
-          this.#index.ensureCurrent()
-          return this.#index.status()
+        this.#call(false, () => {
+          if (!this.readonly) this.#syncSearchIndex()
+          return this.#searchStatus()
         }),
       rebuild: async (): Promise<SearchIndexStatus> =>
-        this.#read(() => {
-          this.#index.rebuild('manual')
-          return this.#index.status()
+        this.#call(true, () => {
+          this.#syncSearchIndex('manual')
+          return this.#searchStatus()
         }),
-      status: async (): Promise<SearchIndexStatus> => this.#read(() => this.#index.status()),
+      status: async (): Promise<SearchIndexStatus> => this.#read(() => this.#searchStatus()),
     }
   }
 
@@ -1418,10 +1548,18 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     }
     return this.#gate.hold(async () => {
       this.#assertOpen()
-      try {
-        this.#sqlite.exec(this.readonly ? 'BEGIN' : 'BEGIN IMMEDIATE')
-      } catch (error) {
-        throw translateSqliteError(error, 'cannot start a transaction')
+      const deadline = Date.now() + this.#options.busyTimeoutMs
+      for (let attempt = 1; ; attempt++) {
+        try {
+          this.#sqlite.exec(this.readonly ? 'BEGIN' : 'BEGIN IMMEDIATE')
+          break
+        } catch (error) {
+          const translated = translateSqliteError(error, 'cannot start a transaction')
+          // Nothing ran yet: wait for the other process's write to end, without blocking.
+          if (!isBusy(translated) || Date.now() >= deadline) throw translated
+          await sleep(busyBackoffMs(attempt))
+          this.#assertOpen()
+        }
       }
       try {
         // Under the write lock: nobody can take the lease over until this transaction ends.
@@ -1452,13 +1590,8 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
   }
 
   #rollback(statement: string): void {
-    try {
-      if (this.#sqlite.inTransaction) this.#sqlite.exec(statement)
-    } finally {
-      // The index may have caught up with changes that no longer exist (and whose seq values
-      // will be reused); drop it and let the next search reload from file or rebuild.
-      this.#index.reset()
-    }
+    // The search index lives in the same tables' transaction: it rolls back with the rows.
+    if (this.#sqlite.inTransaction) this.#sqlite.exec(statement)
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1610,32 +1743,33 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
           const conversationId = requireId(d.conversationId, 'conversationId')
           const hostMessageId = requireId(d.hostMessageId, 'hostMessageId')
           const m = schema.messages
-          const exists = this.#db
-            .select({ id: m.id })
-            .from(m)
-            .where(or(eq(m.id, id), and(eq(m.conversationId, conversationId), eq(m.hostMessageId, hostMessageId))))
-            .get()
+          // Prepared once: imports of large logs run this per line.
+          const exists =
+            this.#stmt('SELECT 1 FROM store_messages WHERE id = ?').pluck().get(id) !== undefined ||
+            this.#stmt('SELECT 1 FROM store_messages WHERE conversation_id = ? AND host_message_id = ?').pluck().get(conversationId, hostMessageId) !== undefined
           if (exists) return false
-          if (!this.#db.select({ id: schema.conversations.id }).from(schema.conversations).where(eq(schema.conversations.id, conversationId)).get()) {
+          if (this.#stmt('SELECT 1 FROM store_conversations WHERE id = ?').pluck().get(conversationId) === undefined) {
             throw new MemoryStoreError('invalid-argument', `message ${id} belongs to conversation ${conversationId}, which is not in the database or earlier in the file`)
           }
           const text = prepareText(d.text, 'text', limits.message).text
-          this.#db
-            .insert(m)
-            .values({
-              id,
-              conversationId,
-              hostMessageId,
-              role: requireRole(d.role),
-              text,
-              turn: requireCount(d.turn ?? 0, 'turn'),
-              seq: requireCount(d.seq, 'seq'),
-              sourceIds: idList(d.sourceIds, 'sourceIds'),
-              tokensEstimate: d.tokensEstimate === undefined ? estimateTokens(text) : requireCount(d.tokensEstimate, 'tokensEstimate'),
-              createdAt: requireTime(d.createdAt, 'createdAt'),
-              flags: flagsObject(d.flags ?? {}),
-            })
-            .run()
+          const role = requireRole(d.role)
+          const createdAt = requireTime(d.createdAt, 'createdAt')
+          this.#stmt(
+            'INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+          ).run(
+            id,
+            conversationId,
+            hostMessageId,
+            role,
+            text,
+            requireCount(d.turn ?? 0, 'turn'),
+            requireCount(d.seq, 'seq'),
+            JSON.stringify(idList(d.sourceIds, 'sourceIds')),
+            d.tokensEstimate === undefined ? estimateTokens(text) : requireCount(d.tokensEstimate, 'tokensEstimate'),
+            createdAt,
+            JSON.stringify(flagsObject(d.flags ?? {})),
+          )
+          this.#fts.addMessage({ id, conversationId, role, createdAt, text })
           this.#record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.import' }, options, now)
           return true
         }
@@ -1668,6 +1802,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
               supersededBy: d.supersededBy === null || d.supersededBy === undefined ? null : requireId(d.supersededBy, 'supersededBy'),
             })
             .run()
+          this.#fts.addMemory(id, values.text)
           this.#record({ entity: 'memory', entityId: id, change: 'insert', audit: 'memory.import', revision }, options, now)
           this.#bumpLayers([layerKeyOfRow(values.scope, values.workspace)], options, now)
           return true
@@ -1729,14 +1864,10 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     // Refuse new calls at once; let a running transaction finish first.
     this.#closed = true
     await this.#gate.idle()
-    try {
-      this.#index.persist()
-    } finally {
-      for (const snapshot of this.#snapshots) snapshot.close()
-      this.#snapshots.clear()
-      this.#sqlite.close()
-      this.#sqliteClosed = true
-    }
+    for (const snapshot of this.#snapshots) snapshot.close()
+    this.#snapshots.clear()
+    this.#sqlite.close()
+    this.#sqliteClosed = true
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

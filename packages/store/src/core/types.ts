@@ -177,6 +177,15 @@ export interface MessageRepository {
   get(id: string): Promise<Message | undefined>
   getByHostId(conversationId: string, hostMessageId: string): Promise<Message | undefined>
   list(filter?: MessageFilter): Promise<Message[]>
+  /**
+   * The messages within `span` positions (seq) of each given message in its own
+   * conversation, the given ones included, ordered by conversation then seq. Unknown ids are
+   * ignored. Recall reads a search hit's context turns with it in one query.
+   * @param ids - at most 1 000. @param span - 0..20.
+   */
+  around(ids: readonly string[], span: number): Promise<Message[]>
+  /** How many messages match (workspace, conversation, role and time filters; no paging). */
+  count(filter?: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'>): Promise<number>
   /** Hard-delete one message (audited). @returns false when it did not exist. */
   delete(id: string, options?: WriteOptions): Promise<boolean>
 }
@@ -294,6 +303,11 @@ export interface MemoryRepository {
    */
   delete(id: string, options?: WriteOptions): Promise<number>
   list(filter?: MemoryFilter): Promise<Memory[]>
+  /**
+   * How many memories match the scope filter (no paging). Recall uses it as the collection
+   * size when it ranks search candidates.
+   */
+  count(filter?: MemoryScopeFilter): Promise<number>
   /** Set `lastRecalledAt` (default now) on the given memories. @returns how many existed. */
   touchRecalled(ids: readonly string[], at?: number, options?: WriteOptions): Promise<number>
   /**
@@ -517,29 +531,28 @@ export interface MessageHit {
   score: number
 }
 
-/** Why the in-memory search index was (re)built, for diagnostics and tests. */
+/** Why this process (re)built the search index, for diagnostics and tests. */
 export type IndexBuildReason =
-  | 'loaded'
-  | 'fresh'
-  | 'no-file'
-  | 'options-changed'
+  /** The FTS tables were new (first open after the upgrade, or a new database): existing rows were indexed. */
+  | 'backfill'
+  /** A backfill interrupted by a crash (or run by another process) was completed. */
+  | 'resumed'
+  /** The tokenizer (or ICU) version differs from the one the index was built with. */
   | 'tokenizer-changed'
-  | 'corrupt-file'
-  | 'other-database'
-  | 'stale-file'
+  /** `search.rebuild()`. */
   | 'manual'
 
-/** State of the search index. */
+/** State of the search index (SQLite FTS5 tables in the database). */
 export interface SearchIndexStatus {
-  /** False until the first search (the index is built lazily). */
+  /** True when every row is indexed with the current tokenizer (a read-only store may see a pending backfill). */
   built: boolean
-  /** How the index came to be, once built. */
+  /** What this process last did to the index (`null`: it found it current). */
   reason: IndexBuildReason | null
-  /** The change-log position the index is current to. */
-  seq: number
+  /** Documents in the index; equal to the row counts unless rows were written behind the store's back. */
   documents: { messages: number; memories: number }
   tokenizerVersion: string
-  optionsHash: string
+  /** The ICU version the CJK word boundaries come from. */
+  icu: string
 }
 
 /** Full-text search over messages and memories. */
@@ -552,9 +565,12 @@ export interface SearchService {
   memories(query: string, options?: MemorySearchOptions): Promise<MemoryHit[]>
   /** Rank messages matching `query`; same freshness guarantee as {@link SearchService.memories}. */
   messages(query: string, options?: MessageSearchOptions): Promise<MessageHit[]>
-  /** Build (or load) the index now instead of on the first search. */
+  /**
+   * Finish any pending backfill (done at open already; a read-only store only reports) and
+   * return the status.
+   */
   warm(): Promise<SearchIndexStatus>
-  /** Drop the index and rebuild it from the database. */
+  /** Drop the index and rebuild it from the rows (repairs rows written behind the store's back). */
   rebuild(): Promise<SearchIndexStatus>
   status(): Promise<SearchIndexStatus>
 }
