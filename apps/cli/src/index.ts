@@ -21,6 +21,7 @@ export {
 export type { BenchProgress, CategoryMetrics, LocomoBenchOptions, LocomoMode, LocomoReport, ModeMetrics, RecallAtK } from './bench/locomo.ts'
 export { LocomoFormatError, normaliseEvidence, parseLocomo, parseSessionDate } from './bench/locomo-format.ts'
 export type { LocomoObservation, LocomoQuestion, LocomoSample, LocomoSession, LocomoTurn } from './bench/locomo-format.ts'
+export { seededRandom } from './bench/corpus.ts'
 export { FULL_SIZES, formatScaleReport, latencyStats, parseSizes, QUICK_SIZES, runScaleBench, SCALE_TARGETS } from './bench/scale.ts'
 export type { LatencyStats, ScaleBenchOptions, ScaleKind, ScaleReport, ScaleSize } from './bench/scale.ts'
 export { formatTokenCostReport, runTokenCostBench, scriptedDistillModel, TOKEN_COST_FACTS, TOKEN_COST_REFERENCE, tokenCostConversation } from './bench/token-cost.ts'

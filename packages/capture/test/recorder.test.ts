@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -130,5 +131,44 @@ describe('CaptureRecorder on a real store', () => {
     const [row] = await store.messages.list({ conversationId: s.id })
     expect(row!.text).not.toContain('abcdefghijklmnopqrstuvwxyz0123456789')
     expect(row!.text).toContain('REDACTED')
+  })
+})
+
+/** A child script: take the write lock of a database, say so, hold it for argv[2] ms, commit. */
+const LOCK_HOLDER = `
+const { DatabaseSync } = require('node:sqlite')
+const db = new DatabaseSync(process.argv[1])
+db.exec('BEGIN IMMEDIATE')
+db.exec("UPDATE store_meta SET updated_at = updated_at")
+process.stdout.write('locked')
+setTimeout(() => { db.exec('COMMIT'); db.close() }, Number(process.argv[2]))
+`
+
+describe('CaptureRecorder when another process holds the database lock', () => {
+  it('retries a busy write in the background and stores the message once', async () => {
+    const temp = tempDir()
+    // A short busy timeout so the lock outlives it and the store reports `busy`.
+    const store = openMemoryStore({ path: join(temp.dir, 'memory.db'), busyTimeoutMs: 50 })
+    try {
+      const errors: unknown[] = []
+      const recorder = new CaptureRecorder(store, resolveCaptureOptions({}), { onError: (error) => errors.push(error) })
+      const s = session('/work/locked')
+      const events = new EventScript()
+      await recorder.handle(s, events.user('first message'))
+      // Another process holds the write lock for 600 ms. (A process, not a second connection
+      // here: SQLite's POSIX locks do not separate two SQLite copies inside one process.)
+      const holder = spawn(process.execPath, ['--no-warnings', '-e', LOCK_HOLDER, join(temp.dir, 'memory.db'), '600'], { stdio: ['ignore', 'pipe', 'inherit'] })
+      await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()))
+      const release = new Promise<void>((resolve) => holder.once('close', () => resolve()))
+      const stored = await recorder.handle(s, events.user('written while locked'))
+      await release
+      expect(errors).toEqual([])
+      expect(stored?.role).toBe('user')
+      expect((await store.messages.list({ conversationId: s.id })).map((message) => message.text)).toEqual(['first message', 'written while locked'])
+      expect(recorder.stats).toMatchObject({ captured: 2, errors: 0 })
+    } finally {
+      await store.close()
+      temp.remove()
+    }
   })
 })

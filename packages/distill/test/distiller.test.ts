@@ -255,6 +255,46 @@ describe('Distiller failures and resume', () => {
     expect(await next.distiller.state.pendingIds()).toEqual([])
   })
 
+  it('keeps the backoff when a message arrives while the failing call runs (no immediate retry)', async () => {
+    const clock = new FakeClock(Date.now())
+    const { store } = openTempStore()
+    const calls: number[] = []
+    let failCall: (error: Error) => void = () => {}
+    const distiller = new Distiller({
+      store,
+      // The first call fails only when the test says so, after the next message was captured.
+      transport: (_route, call) => {
+        calls.push(clock.now())
+        if (call.layer !== 'l1' || calls.length > 1) return Promise.resolve({ text: extraction([{ text: 'The user races sailboats.' }]) })
+        return new Promise((_, reject) => (failCall = reject))
+      },
+      options: resolveDistillOptions({ llm: { provider: 'test', model: 'scripted' }, extract: { minMessages: 1 } }),
+      clock,
+      logger: { debug() {}, info() {}, warn() {} },
+    })
+    onCleanup(() => distiller.close())
+    await distiller.start()
+    await appendMessages(store, 'conv', '/work/alpha', ['I race sailboats.'])
+    distiller.noteCaptured({ conversationId: 'conv', workspace: '/work/alpha' })
+    await clock.advance(EVALUATE_DELAY_MS)
+    await vi.waitFor(() => expect(calls).toHaveLength(1))
+    // The reply is captured during the call: the conversation is queued again.
+    await appendMessages(store, 'conv', '/work/alpha', [{ role: 'assistant', text: 'Nice.' }])
+    distiller.noteCaptured({ conversationId: 'conv', workspace: '/work/alpha' })
+    await clock.advance(EVALUATE_DELAY_MS)
+    failCall(new DistillError('model-unavailable', 'HTTP 429'))
+    await vi.waitFor(() => expect(distiller.busy).toBe(false))
+    await settle()
+    expect(calls).toHaveLength(1)
+    expect(await distiller.state.conversation('conv')).toMatchObject({ attempts: 1, notBefore: clock.now() + 30_000 })
+    // The backoff ends: one retry, which succeeds.
+    await clock.advance(30_000)
+    await vi.waitFor(() => expect(distiller.busy).toBe(false))
+    await settle()
+    expect(calls).toHaveLength(2)
+    expect((await store.memories.list({})).map((memory) => memory.text)).toEqual(['The user races sailboats.'])
+  })
+
   it('finds messages captured while no distiller ran (no event, no pending index)', async () => {
     const h = harness({ extract: { minMessages: 6 } })
     await appendMessages(h.store, 'old-conv', '/w', ['We use pnpm in this repo.'])

@@ -170,3 +170,17 @@ describe('validatePersonaText', () => {
     expect(result.ok && result.text.length).toBeLessThanOrEqual(MAX_PERSONA_CHARS)
   })
 })
+
+describe('secrets in model output', () => {
+  const secret = 'sk-proj-Q7xZ9mK2vL4nP8rT1wY6bC3dF5gH0jAe'
+  it('are redacted at validation, before any later prompt or write sees them', () => {
+    const extracted = validateExtraction({ memories: [{ kind: 'fact', text: `The deploy key is ${secret}.`, src: ['m1'] }] }, aliases)
+    expect(extracted.ok && extracted.items[0]!.text).toBe('The deploy key is [REDACTED:api-key].')
+    const decisions = validateDedupDecisions({ decisions: [{ id: 'n1', action: 'merge', target: 'e1', text: `Key ${secret}` }] }, new Map([['n1', new Set(['e1'])]]))
+    expect(decisions.ok && decisions.items[0]!.text).toBe('Key [REDACTED:api-key]')
+    const scenes = validateSceneOps({ ops: [{ op: 'create', title: `Deploy ${secret}`, summary: `Uses ${secret}`, memories: [] }] }, new Map(), new Map())
+    expect(JSON.stringify(scenes)).not.toContain(secret)
+    const persona = validatePersonaText(`# Persona\n- Deploys with ${secret}`)
+    expect(persona.ok && persona.text).toBe('# Persona\n- Deploys with [REDACTED:api-key]')
+  })
+})

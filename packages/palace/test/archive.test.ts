@@ -1,4 +1,6 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import { join, relative } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
@@ -191,6 +193,46 @@ describe('several processes on one workspace', () => {
     utimesSync(lock, old, old)
     await quick.setNamespace('s', 'locked')
     expect(await quick.namespaceOf('s')).toBe('locked')
+  })
+
+  it('takes over at once a lock whose owner process is dead on this host, and waits for a live one', async () => {
+    const { dir } = setup()
+    const lock = join(dir, 'memory-palace', '.lock')
+    const quick = new Palace(resolvePalaceOptions({}), { lockTimeoutMs: 300 }).workspace(dir)
+    const deadPid = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout)
+    const own = (record: Record<string, unknown>) => {
+      mkdirSync(lock, { recursive: true })
+      writeFileSync(join(lock, 'owner.json'), JSON.stringify({ at: Date.now(), token: 'theirs', ...record }))
+    }
+    // A SIGKILLed archiver: same host, its pid is gone → broken at once, well inside the wait.
+    own({ pid: deadPid, hostname: hostname() })
+    let started = Date.now()
+    await quick.setNamespace('s', 'after-crash')
+    expect(Date.now() - started).toBeLessThan(300)
+    expect(existsSync(lock)).toBe(false)
+    // A record of an older palace version (pid only) is judged the same way.
+    own({ pid: deadPid })
+    await quick.setNamespace('s', 'legacy-record')
+    // The pid is alive but was reused by a later process (start time differs): dead owner.
+    own({ pid: process.pid, hostname: hostname(), startTicks: '1' })
+    await quick.setNamespace('s', 'reused-pid')
+    expect(await quick.namespaceOf('s')).toBe('reused-pid')
+    // A live owner (this process, as another palace instance would be) is waited for: busy.
+    own({ pid: process.pid, hostname: hostname() })
+    started = Date.now()
+    const busy = await quick.setNamespace('s', 'blocked').catch((error) => error)
+    expect(isPalaceError(busy) && busy.code).toBe('busy')
+    expect(busy.message).toMatch(new RegExp(`pid ${process.pid}`))
+    expect(Date.now() - started).toBeGreaterThanOrEqual(280)
+    // Another host's lock cannot be checked: only the age rule breaks it.
+    own({ pid: deadPid, hostname: 'some-other-host' })
+    expect(isPalaceError(await quick.setNamespace('s', 'blocked').catch((error) => error))).toBe(true)
+    expect(await quick.namespaceOf('s')).toBe('reused-pid')
+    // Our own lock is released only by us: the folder is gone after a normal run.
+    rmSync(lock, { recursive: true })
+    await quick.setNamespace('s', 'free')
+    expect(existsSync(lock)).toBe(false)
+    expect(readdirSync(join(dir, 'memory-palace')).filter((name) => name.startsWith('.lock'))).toEqual([])
   })
 })
 

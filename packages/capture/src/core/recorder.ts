@@ -1,4 +1,4 @@
-import type { MemoryStore } from '@dsh-memory/store'
+import { isMemoryStoreError, type MemoryStore } from '@dsh-memory/store'
 import type { CaptureOptions } from './options.js'
 import { clip, messageText, stripCodeBlocks, type ContentBlockLike } from './text.js'
 
@@ -56,6 +56,16 @@ export interface CaptureHooks {
 }
 
 /**
+ * Extra attempts of a write that found the database locked (`busy`: another process held the
+ * write lock past the store's busy timeout, e.g. several hosts on an overloaded machine).
+ * Writes are idempotent (host message id), so a retry never stores twice; the queue runs in
+ * the background, so the wait never holds the user's turn.
+ */
+export const BUSY_RETRIES = 4
+/** Pause before the first retry of a `busy` write (ms); doubled each time, plus jitter. */
+export const BUSY_RETRY_DELAY_MS = 250
+
+/**
  * Turns host session events into L0 rows: each human prompt and each assistant reply's text.
  * Plugin-sourced user messages (recall injections, compaction checkpoints, notices) and goal
  * continuations are not conversation and are skipped. Idempotent through the host message id,
@@ -81,7 +91,7 @@ export class CaptureRecorder {
     // Turn tracking is synchronous so a user message always sees the turn that opened it.
     const job = this.plan(session, event)
     if (!job) return Promise.resolve(undefined)
-    const run = this.queue.then(job).catch((error: unknown) => {
+    const run = this.queue.then(() => retryBusy(job)).catch((error: unknown) => {
       this.stats.errors++
       try {
         this.hooks.onError?.(error, { sessionId: session?.id, eventType: event?.type, seq: event?.seq })
@@ -185,5 +195,19 @@ export class CaptureRecorder {
     }
     this.hooks.onCaptured?.(captured)
     return captured
+  }
+}
+
+/** Run `job`, running it again after a pause when the store reports `busy`. */
+async function retryBusy<T>(job: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await job()
+    } catch (error) {
+      if (attempt >= BUSY_RETRIES || !isMemoryStoreError(error, 'busy')) throw error
+      // Jitter, so processes that collided do not collide again in step.
+      const delay = BUSY_RETRY_DELAY_MS * 2 ** attempt * (0.5 + Math.random())
+      await new Promise((resolve) => setTimeout(resolve, delay))
+    }
   }
 }

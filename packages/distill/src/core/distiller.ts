@@ -102,7 +102,8 @@ interface Live {
   lastError: string | null
 }
 
-type Job = { kind: 'l1'; id: string; reason: TriggerReason | 'manual' } | { kind: 'l2' | 'l3'; key: string }
+/** `force` (from `runPending`): run even inside the layer's retry backoff. */
+type Job = { kind: 'l1'; id: string; reason: TriggerReason | 'manual' } | { kind: 'l2' | 'l3'; key: string; force?: boolean }
 
 /** A snapshot for status commands and tests. */
 export interface DistillStatus {
@@ -380,7 +381,12 @@ export class Distiller {
     const key = jobKey(job)
     // The running job may be queued again: it re-reads the cursor, so new messages that
     // arrived while it ran are picked up and nothing runs twice on the same slice.
-    if (this.closed || this.queued.has(key)) return
+    if (this.closed) return
+    if (this.queued.has(key)) {
+      // A forced request (runPending) upgrades the job already waiting.
+      if (job.kind !== 'l1' && job.force) for (const waiting of this.queue) if (waiting.kind === job.kind && waiting.key === job.key) waiting.force = true
+      return
+    }
     this.queued.add(key)
     this.queue.push(job)
   }
@@ -476,8 +482,8 @@ export class Distiller {
         wakeAt = Math.min(wakeAt ?? Infinity, state.notBefore)
         continue
       }
-      if (this.options.l2.enabled && state.sinceL2 >= this.options.l2.minNewMemories) this.enqueue({ kind: 'l2', key })
-      if (this.options.l3.enabled && state.sinceL3 >= this.options.l3.interval) this.enqueue({ kind: 'l3', key })
+      if (this.options.l2.enabled && state.sinceL2 >= this.options.l2.minNewMemories) this.enqueue({ kind: 'l2', key, force })
+      if (this.options.l3.enabled && state.sinceL3 >= this.options.l3.interval) this.enqueue({ kind: 'l3', key, force })
     }
     if (wakeAt !== undefined) this.scheduleWake(wakeAt)
   }
@@ -486,6 +492,16 @@ export class Distiller {
   // jobs
 
   private async runJob(job: Job): Promise<void> {
+    if (job.kind === 'l1') {
+      // A job queued while the same slice was failing (a message captured during the call)
+      // must not retry at once: the failure set a backoff after the job was queued.
+      // `runPending` clears the backoff before it queues, so forced work still runs.
+      const live = this.live(job.id)
+      if (live.notBefore > this.clock.now()) {
+        this.scheduleWake(live.notBefore)
+        return
+      }
+    }
     // A store lease per job (heartbeat, stale takeover) whose fencing token every commit of
     // the job names: a distiller that stalled past its lease cannot write after another took over.
     const lease = await this.acquireJobLease(job)
@@ -501,8 +517,8 @@ export class Distiller {
     this.jobLease = lease
     try {
       if (job.kind === 'l1') return await this.runExtraction(job.id, job.reason)
-      if (job.kind === 'l2') return await this.runLayer(job.key, 'l2')
-      return await this.runLayer(job.key, 'l3')
+      if (job.kind === 'l2') return await this.runLayer(job.key, 'l2', job.force)
+      return await this.runLayer(job.key, 'l3', job.force)
     } finally {
       this.jobLease = undefined
       await lease?.release()
@@ -767,7 +783,7 @@ export class Distiller {
     }, tx.meta)
   }
 
-  private async runLayer(key: string, layer: 'l2' | 'l3'): Promise<void> {
+  private async runLayer(key: string, layer: 'l2' | 'l3', force = false): Promise<void> {
     const scope = parseLayerKey(key)
     if (!scope) {
       await this.state.updateLayers((all) => void delete all[key])
@@ -775,6 +791,11 @@ export class Distiller {
     }
     const before = (await this.state.layers())[key]
     if (!before) return
+    // Queued before a failure of the same scope set its backoff: wait for it (see runJob).
+    if (!force && before.notBefore > this.clock.now()) {
+      this.scheduleWake(before.notBefore)
+      return
+    }
     const threshold = layer === 'l2' ? this.options.l2.minNewMemories : this.options.l3.interval
     if ((layer === 'l2' ? before.sinceL2 : before.sinceL3) < threshold) return
     try {

@@ -2,7 +2,11 @@
  * The shapes the model must reply with, validated with zod, plus the semantic checks zod
  * cannot do (every id the model names must be one we showed it). Model output is untrusted
  * data: it is length-capped, its ids are checked, and nothing in it is ever executed.
+ * Every text the model returns is redacted (the store's `redactSecrets`) right here, before it
+ * is used anywhere: the store would redact it on write anyway, but a candidate is also shown
+ * to the model again (the dedup prompt), and a secret must not travel back to the provider.
  */
+import { redactSecrets } from '@dsh-memory/store'
 import { z } from 'zod'
 
 /** Memory kinds the extractor may produce. */
@@ -24,6 +28,9 @@ export const MAX_SCENE_SUMMARY = 2_000
 /** Longest persona document accepted from the model (characters). */
 export const MAX_PERSONA_CHARS = 6_000
 
+/** Model-written text with every recognised secret replaced by `[REDACTED:<kind>]`. */
+const redacted = (value: string): string => redactSecrets(value).text
+
 const alias = z
   .string()
   .trim()
@@ -35,7 +42,7 @@ const extractedMemorySchema = z.object({
     .trim()
     .toLowerCase()
     .pipe(z.enum(MEMORY_KINDS)),
-  text: z.string().trim().min(1).max(MAX_MEMORY_TEXT),
+  text: z.string().trim().min(1).max(MAX_MEMORY_TEXT).transform(redacted),
   scope: z
     .string()
     .trim()
@@ -128,7 +135,7 @@ const decisionSchema = z.object({
     .toLowerCase()
     .pipe(z.enum(DEDUP_ACTIONS)),
   target: alias.optional(),
-  text: z.string().trim().min(1).max(MAX_MEMORY_TEXT).optional(),
+  text: z.string().trim().min(1).max(MAX_MEMORY_TEXT).transform(redacted).optional(),
 })
 
 const decisionsSchema = z.object({ decisions: z.array(z.unknown()).max(MAX_MEMORIES_PER_REPLY * 2) })
@@ -183,8 +190,8 @@ export type SceneOp =
   | { readonly op: 'merge'; readonly scenes: readonly string[]; readonly title: string; readonly summary: string; readonly memories: readonly string[] }
   | { readonly op: 'delete'; readonly scene: string }
 
-const title = z.string().trim().min(1).max(MAX_SCENE_TITLE)
-const summary = z.string().trim().min(1).max(MAX_SCENE_SUMMARY)
+const title = z.string().trim().min(1).max(MAX_SCENE_TITLE).transform(redacted)
+const summary = z.string().trim().min(1).max(MAX_SCENE_SUMMARY).transform(redacted)
 const refs = z.array(alias).max(200).default([])
 const sceneOpSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('create'), title, summary, memories: refs }),
@@ -248,7 +255,7 @@ export function validatePersonaText(text: string): { ok: true; text: string } | 
     const cut = body.lastIndexOf('\n\n', MAX_PERSONA_CHARS)
     body = body.slice(0, cut > MAX_PERSONA_CHARS / 2 ? cut : MAX_PERSONA_CHARS).trimEnd()
   }
-  return { ok: true, text: body }
+  return { ok: true, text: redacted(body) }
 }
 
 /** Case-, width- and whitespace-insensitive form of a text, for exact-duplicate checks. */

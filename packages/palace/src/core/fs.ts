@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import { basename, dirname, join, relative } from 'node:path'
 import { PalaceError } from './errors.js'
 import { isInside } from './names.js'
@@ -202,13 +203,118 @@ async function removeTemps(folder: string, depth: number): Promise<number> {
 export interface LockOptions {
   /** Give up after this long (ms). Default 10 000. */
   readonly timeoutMs?: number
-  /** A lock older than this is considered left behind by a dead process (ms). Default 60 000. */
+  /**
+   * A lock older than this is considered left behind by a dead process (ms), whoever its
+   * owner. The fallback when the owner cannot be checked (another host, no owner record).
+   * Default 60 000.
+   */
   readonly staleMs?: number
+}
+
+/** What a lock folder records about the process holding it (`owner.json`). */
+export interface LockOwner {
+  readonly pid: number
+  /** Absent in records of older palace versions (treated as this host). */
+  readonly hostname?: string
+  /** Wall-clock start of the owning process (ms since epoch); informational. */
+  readonly startedAt: number
+  /** Kernel start time of the process (Linux `/proc/<pid>/stat` field 22), to detect pid reuse. */
+  readonly startTicks?: string
+  /** Unique per acquisition, so a holder only ever removes its own lock. */
+  readonly token: string
+  readonly at: number
+}
+
+/**
+ * An owner record is written right after the folder is created; a folder without a readable
+ * one for this long was left by a process killed in between (a live process writes it within
+ * milliseconds).
+ */
+const OWNERLESS_STALE_MS = 5_000
+
+/** Kernel start time of a process, or `undefined` where `/proc` does not exist. */
+async function processStartTicks(pid: number | 'self'): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined)
+  if (!stat) return undefined
+  // The command name (field 2) is in parentheses and may contain spaces: count from after it.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+}
+
+let selfStartTicks: Promise<string | undefined> | undefined
+
+/**
+ * Whether the owner of a lock is certainly gone: same host, and its pid does not exist
+ * (`kill(pid, 0)` → ESRCH) or now belongs to a process started later (pid reuse). A lock of
+ * another host, or one that cannot be judged, is not "dead" here (the age rule applies).
+ */
+async function ownerIsDead(owner: LockOwner): Promise<boolean> {
+  // A record without a hostname comes from an older palace version, which only ran locally.
+  if ((owner.hostname !== undefined && owner.hostname !== hostname()) || !Number.isInteger(owner.pid) || owner.pid <= 0) return false
+  if (owner.pid === process.pid) {
+    // Our own pid: only a previous process that had it (reuse after a reboot/kill) can have left it.
+    return owner.startTicks !== undefined && owner.startTicks !== (await (selfStartTicks ??= processStartTicks('self')))
+  }
+  try {
+    process.kill(owner.pid, 0)
+  } catch (error) {
+    // EPERM: the pid exists but belongs to another user, so it is alive.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH'
+  }
+  if (owner.startTicks === undefined) return false
+  const current = await processStartTicks(owner.pid)
+  return current !== undefined && current !== owner.startTicks
+}
+
+async function readOwner(lockDir: string): Promise<LockOwner | undefined> {
+  const raw = await readFile(join(lockDir, 'owner.json'), 'utf8').catch(() => undefined)
+  if (!raw) return undefined
+  try {
+    const owner = JSON.parse(raw) as LockOwner
+    return owner && typeof owner === 'object' && typeof owner.pid === 'number' ? owner : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Marker of a broken lock folder moved aside before removal. */
+const BROKEN_LOCK_MARKER = '.broken-'
+
+/** Remove broken-lock folders a killed breaker left behind (older than a minute: surely finished). */
+async function sweepBrokenLocks(lockDir: string): Promise<void> {
+  const prefix = `${basename(lockDir)}${BROKEN_LOCK_MARKER}`
+  for (const name of await readdir(dirname(lockDir)).catch(() => [] as string[])) {
+    if (!name.startsWith(prefix)) continue
+    const path = join(dirname(lockDir), name)
+    const age = await stat(path).then((info) => Date.now() - info.mtimeMs, () => 0)
+    if (age > 60_000) await rm(path, { recursive: true, force: true }).catch(() => undefined)
+  }
+}
+
+/**
+ * Remove a lock judged stale, but only if it is still the same lock: it is renamed away first
+ * (atomic), and a lock that turns out to have been re-taken meanwhile is put back.
+ */
+async function breakLock(lockDir: string, judged: LockOwner | undefined): Promise<void> {
+  const aside = `${lockDir}${BROKEN_LOCK_MARKER}${randomBytes(6).toString('hex')}`
+  try {
+    await rename(lockDir, aside)
+  } catch {
+    return // Gone already (its owner released it, or another waiter broke it).
+  }
+  const moved = await readOwner(aside)
+  if (moved?.token !== judged?.token) {
+    // Someone took the lock between our check and the rename: give it back.
+    await rename(aside, lockDir).catch(() => undefined)
+    return
+  }
+  await rm(aside, { recursive: true, force: true }).catch(() => undefined)
 }
 
 /**
  * Run `fn` holding a cross-process lock (a lock folder created with `mkdir`, which is atomic).
- * A lock left by a crashed process is broken once it is older than `staleMs`.
+ * The folder records its owner (pid, hostname, process start); a lock whose owner process is
+ * dead on this host is taken over at once, so a process killed while archiving does not block
+ * the workspace. Any lock older than `staleMs` (another host, no owner record) is broken too.
  * @throws PalaceError `busy` when the lock is not acquired in time.
  */
 export async function withLock<T>(lockDir: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
@@ -216,10 +322,22 @@ export async function withLock<T>(lockDir: string, fn: () => Promise<T>, options
   const staleMs = options.staleMs ?? 60_000
   const deadline = Date.now() + timeoutMs
   await mkdir(dirname(lockDir), { recursive: true })
+  const owner: LockOwner = {
+    pid: process.pid,
+    hostname: hostname(),
+    startedAt: Math.round(Date.now() - process.uptime() * 1000),
+    startTicks: await (selfStartTicks ??= processStartTicks('self')),
+    token: randomBytes(8).toString('hex'),
+    at: Date.now(),
+  }
+  let recorded = false
   for (;;) {
     try {
       await mkdir(lockDir)
-      await writeFile(join(lockDir, 'owner.json'), JSON.stringify({ pid: process.pid, at: Date.now() })).catch(() => undefined)
+      recorded = await writeFile(join(lockDir, 'owner.json'), JSON.stringify(owner)).then(
+        () => true,
+        () => false,
+      )
       break
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new PalaceError('io', `could not create lock ${lockDir}: ${(error as Error).message}`, { cause: error })
@@ -227,18 +345,22 @@ export async function withLock<T>(lockDir: string, fn: () => Promise<T>, options
         (info) => Date.now() - info.mtimeMs,
         () => 0,
       )
-      if (age > staleMs) {
-        await rm(lockDir, { recursive: true, force: true })
+      const holder = await readOwner(lockDir)
+      const stale = age > staleMs || (holder ? await ownerIsDead(holder) : age > OWNERLESS_STALE_MS)
+      if (stale) {
+        await breakLock(lockDir, holder)
         continue
       }
-      if (Date.now() > deadline) throw new PalaceError('busy', `the palace lock ${lockDir} is held by another process`)
+      if (Date.now() > deadline) throw new PalaceError('busy', `the palace lock ${lockDir} is held by another process${holder ? ` (pid ${holder.pid} on ${holder.hostname})` : ''}`)
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
   }
+  await sweepBrokenLocks(lockDir)
   try {
     return await fn()
   } finally {
-    await rm(lockDir, { recursive: true, force: true }).catch(() => undefined)
+    // Release only our own lock: if it was broken as stale meanwhile, the folder may be another's.
+    if (!recorded || (await readOwner(lockDir))?.token === owner.token) await rm(lockDir, { recursive: true, force: true }).catch(() => undefined)
   }
 }
 
