@@ -9,11 +9,12 @@ import { registerDoctor } from './commands/doctor.ts'
 import { registerExport } from './commands/export.ts'
 import { registerImport } from './commands/import.ts'
 import { registerRecords } from './commands/records.ts'
+import { registerReembed } from './commands/reembed.ts'
 import { registerStatus } from './commands/status.ts'
 import { CliError, type CliIO, EXIT, processIO } from './io.ts'
 
 /** Registration functions of every command group, in help order. */
-export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerDoctor, registerBench]
+export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerReembed, registerDoctor, registerBench]
 
 /** Build the program; `io` receives every byte it prints. */
 export function createProgram(io: CliIO = processIO()): Command {

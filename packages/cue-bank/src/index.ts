@@ -17,7 +17,7 @@ export type {
   TurnRecord,
   WakeDecision,
 } from './core/cue-bank.js'
-export { createEmbeddingClient } from './core/embedding.js'
+export { createEmbeddingClient, cueEmbeddingModelKey } from './core/embedding.js'
 export type { Embedder, EmbeddingClientOptions } from './core/embedding.js'
 export { CueBankError, isCueBankError } from './core/errors.js'
 export type { CueBankErrorCode } from './core/errors.js'

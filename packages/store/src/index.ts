@@ -18,6 +18,16 @@ export type { TextLimits } from './core/text.ts'
 export { EXPORT_FORMAT, EXPORT_VERSION } from './core/export-format.ts'
 export { coordinatedStore, isCoordinatedStore, layerKeyOf, layerKeyOfRow, parseLayerKey } from './core/layers.ts'
 export { holdLease, isLocalHolderGone, leaseHolderId } from './core/lease-keeper.ts'
+export {
+  cosineSimilarity,
+  createEmbeddingClient,
+  DEFAULT_EMBEDDING_CLIENT_OPTIONS,
+  EmbeddingError,
+  embeddingModelKey,
+  isEmbeddingError,
+  resolveEmbeddingClientOptions,
+} from './core/embedding.ts'
+export type { EmbeddingClient, EmbeddingClientDependencies, EmbeddingClientInput, EmbeddingClientOptions, EmbeddingErrorCode } from './core/embedding.ts'
 export type { HeldLease, HoldLeaseOptions } from './core/lease-keeper.ts'
 export type {
   AcquireLeaseOptions,

@@ -1,8 +1,10 @@
 /**
- * A small client for an OpenAI-compatible `POST {baseURL}/embeddings` endpoint (SiliconFlow,
- * OpenAI, a local server). Answers are validated before anyone uses them; a failure puts the
- * client in a cool-down so a dead endpoint is not hammered on every message.
+ * The cue bank's view of the shared embeddings client of `@dsh-memory/store` (any
+ * OpenAI-compatible `POST {baseURL}/embeddings`: SiliconFlow, OpenAI, a local server). The
+ * store's client validates every answer; a failure puts it in a cool-down so a dead endpoint
+ * is not hammered on every message. Its errors become the cue bank's `embedding-failed`.
  */
+import { createEmbeddingClient as createStoreEmbeddingClient, isEmbeddingError } from '@dsh-memory/store'
 import { CueBankError } from './errors.js'
 
 /** What the cue bank needs from an embedding source. */
@@ -34,76 +36,48 @@ export interface EmbeddingClientOptions {
   readonly now?: () => number
 }
 
-/** Create an {@link Embedder} over an OpenAI-compatible endpoint. */
-export function createEmbeddingClient(options: EmbeddingClientOptions): Embedder {
-  const endpoint = `${options.baseURL.replace(/\/+$/, '')}/embeddings`
-  const doFetch = options.fetch ?? fetch
-  const now = options.now ?? Date.now
-  const cooldownMs = options.cooldownMs ?? 60_000
-  const maxInputChars = options.maxInputChars ?? 2000
-  let coolUntil = 0
-
-  const fail = (message: string, cause?: unknown): CueBankError => {
-    coolUntil = now() + cooldownMs
-    return new CueBankError('embedding-failed', `embedding request to ${endpoint} failed: ${message}`, { cause })
-  }
-
-  return {
-    model: options.model,
-    get available() {
-      return now() >= coolUntil
-    },
-    async embed(texts, signal) {
-      if (texts.length === 0) return []
-      if (now() < coolUntil) throw new CueBankError('embedding-failed', `embedding endpoint ${endpoint} is cooling down after a failure`)
-      const timeout = AbortSignal.timeout(options.timeoutMs)
-      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout
-      let response: Response
-      try {
-        response = await doFetch(endpoint, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-          },
-          body: JSON.stringify({ model: options.model, input: texts.map((text) => text.slice(0, maxInputChars)), encoding_format: 'float' }),
-          signal: combined,
-        })
-      } catch (error) {
-        if (timeout.aborted) throw fail(`no answer within ${options.timeoutMs} ms`, error)
-        throw fail(error instanceof Error ? error.message : String(error), error)
-      }
-      let body: unknown
-      try {
-        if (!response.ok) {
-          const detail = (await response.text()).slice(0, 200)
-          throw fail(`HTTP ${response.status}${detail ? `: ${detail}` : ''}`)
-        }
-        body = await response.json()
-      } catch (error) {
-        if (error instanceof CueBankError) throw error
-        throw fail(timeout.aborted ? `no answer within ${options.timeoutMs} ms` : 'the answer is not JSON', error)
-      }
-      return parseEmbeddings(body, texts.length, options.dimensions, fail)
-    },
-  }
+/**
+ * The key cue vectors are stored under (`cue_bank_topics.embedding_model`): the model name
+ * alone, as the cue bank has always written it. `dsh-memory reembed` writes the same key.
+ */
+export function cueEmbeddingModelKey(model: string): string {
+  return model.trim()
 }
 
-function parseEmbeddings(body: unknown, count: number, dimensions: number, fail: (message: string) => CueBankError): Float32Array[] {
-  const data = (body as { data?: unknown } | null)?.data
-  if (!Array.isArray(data) || data.length !== count) throw fail(`expected data[] with ${count} embeddings`)
-  const vectors: Float32Array[] = new Array(count)
-  data.forEach((entry: unknown, position) => {
-    const index = typeof (entry as { index?: unknown })?.index === 'number' ? (entry as { index: number }).index : position
-    const values = (entry as { embedding?: unknown })?.embedding
-    if (!Number.isInteger(index) || index < 0 || index >= count || vectors[index]) throw fail(`bad index ${String(index)} in data[${position}]`)
-    if (!Array.isArray(values) || values.length === 0 || !values.every((value) => typeof value === 'number' && Number.isFinite(value))) {
-      throw fail(`data[${position}].embedding is not an array of finite numbers`)
-    }
-    if (dimensions > 0 && values.length !== dimensions) throw fail(`data[${position}].embedding has ${values.length} dimensions, expected ${dimensions}`)
-    vectors[index] = Float32Array.from(values as number[])
-  })
-  const length = vectors[0]!.length
-  if (vectors.some((vector) => vector.length !== length)) throw fail('embeddings of one answer differ in length')
-  return vectors
+/** Create an {@link Embedder} over an OpenAI-compatible endpoint. */
+export function createEmbeddingClient(options: EmbeddingClientOptions): Embedder {
+  let client: ReturnType<typeof createStoreEmbeddingClient>
+  try {
+    client = createStoreEmbeddingClient(
+      {
+        baseUrl: options.baseURL,
+        apiKey: options.apiKey,
+        model: options.model,
+        dimensions: options.dimensions,
+        // The cue bank never sent `dimensions` (bge-m3 on SiliconFlow has a fixed size); it only checks it.
+        sendDimensions: false,
+        timeoutMs: options.timeoutMs,
+        cooldownMs: options.cooldownMs ?? 60_000,
+        maxInputChars: options.maxInputChars ?? 2000,
+        modelKey: cueEmbeddingModelKey(options.model),
+      },
+      { ...(options.fetch ? { fetch: options.fetch } : {}), ...(options.now ? { now: options.now } : {}) },
+    )
+  } catch (cause) {
+    const field = isEmbeddingError(cause) && cause.path ? (cause.path === 'baseUrl' ? 'baseURL' : cause.path) : undefined
+    throw new CueBankError('invalid-config', cause instanceof Error ? cause.message : String(cause), { cause, ...(field ? { path: `embedding.${field}` } : {}) })
+  }
+  return {
+    model: client.modelKey,
+    get available() {
+      return client.available
+    },
+    async embed(texts, signal) {
+      try {
+        return await client.embed(texts, signal)
+      } catch (cause) {
+        throw new CueBankError('embedding-failed', cause instanceof Error ? cause.message : String(cause), { cause })
+      }
+    },
+  }
 }

@@ -2,6 +2,7 @@
  * Pure scoring: topic overlap between turns, keyword (TF-IDF weighted) and vector (cosine)
  * matching of a message against cues, decay of untouched cues, and the final ranking.
  */
+import { cosineSimilarity } from '@dsh-memory/store'
 import { isCjk, type Keyword } from './keywords.js'
 import type { Cue } from './model.js'
 
@@ -107,21 +108,8 @@ export function keywordMatch(query: readonly Keyword[], cueKeywords: readonly Ke
   return { score: 0.7 * forward.value + 0.3 * backward.value, matched: forward.matched }
 }
 
-/** Cosine similarity of two vectors; 0 when their lengths differ or either is all zeros. */
-export function cosineSimilarity(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  if (a.length !== b.length || a.length === 0) return 0
-  let dot = 0
-  let na = 0
-  let nb = 0
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!
-    const y = b[i]!
-    dot += x * y
-    na += x * x
-    nb += y * y
-  }
-  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0
-}
+/** Cosine similarity in [-1, 1] (the store's, shared with recall); 0 for empty, zero or differently sized vectors. */
+export { cosineSimilarity }
 
 /**
  * How much an untouched cue still counts: `0.5 ^ (days since last touched / halfLifeDays)`,

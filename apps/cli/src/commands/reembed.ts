@@ -1,0 +1,393 @@
+/**
+ * `dsh-memory reembed`: (re)compute the vectors of L1 memories (recall's `embedding` /
+ * `embeddingModel`) and of cue-bank cues (`cue_bank_topics.embedding` / `embedding_model`)
+ * against an OpenAI-compatible `/embeddings` endpoint, without a running host.
+ *
+ * Both go through the store's shared embeddings client, written the way the plugins write
+ * them: memories under the store's `embeddingModelKey(model, dimensions)` (recall's key, with
+ * `dimensions` sent), cues under `cueEmbeddingModelKey(model)` (the cue bank's key, without).
+ * So a vector written here is one the plugins compare with their query vectors.
+ *
+ * Resumable: every batch is committed before the next request, so a run that fails or is
+ * interrupted keeps what it did, and running it again continues (rows lacking the current key
+ * are the work list). `--all` keeps a checkpoint in the store's meta table (the last id done,
+ * written in the same transaction as the memory batch), so an interrupted `--all` continues too.
+ */
+import { resolve } from 'node:path'
+import { Option, type Command } from 'commander'
+import { CUE_BANK_MIGRATION_OWNER, type Cue, cueEmbeddingModelKey, embeddingText, openCueRepository } from '@dsh-memory/cue-bank'
+import {
+  createEmbeddingClient,
+  type EmbeddingClient,
+  embeddingModelKey,
+  isEmbeddingError,
+  type Memory,
+  type MemoryFilter,
+  type MemoryStore,
+  type Scope,
+} from '@dsh-memory/store'
+import type { BenchProgress } from '../bench/locomo.ts'
+import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
+import { CliError, type CliIO, CliUsageError, EXIT, printJson, println } from '../io.ts'
+import { createProgress } from '../progress.ts'
+
+/** Environment variables read when the matching flag is absent. */
+export const REEMBED_ENV = Object.freeze({
+  url: 'DSH_MEMORY_EMBEDDING_URL',
+  model: 'DSH_MEMORY_EMBEDDING_MODEL',
+  dimensions: 'DSH_MEMORY_EMBEDDING_DIMENSIONS',
+  apiKey: 'DSH_MEMORY_EMBEDDING_API_KEY',
+} as const)
+
+/** The store meta key of an interrupted `--all` run. */
+export const REEMBED_CHECKPOINT_KEY = 'cli:reembed-all'
+
+/** What `reembed` works on. */
+export type ReembedTarget = 'memories' | 'cues'
+
+/** Resolved settings of one run (flags, then environment). */
+export interface ReembedSettings {
+  /** Base URL; requests go to `${url}/embeddings`. */
+  readonly url: string
+  readonly model: string
+  /** Vector size (recall's `embedding.dimensions`); 0 only when memories are not targeted. */
+  readonly dimensions: number
+  readonly apiKey: string
+  /** Rows per request and per commit. */
+  readonly batch: number
+  readonly timeoutMs: number
+  readonly targets: readonly ReembedTarget[]
+  readonly scope: Scope | undefined
+  /** Absolute workspace folder, when filtered. */
+  readonly workspace: string | undefined
+  /** Re-embed rows that already have a vector of the current key too. */
+  readonly all: boolean
+  /** With `all`: ignore an interrupted run's checkpoint. */
+  readonly restart: boolean
+  readonly dryRun: boolean
+}
+
+/** Counts of one target. */
+export interface ReembedCounts {
+  /** The key vectors are stored under. */
+  readonly modelKey: string
+  /** Rows matching the filters. */
+  readonly total: number
+  /** Rows this run set out to embed. */
+  readonly pending: number
+  /** Rows embedded and committed. */
+  embedded: number
+  /** Rows whose text changed between reading and writing (left for the next run). */
+  skipped: number
+}
+
+/** The result object (`--json`). */
+export interface ReembedReport {
+  readonly dataDir: string
+  readonly endpoint: string
+  readonly model: string
+  readonly dimensions: number
+  readonly dryRun: boolean
+  readonly all: boolean
+  /** An interrupted `--all` run was continued. */
+  readonly resumed: boolean
+  readonly memories: ReembedCounts | null
+  /** Null when not targeted; `total: 0` when the data dir has no cue bank. */
+  readonly cues: (ReembedCounts & { readonly cueBank: boolean }) | null
+  /** Requests sent. */
+  batches: number
+  /** False when the endpoint failed; `error` says why. */
+  completed: boolean
+  error: { readonly code: string; readonly message: string } | null
+  durationMs: number
+}
+
+interface Checkpoint {
+  readonly v: 1
+  readonly filter: string
+  readonly memoriesAfter: string | null
+  readonly cuesAfter: string | null
+}
+
+const PAGE = 10_000
+
+/** Flags and environment → settings. @throws CliUsageError naming the flag */
+export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, string | undefined> = process.env): ReembedSettings {
+  const targets: ReembedTarget[] = flags.only ? [flags.only] : ['memories', 'cues']
+  const url = (flags.url ?? env[REEMBED_ENV.url] ?? '').trim().replace(/\/+$/, '')
+  if (!url) throw new CliUsageError(`--url is required (or set ${REEMBED_ENV.url}): the OpenAI-compatible base URL, e.g. https://api.openai.com/v1`)
+  let parsed: URL | undefined
+  try {
+    parsed = new URL(url)
+  } catch {
+    parsed = undefined
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new CliUsageError(`--url must be an http(s) URL, got ${JSON.stringify(url)}`)
+  const model = (flags.model ?? env[REEMBED_ENV.model] ?? '').trim()
+  if (!model) throw new CliUsageError(`--model is required (or set ${REEMBED_ENV.model}): the embedding model the plugins are configured with`)
+  const dimensionsText = flags.dimensions ?? env[REEMBED_ENV.dimensions]
+  const dimensions = dimensionsText === undefined || dimensionsText.trim() === '' ? 0 : positive(dimensionsText, '--dimensions')
+  if (dimensions === 0 && targets.includes('memories')) {
+    throw new CliUsageError(`--dimensions is required for memories (or set ${REEMBED_ENV.dimensions}): recall stores vectors as <model>@<dimensions>; use recall's embedding.dimensions`)
+  }
+  const keyEnv = flags.apiKeyEnv ?? REEMBED_ENV.apiKey
+  const apiKey = (env[keyEnv] ?? '').trim()
+  if (flags.apiKeyEnv !== undefined && !apiKey) throw new CliUsageError(`--api-key-env ${keyEnv}: the environment variable ${keyEnv} is not set`)
+  const batch = flags.batch === undefined ? 32 : positive(flags.batch, '--batch')
+  if (batch > 2048) throw new CliUsageError(`--batch must be at most 2048, got ${batch}`)
+  const timeoutMs = flags.timeout === undefined ? 30_000 : positive(flags.timeout, '--timeout')
+  if (flags.scope === 'global' && flags.workspace !== undefined) throw new CliUsageError('--scope global and --workspace exclude each other (global rows belong to no workspace)')
+  if (flags.restart && !flags.all) throw new CliUsageError('--restart only applies with --all')
+  return Object.freeze({
+    url,
+    model,
+    dimensions,
+    apiKey,
+    batch,
+    timeoutMs,
+    targets,
+    scope: flags.scope,
+    workspace: flags.workspace === undefined ? undefined : resolve(flags.workspace),
+    all: flags.all === true,
+    restart: flags.restart === true,
+    dryRun: flags.dryRun === true,
+  })
+}
+
+function positive(text: string, flag: string): number {
+  const value = Number(text)
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < 1) throw new CliUsageError(`${flag} expects a positive integer, got ${JSON.stringify(text)}`)
+  return value
+}
+
+/** Memories matching the filters (current versions: superseded ones are history recall never ranks). */
+async function listMemories(store: MemoryStore, settings: ReembedSettings): Promise<Memory[]> {
+  const filter: MemoryFilter = {
+    ...(settings.scope ? { scope: settings.scope } : {}),
+    ...(settings.workspace ? { workspace: settings.workspace, includeGlobal: false } : {}),
+  }
+  const out: Memory[] = []
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await store.memories.list({ ...filter, limit: PAGE, offset })
+    out.push(...page)
+    if (page.length < PAGE) break
+  }
+  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+/** Whether a cue partition passes the filters (cues have no session scope; `user:` partitions only unfiltered). */
+function cueMatches(cue: Cue, settings: ReembedSettings): boolean {
+  if (settings.workspace) return cue.partition === `workspace:${settings.workspace}`
+  if (settings.scope === 'global') return cue.partition === 'global'
+  if (settings.scope === 'workspace') return cue.partition.startsWith('workspace:')
+  if (settings.scope === 'session') return false
+  return true
+}
+
+function filterKey(settings: ReembedSettings, memoryKey: string, cueKey: string): string {
+  return JSON.stringify({ url: settings.url, memoryKey, cueKey, targets: settings.targets, scope: settings.scope ?? null, workspace: settings.workspace ?? null })
+}
+
+async function readCheckpoint(store: MemoryStore, filter: string): Promise<Checkpoint | undefined> {
+  const raw = await store.meta.get(REEMBED_CHECKPOINT_KEY)
+  if (raw === undefined) return undefined
+  try {
+    const value = JSON.parse(raw) as Checkpoint
+    return value.v === 1 && value.filter === filter ? value : undefined
+  } catch {
+    return undefined // unreadable: start over (the checkpoint only saves work, it never decides correctness)
+  }
+}
+
+/**
+ * Run `reembed` on an open store.
+ * @throws CliError `failed` (exit 1) when the endpoint fails; everything committed before stays.
+ */
+export async function runReembed(store: MemoryStore, settings: ReembedSettings, progress: BenchProgress, dataDir: string): Promise<ReembedReport> {
+  const started = Date.now()
+  const memoryKey = embeddingModelKey(settings.model, settings.dimensions)
+  const cueKey = cueEmbeddingModelKey(settings.model)
+  const common = { baseUrl: settings.url, apiKey: settings.apiKey, model: settings.model, dimensions: settings.dimensions, timeoutMs: settings.timeoutMs, batchSize: settings.batch }
+  // The same request recall and the cue bank send (recall: dimensions sent, 5000 chars; cue bank: not sent, 2000 chars).
+  const memoryClient = settings.targets.includes('memories') ? createEmbeddingClient({ ...common, sendDimensions: true, maxInputChars: 5000, modelKey: memoryKey }) : null
+  const cueClient = settings.targets.includes('cues') ? createEmbeddingClient({ ...common, sendDimensions: false, maxInputChars: 2000, modelKey: cueKey }) : null
+  const filter = filterKey(settings, memoryKey, cueKey)
+  const checkpoint = settings.all && !settings.restart ? await readCheckpoint(store, filter) : undefined
+
+  const memories = memoryClient ? await listMemories(store, settings) : []
+  const memoryWork = memories.filter((memory) =>
+    settings.all ? checkpoint?.memoriesAfter == null || memory.id > checkpoint.memoriesAfter : !memory.embedding || memory.embeddingModel !== memoryKey,
+  )
+  const cueBank = cueClient ? (await store.meta.migrations()).some((migration) => migration.owner === CUE_BANK_MIGRATION_OWNER) : false
+  // Only a data dir where the cue bank ran has cue tables; never create them here. (Opening the
+  // repository runs the cue bank's migrations, a no-op when its tables are current.)
+  const repository = cueBank ? await openCueRepository(store, { busyTimeoutMs: 5_000 }) : undefined
+  try {
+    const cues = repository ? sortById(repository.listCues(undefined).filter((cue) => cueMatches(cue, settings))) : []
+    const cueWork = cues.filter((cue) => (settings.all ? checkpoint?.cuesAfter == null || cue.id > checkpoint.cuesAfter : !cue.embedding || cue.embeddingModel !== cueKey))
+    const report: ReembedReport = {
+      dataDir,
+      endpoint: (memoryClient ?? cueClient)!.endpoint,
+      model: settings.model,
+      dimensions: settings.dimensions,
+      dryRun: settings.dryRun,
+      all: settings.all,
+      resumed: checkpoint !== undefined,
+      memories: memoryClient ? { modelKey: memoryKey, total: memories.length, pending: memoryWork.length, embedded: 0, skipped: 0 } : null,
+      cues: cueClient ? { modelKey: cueKey, cueBank, total: cues.length, pending: cueWork.length, embedded: 0, skipped: 0 } : null,
+      batches: 0,
+      completed: true,
+      error: null,
+      durationMs: 0,
+    }
+    if (settings.dryRun) {
+      report.durationMs = Date.now() - started
+      return report
+    }
+    let cursor: Checkpoint = checkpoint ?? { v: 1, filter, memoriesAfter: null, cuesAfter: null }
+    try {
+      if (memoryClient && memoryWork.length > 0) {
+        progress.start('reembed memories', memoryWork.length)
+        try {
+          for (let start = 0; start < memoryWork.length; start += settings.batch) {
+            const batch = memoryWork.slice(start, start + settings.batch)
+            const vectors = await embedBatch(memoryClient, batch.map((memory) => memory.text), report)
+            const next: Checkpoint = { ...cursor, memoriesAfter: batch[batch.length - 1]!.id }
+            // One transaction per batch: the vectors and (for --all) the checkpoint commit together.
+            const written = await store.transaction(async (tx) => {
+              let count = 0
+              for (let i = 0; i < batch.length; i++) {
+                const current = await tx.memories.get(batch[i]!.id)
+                // Changed meanwhile (edited, superseded, deleted): its text is not what was embedded.
+                if (!current || current.revision !== batch[i]!.revision || current.supersededBy) continue
+                await tx.memories.update(current.id, { embedding: vectors[i]!, embeddingModel: memoryKey }, { actor: 'cli' })
+                count++
+              }
+              if (settings.all) await tx.meta.set(REEMBED_CHECKPOINT_KEY, JSON.stringify(next), { actor: 'cli' })
+              return count
+            })
+            cursor = next
+            report.memories!.embedded += written
+            report.memories!.skipped += batch.length - written
+            for (let i = 0; i < batch.length; i++) progress.tick()
+          }
+        } finally {
+          progress.stop()
+        }
+      }
+      if (cueClient && repository && cueWork.length > 0) {
+        progress.start('reembed cues', cueWork.length)
+        try {
+          for (let start = 0; start < cueWork.length; start += settings.batch) {
+            const batch = cueWork.slice(start, start + settings.batch)
+            const texts = batch.map(embeddingText)
+            const vectors = await embedBatch(cueClient, texts, report)
+            const written = repository.transaction(() => {
+              let count = 0
+              batch.forEach((cue, index) => {
+                const current = repository.getCue(cue.id)
+                if (!current || embeddingText(current) !== texts[index]) return
+                repository.setEmbedding(cue.id, vectors[index]!, cueKey)
+                count++
+              })
+              return count
+            })
+            // The cue rows live on the cue bank's own connection: the checkpoint follows the commit
+            // (a crash in between redoes one batch, which is harmless).
+            cursor = { ...cursor, cuesAfter: batch[batch.length - 1]!.id }
+            if (settings.all) await store.meta.set(REEMBED_CHECKPOINT_KEY, JSON.stringify(cursor), { actor: 'cli' })
+            report.cues!.embedded += written
+            report.cues!.skipped += batch.length - written
+            for (let i = 0; i < batch.length; i++) progress.tick()
+          }
+        } finally {
+          progress.stop()
+        }
+      }
+      if (settings.all) await store.meta.delete(REEMBED_CHECKPOINT_KEY, { actor: 'cli' })
+    } catch (error) {
+      if (!isEmbeddingError(error)) throw error
+      report.completed = false
+      report.error = { code: error.code, message: error.message }
+    }
+    report.durationMs = Date.now() - started
+    return report
+  } finally {
+    repository?.close()
+  }
+}
+
+function sortById<T extends { id: string }>(rows: T[]): T[] {
+  return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+async function embedBatch(client: EmbeddingClient, texts: readonly string[], report: ReembedReport): Promise<Float32Array[]> {
+  report.batches++
+  return client.embed(texts)
+}
+
+/** The text form of a report. */
+export function formatReembed(report: ReembedReport): string {
+  const lines = [`${report.dryRun ? 'dry run: ' : ''}${report.endpoint}, model ${report.model}${report.all ? ' (--all)' : ''}${report.resumed ? ', continuing an interrupted --all run' : ''}`]
+  const line = (name: string, counts: ReembedCounts | null, extra = '') => {
+    if (!counts) return
+    if (report.dryRun) lines.push(`${name}: would embed ${counts.pending} of ${counts.total} (stored as ${counts.modelKey})${extra}`)
+    else lines.push(`${name}: embedded ${counts.embedded} of ${counts.pending} pending (${counts.total} in total, stored as ${counts.modelKey})${counts.skipped ? `, ${counts.skipped} skipped because they changed meanwhile` : ''}${extra}`)
+  }
+  line('memories', report.memories)
+  line('cues', report.cues, report.cues && !report.cues.cueBank ? ' — no cue bank in this data dir' : '')
+  if (report.dryRun) lines.push('nothing written')
+  else lines.push(`${report.batches} requests in ${(report.durationMs / 1000).toFixed(1)} s`)
+  return lines.join('\n')
+}
+
+/** Raw flags of the command. */
+export interface ReembedFlags {
+  dataDir?: string
+  url?: string
+  model?: string
+  dimensions?: string
+  apiKeyEnv?: string
+  batch?: string
+  timeout?: string
+  only?: ReembedTarget
+  scope?: Scope
+  workspace?: string
+  all?: boolean
+  restart?: boolean
+  dryRun?: boolean
+  json?: boolean
+  quiet?: boolean
+}
+
+/** Register `reembed`. */
+export function registerReembed(program: Command, io: CliIO): void {
+  withDataDir(program.command('reembed'))
+    .description('Compute the embeddings of L1 memories and cue-bank cues that lack a vector of the current model (all with --all), against an OpenAI-compatible endpoint. Resumable.')
+    .option('--url <url>', `base URL of the OpenAI-compatible endpoint; requests go to <url>/embeddings (default: $${REEMBED_ENV.url})`)
+    .option('--model <model>', `embedding model (default: $${REEMBED_ENV.model})`)
+    .option('--dimensions <n>', `vector size, recall's embedding.dimensions (default: $${REEMBED_ENV.dimensions}; required for memories)`)
+    .option('--api-key-env <name>', `environment variable holding the API key (default: ${REEMBED_ENV.apiKey}; none when unset)`)
+    .option('--batch <n>', 'texts per request and per commit (default 32)')
+    .option('--timeout <ms>', 'timeout of one request in ms (default 30000)')
+    .addOption(new Option('--only <what>', 'only memories or only cues (default: both)').choices(['memories', 'cues']))
+    .addOption(new Option('--scope <scope>', 'only rows of this scope (cues: global or workspace partitions)').choices(['global', 'workspace', 'session']))
+    .option('--workspace <dir>', 'only rows of this workspace (memories of it, its cue partition)')
+    .option('--all', 'also re-embed rows that already have a vector of this model')
+    .option('--restart', 'with --all: start over instead of continuing an interrupted --all run')
+    .option('--dry-run', 'print the counts; send nothing, write nothing')
+    .option('--json', 'print the result as one JSON object')
+    .option('--quiet', 'no progress output')
+    .action(async (flags: ReembedFlags) => {
+      const settings = resolveReembedSettings(flags)
+      const dataDir = resolveCliDataDir(flags.dataDir)
+      const progress = createProgress(io, flags.quiet === true || settings.dryRun)
+      const report = await withStore(dataDir, {}, (store) => runReembed(store, settings, progress, dataDir))
+      if (flags.json) printJson(io, report)
+      else println(io, formatReembed(report))
+      if (!report.completed) {
+        const done = [report.memories ? `${report.memories.embedded} memories` : '', report.cues ? `${report.cues.embedded} cues` : ''].filter(Boolean).join(' and ')
+        throw new CliError('failed', `${report.error!.message} (${report.error!.code}); ${done} were embedded and kept — run the same command again to continue`, EXIT.failure)
+      }
+    })
+}
