@@ -6,4 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node22-env.sh
 bash scripts/setup.sh
+bash scripts/ensure-chromium.sh
 exec npx vitest run "$@"

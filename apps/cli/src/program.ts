@@ -9,12 +9,13 @@ import { registerDoctor } from './commands/doctor.ts'
 import { registerExport } from './commands/export.ts'
 import { registerImport } from './commands/import.ts'
 import { registerRecords } from './commands/records.ts'
+import { registerServe } from './commands/serve.ts'
 import { registerReembed } from './commands/reembed.ts'
 import { registerStatus } from './commands/status.ts'
 import { CliError, type CliIO, EXIT, processIO } from './io.ts'
 
 /** Registration functions of every command group, in help order. */
-export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerReembed, registerDoctor, registerBench]
+export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerReembed, registerDoctor, registerBench, registerServe]
 
 /** Build the program; `io` receives every byte it prints. */
 export function createProgram(io: CliIO = processIO()): Command {

@@ -3,14 +3,14 @@
  * running host: `--data-dir`, else `DSH_MEMORY_DIR`, else the plugin's own default
  * (`$DSH_HOME/memory`, else `~/.dsh/memory`), so it finds what the DSH plugins wrote.
  */
-import { existsSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { type MemoryStore, openMemoryStore, resolveDataDir } from '@dsh-memory/store'
+import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { DATABASE_FILE, databaseOf, isWebError, locateDataDir } from '@dsh-memory/web'
 import { type Command, Option } from 'commander'
 import { CliError } from '../io.ts'
 
-/** The database file name inside a data dir (the store plugin's `DATABASE_FILE`). */
-export const DATABASE_FILE = 'memory.db'
+// One rule for where data lives, shared with the memory browser (`dsh-memory serve`).
+export { DATABASE_FILE }
 
 /** The `--data-dir` option every data command takes. */
 export function dataDirOption(): Option {
@@ -27,19 +27,17 @@ export function withDataDir(command: Command): Command {
  * @param option - the `--data-dir` value, if given.
  */
 export function resolveCliDataDir(option: string | undefined, env: Record<string, string | undefined> = process.env): string {
-  if (option !== undefined && option.trim() !== '') return resolveDataDir(option, env)
-  const fromEnv = env.DSH_MEMORY_DIR?.trim()
-  if (fromEnv) return resolveDataDir(fromEnv, env)
-  return resolveDataDir('', env)
+  return locateDataDir(option, env)
 }
 
 /** The database path of a data dir, checked to exist. @throws CliError `not-found` */
 export function existingDatabase(dataDir: string): string {
-  const path = join(resolve(dataDir), DATABASE_FILE)
-  if (!existsSync(path) || !statSync(path).isFile()) {
-    throw new CliError('not-found', `no dsh-memory database at ${path} (pass --data-dir, or set DSH_MEMORY_DIR)`)
+  try {
+    return databaseOf(dataDir)
+  } catch (error) {
+    if (isWebError(error) && error.code === 'not-found') throw new CliError('not-found', error.message, undefined, { cause: error })
+    throw error
   }
-  return path
 }
 
 /**

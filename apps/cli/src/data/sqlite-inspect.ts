@@ -1,7 +1,8 @@
 /**
  * The one module of the CLI that talks SQL to `memory.db` directly. Everything else goes
- * through the store API. Why it exists: the store's repository interface has no counts and no
- * health checks (SQLite's `integrity_check` / `foreign_key_check` are SQLite-specific and rows
+ * through the store API (the counts `status` shows come from `@dsh-memory/web`, shared with
+ * the overview of `dsh-memory serve`). Why it exists: the store's repository interface has no
+ * counts and no health checks (SQLite's `integrity_check` / `foreign_key_check` are SQLite-specific and rows
  * broken behind the store's back are, by definition, rows its API cannot see). `status` reads
  * counts here; `doctor` reads its checks here and applies the fixes the store API cannot
  * express (a dangling `superseded_by`, orphan rows of plugin tables). Connections are opened
@@ -9,10 +10,9 @@
  */
 import Database from 'better-sqlite3'
 
-/** A read-only connection (never creates the file, waits up to 5 s for a writer). */
-export function openReadOnly(path: string): Database.Database {
-  return new Database(path, { readonly: true, fileMustExist: true, timeout: 5_000 })
-}
+// The read-only connection and the counts are shared with the memory browser's overview.
+export { openReadOnly, storeCounts } from '@dsh-memory/web'
+export type { StoreCounts } from '@dsh-memory/web'
 
 /** A read-write connection for `doctor --fix`, with foreign keys on like the store's. */
 export function openForRepair(path: string): Database.Database {
@@ -21,72 +21,7 @@ export function openForRepair(path: string): Database.Database {
   return db
 }
 
-/** Row counts of the store's tables, per layer and scope. */
-export interface StoreCounts {
-  readonly conversations: number
-  readonly messages: { readonly total: number; readonly user: number; readonly assistant: number }
-  readonly memories: {
-    readonly current: number
-    readonly superseded: number
-    readonly byScope: Record<string, number>
-    readonly byKind: Record<string, number>
-  }
-  readonly scenes: { readonly total: number; readonly byScope: Record<string, number> }
-  readonly persona: { readonly total: number; readonly byScope: Record<string, number> }
-  /** Per workspace (`''` = unknown): conversations, messages, current memories. Palace index rows are listed under their `memory-palace:<dir>` key. */
-  readonly workspaces: { readonly workspace: string; readonly conversations: number; readonly messages: number; readonly memories: number }[]
-  readonly auditEntries: number
-}
-
 const count = (db: Database.Database, sql: string, ...params: unknown[]): number => Number((db.prepare(sql).get(...params) as { n: number }).n)
-const grouped = (db: Database.Database, sql: string): Record<string, number> =>
-  Object.fromEntries((db.prepare(sql).all() as { k: string; n: number }[]).map((row) => [row.k, Number(row.n)]))
-
-/** Count what the store holds. */
-export function storeCounts(db: Database.Database): StoreCounts {
-  const workspaces = new Map<string, { workspace: string; conversations: number; messages: number; memories: number }>()
-  const entry = (workspace: string) => {
-    let value = workspaces.get(workspace)
-    if (!value) workspaces.set(workspace, (value = { workspace, conversations: 0, messages: 0, memories: 0 }))
-    return value
-  }
-  for (const row of db.prepare('SELECT c.workspace AS w, COUNT(DISTINCT c.id) AS c, COUNT(m.id) AS m FROM store_conversations c LEFT JOIN store_messages m ON m.conversation_id = c.id GROUP BY c.workspace').all() as {
-    w: string
-    c: number
-    m: number
-  }[]) {
-    const value = entry(row.w)
-    value.conversations = Number(row.c)
-    value.messages = Number(row.m)
-  }
-  for (const row of db.prepare("SELECT workspace AS w, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND workspace IS NOT NULL GROUP BY workspace").all() as { w: string; n: number }[]) {
-    entry(row.w).memories = Number(row.n)
-  }
-  return {
-    conversations: count(db, 'SELECT COUNT(*) AS n FROM store_conversations'),
-    messages: {
-      total: count(db, 'SELECT COUNT(*) AS n FROM store_messages'),
-      user: count(db, "SELECT COUNT(*) AS n FROM store_messages WHERE role = 'user'"),
-      assistant: count(db, "SELECT COUNT(*) AS n FROM store_messages WHERE role = 'assistant'"),
-    },
-    memories: {
-      current: count(db, 'SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL'),
-      superseded: count(db, 'SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NOT NULL'),
-      byScope: grouped(db, 'SELECT scope AS k, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL GROUP BY scope ORDER BY scope'),
-      byKind: grouped(db, 'SELECT kind AS k, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL GROUP BY kind ORDER BY kind'),
-    },
-    scenes: {
-      total: count(db, 'SELECT COUNT(*) AS n FROM store_scenes'),
-      byScope: grouped(db, 'SELECT scope AS k, COUNT(*) AS n FROM store_scenes GROUP BY scope ORDER BY scope'),
-    },
-    persona: {
-      total: count(db, 'SELECT COUNT(*) AS n FROM store_persona'),
-      byScope: grouped(db, 'SELECT scope AS k, COUNT(*) AS n FROM store_persona GROUP BY scope ORDER BY scope'),
-    },
-    workspaces: [...workspaces.values()].sort((a, b) => b.messages + b.memories - (a.messages + a.memories) || a.workspace.localeCompare(b.workspace)),
-    auditEntries: count(db, 'SELECT COUNT(*) AS n FROM store_audit'),
-  }
-}
 
 /** Rows per table, for the index-consistency check. */
 export function documentCounts(db: Database.Database): { messages: number; memories: number } {

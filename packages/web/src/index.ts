@@ -1,0 +1,39 @@
+/**
+ * `@dsh-memory/web`: the memory browser as a library (no DSH import). `startMemoryBrowser`
+ * is what `dsh-memory serve` runs; `createMemoryBrowserHandler` is the `(req, res)` handler
+ * the DSH plugin (`@dsh-memory/web/plugin`) mounts under the host's web server.
+ *
+ * @module @dsh-memory/web
+ */
+export { MemoryBrowser, PAGE_SIZE, RECENT_CONVERSATIONS, SEARCH_CAP } from './core/browser.ts'
+export type {
+  CueView,
+  DistillActivity,
+  MemoryBrowserStoreOptions,
+  MemoryDetail,
+  MemoryQuery,
+  MemoryRow,
+  OpenMemoryBrowserOptions,
+  Overview,
+  Page,
+  PalaceNamespaceView,
+  TreeProjectView,
+} from './core/browser.ts'
+export { createMemoryBrowserHandler, csrfToken, tokenCookieName } from './core/handler.ts'
+export type { MemoryBrowserHandler, MemoryBrowserHandlerOptions } from './core/handler.ts'
+export { startMemoryBrowser } from './core/server.ts'
+export type { RunningMemoryBrowser, StartMemoryBrowserOptions } from './core/server.ts'
+export { DEFAULT_PORT, isLoopback, resolveServeOptions } from './core/options.ts'
+export type { ServeOptions, ServeOptionsInput } from './core/options.ts'
+export { newToken } from './core/token.ts'
+export { DATABASE_FILE, databaseOf, locateDataDir } from './core/data-dir.ts'
+export { dailyCounts, memoryKinds, openReadOnly, storeCounts } from './core/sqlite-stats.ts'
+export type { DayCounts, StoreCounts } from './core/sqlite-stats.ts'
+export { describeError, isWebError, WebError } from './core/errors.ts'
+export type { WebErrorCode } from './core/errors.ts'
+export { LANGS, pickLang, translator } from './core/i18n.ts'
+export type { Lang, MessageKey } from './core/i18n.ts'
+export { escapeHtml, html, raw, Raw } from './core/html.ts'
+export type { HtmlValue } from './core/html.ts'
+export { barChart, bucketDays, niceScale, shortNumber, stackedAreaChart } from './core/chart.ts'
+export type { ChartInput, ChartSeries } from './core/chart.ts'

@@ -1,0 +1,79 @@
+/**
+ * The host seam: `@dsh-memory/web/plugin` on a real Cordis context with the real store
+ * service and the host's real web server plugin (`@deepseek-ai/dsh-host-webserver` from the
+ * pinned DSH install in apps/playground/host), reached over HTTP.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { format } from 'node:util'
+import { Context } from '@deepseek-ai/cordis'
+import { MemoryStoreService } from '@dsh-memory/store/plugin'
+import { afterEach, describe, expect, it } from 'vitest'
+import { tokenCookieName } from '../src/index.ts'
+import * as webPlugin from '../src/plugin.ts'
+import { buildWebFixture, scratch } from './fixture.ts'
+
+const HOST_WEBSERVER = join(import.meta.dirname, '..', '..', '..', 'apps', 'playground', 'host', 'node_modules', '@deepseek-ai', 'dsh-host-webserver', 'lib', 'index.js')
+
+const cleanups: (() => unknown)[] = []
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!()
+})
+
+describe('@dsh-memory/web/plugin', () => {
+  it('declares its name, injections and config defaults', () => {
+    expect(webPlugin.name).toBe('memory-web')
+    expect(webPlugin.inject).toEqual(['memoryStore', 'webServer'])
+    expect(webPlugin.Config({} as webPlugin.Config)).toEqual({ path: '/memory', token: '', palaceWorkspaces: [] })
+    expect(() => webPlugin.Config({ path: 'memory/' } as webPlugin.Config)).toThrow()
+  })
+
+  it('the README config table matches the schema', () => {
+    const readme = readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8')
+    const section = readme.slice(readme.indexOf('### Plugin config'), readme.indexOf('## Security model'))
+    const keys = [...section.matchAll(/^\| `(\w+)` \|/gm)].map((match) => match[1])
+    const dict = (webPlugin.Config as unknown as { dict: Record<string, unknown> }).dict
+    expect(keys).toEqual(Object.keys(dict))
+  })
+
+  it('mounts the browser under the host web server, token-guarded, and unmounts on dispose', async () => {
+    expect(existsSync(HOST_WEBSERVER), `the pinned DSH host is installed (${HOST_WEBSERVER})`).toBe(true)
+    const { default: WebServer } = (await import(pathToFileURL(HOST_WEBSERVER).href)) as { default: Parameters<Context['plugin']>[0] }
+    const temp = scratch('plugin')
+    cleanups.push(temp.cleanup)
+    const fixture = await buildWebFixture(temp.dir)
+    const ctx = new Context()
+    cleanups.push(() => ctx.fiber.dispose())
+    const logged: string[] = []
+    ;(ctx as unknown as { logger: (name: string) => unknown }).logger = () => ({ info: (...args: unknown[]) => logged.push(format(...args)), warn: () => {} })
+    await ctx.plugin(MemoryStoreService, { dataDir: fixture.dataDir })
+    await ctx.plugin(WebServer, { host: '127.0.0.1', port: 0 })
+    const fiber = await ctx.plugin(webPlugin, { path: '/memory', token: 'a-fixed-token-for-the-test-0123', palaceWorkspaces: [] })
+    const webServer = (ctx as unknown as { webServer: { port: number } }).webServer
+    const origin = `http://127.0.0.1:${webServer.port}`
+    expect(logged.join('\n')).toContain(`/memory/?token=a-fixed-token-for-the-test-0123`)
+    const urlFile = join(fixture.dataDir, webPlugin.URL_FILE)
+    expect(readFileSync(urlFile, 'utf8').trim()).toBe(`${origin}/memory/?token=a-fixed-token-for-the-test-0123`)
+    expect(statSync(urlFile).mode & 0o777).toBe(0o600)
+
+    expect((await fetch(`${origin}/memory/memories`)).status).toBe(401)
+    const login = await fetch(`${origin}/memory/?token=a-fixed-token-for-the-test-0123`, { redirect: 'manual' })
+    expect(login.status).toBe(303)
+    expect(login.headers.get('location')).toBe('/memory/')
+    expect(login.headers.get('set-cookie')).toContain('Path=/memory')
+    const cookie = `${tokenCookieName('a-fixed-token-for-the-test-0123')}=a-fixed-token-for-the-test-0123`
+    const page = await fetch(`${origin}/memory/memories?q=${encodeURIComponent('数据库')}`, { headers: { cookie } })
+    expect(page.status).toBe(200)
+    const body = await page.text()
+    expect(body).toContain('主数据库使用 PostgreSQL')
+    // Links and assets stay under the mount path.
+    expect(body).toContain('href="/memory/assets/app.css"')
+    expect(body).toContain(`href="/memory/memories/${fixture.memories.database}"`)
+    expect((await fetch(`${origin}/memory/assets/app.js`, { headers: { cookie } })).status).toBe(200)
+
+    await fiber.dispose()
+    expect((await fetch(`${origin}/memory/memories`, { headers: { cookie } })).status).toBe(404)
+    expect(existsSync(urlFile)).toBe(false)
+  })
+})
