@@ -1,11 +1,3 @@
-import { defineConfig } from 'tsup'
+import { packageBuild } from '../../tsup.base.ts'
 
-export default defineConfig({
-  entry: ['src/index.ts', 'src/bin.ts'],
-  format: ['esm'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node22',
-  external: [/^@deepseek-ai\//, /^@dsh-memory\//],
-})
+export default packageBuild({ entry: ['src/index.ts', 'src/bin.ts'] })

@@ -1,11 +1,3 @@
-import { defineConfig } from 'tsup'
+import { packageBuild } from '../../tsup.base.ts'
 
-export default defineConfig({
-  entry: ['src/index.ts', 'src/plugin.ts'],
-  format: ['esm'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node22',
-  external: [/^@deepseek-ai\//, 'better-sqlite3'],
-})
+export default packageBuild({ entry: ['src/index.ts', 'src/plugin.ts'], external: ['better-sqlite3'] })

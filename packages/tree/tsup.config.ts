@@ -1,12 +1,8 @@
-import { defineConfig } from 'tsup'
+import { packageBuild } from '../../tsup.base.ts'
 
-export default defineConfig({
+export default packageBuild({
   // index: the core library; plugin: the DSH adapter; mcp: the dsh-memory-tree-mcp binary.
   entry: ['src/index.ts', 'src/plugin.ts', 'src/mcp.ts'],
-  format: ['esm'],
   dts: { entry: ['src/index.ts', 'src/plugin.ts'] },
-  clean: true,
-  sourcemap: true,
-  target: 'node22',
-  external: [/^@deepseek-ai\//, /^@dsh-memory\//, /^@modelcontextprotocol\//, 'zod'],
+  external: [/^@modelcontextprotocol\//, 'zod'],
 })
