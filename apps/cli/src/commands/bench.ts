@@ -10,6 +10,7 @@ import { CliUsageError, type CliIO } from '../io.ts'
 import { createProgress } from '../progress.ts'
 import { FULL_SIZES, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench } from '../bench/scale.ts'
 import { formatTokenCostReport, runTokenCostBench } from '../bench/token-cost.ts'
+import { parseCount } from './records.ts'
 
 /** Parse `--k 5,10` into sorted unique positive integers. */
 export function parseKs(text: string): number[] {
@@ -84,8 +85,7 @@ function registerScaleBenches(bench: Command, io: CliIO): void {
       } catch (error) {
         throw new CliUsageError((error as Error).message)
       }
-      const runs = /^\d+$/.test(options.runs) ? Number(options.runs) : Number.NaN
-      if (!Number.isSafeInteger(runs) || runs < 1) throw new CliUsageError(`--runs expects a positive integer, got ${JSON.stringify(options.runs)}`)
+      const runs = parseCount('--runs', options.runs)
       const log = options.quiet ? undefined : (line: string) => io.stderr.write(`${line}\n`)
       const report = await runScaleBench({ sizes, runs: options.quick ? Math.min(runs, 10) : runs, ...(options.quick ? { captureEvents: 200 } : {}), ...(log ? { log } : {}) })
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatScaleReport(report)}\n`)

@@ -20,10 +20,13 @@ export function parseScopes(text: string | undefined): Scope[] | undefined {
   return scopes as Scope[]
 }
 
-/** Parse a positive integer option. @throws CliUsageError */
-export function parseCount(name: string, text: string, max: number): number {
-  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN
-  if (!Number.isSafeInteger(value) || value < 1 || value > max) throw new CliUsageError(`${name} expects an integer from 1 to ${max}, got ${JSON.stringify(text)}`)
+/** Parse a positive integer option, at most `max` when given. @throws CliUsageError */
+export function parseCount(name: string, text: string, max?: number): number {
+  const value = /^\d+$/.test(text.trim()) ? Number(text.trim()) : Number.NaN
+  if (!Number.isSafeInteger(value) || value < 1 || (max !== undefined && value > max)) {
+    const expected = max === undefined ? 'a positive integer' : `an integer from 1 to ${max}`
+    throw new CliUsageError(`${name} expects ${expected}, got ${JSON.stringify(text)}`)
+  }
   return value
 }
 

@@ -30,6 +30,7 @@ import type { BenchProgress } from '../bench/locomo.ts'
 import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
 import { CliError, type CliIO, CliUsageError, EXIT, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
+import { parseCount } from './records.ts'
 
 /** Environment variables read when the matching flag is absent. */
 export const REEMBED_ENV = Object.freeze({
@@ -126,16 +127,16 @@ export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, 
   const model = (flags.model ?? env[REEMBED_ENV.model] ?? '').trim()
   if (!model) throw new CliUsageError(`--model is required (or set ${REEMBED_ENV.model}): the embedding model the plugins are configured with`)
   const dimensionsText = flags.dimensions ?? env[REEMBED_ENV.dimensions]
-  const dimensions = dimensionsText === undefined || dimensionsText.trim() === '' ? 0 : positive(dimensionsText, '--dimensions')
+  const dimensions = dimensionsText === undefined || dimensionsText.trim() === '' ? 0 : parseCount('--dimensions', dimensionsText)
   if (dimensions === 0 && targets.includes('memories')) {
     throw new CliUsageError(`--dimensions is required for memories (or set ${REEMBED_ENV.dimensions}): recall stores vectors as <model>@<dimensions>; use recall's embedding.dimensions`)
   }
   const keyEnv = flags.apiKeyEnv ?? REEMBED_ENV.apiKey
   const apiKey = (env[keyEnv] ?? '').trim()
   if (flags.apiKeyEnv !== undefined && !apiKey) throw new CliUsageError(`--api-key-env ${keyEnv}: the environment variable ${keyEnv} is not set`)
-  const batch = flags.batch === undefined ? 32 : positive(flags.batch, '--batch')
+  const batch = flags.batch === undefined ? 32 : parseCount('--batch', flags.batch)
   if (batch > 2048) throw new CliUsageError(`--batch must be at most 2048, got ${batch}`)
-  const timeoutMs = flags.timeout === undefined ? 30_000 : positive(flags.timeout, '--timeout')
+  const timeoutMs = flags.timeout === undefined ? 30_000 : parseCount('--timeout', flags.timeout)
   if (flags.scope === 'global' && flags.workspace !== undefined) throw new CliUsageError('--scope global and --workspace exclude each other (global rows belong to no workspace)')
   if (flags.restart && !flags.all) throw new CliUsageError('--restart only applies with --all')
   return Object.freeze({
@@ -152,12 +153,6 @@ export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, 
     restart: flags.restart === true,
     dryRun: flags.dryRun === true,
   })
-}
-
-function positive(text: string, flag: string): number {
-  const value = Number(text)
-  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < 1) throw new CliUsageError(`${flag} expects a positive integer, got ${JSON.stringify(text)}`)
-  return value
 }
 
 /** Memories matching the filters (current versions: superseded ones are history recall never ranks). */
