@@ -165,6 +165,23 @@ function isBusy(error: unknown): boolean {
   return isMemoryStoreError(error) && error.code === 'busy'
 }
 
+/**
+ * Run `attempt` until it succeeds, or fails with something other than `busy`, or `retryable()`
+ * says the failed attempt changed something, or `budgetMs` has passed; waits asynchronously
+ * (jittered) between attempts so the event loop keeps running.
+ */
+async function retryWhileBusy<T>(budgetMs: number, attempt: () => Promise<T>, retryable: () => boolean = () => true): Promise<T> {
+  const deadline = Date.now() + budgetMs
+  for (let count = 1; ; count++) {
+    try {
+      return await attempt()
+    } catch (error) {
+      if (!isBusy(error) || !retryable() || Date.now() >= deadline) throw error
+      await sleep(busyBackoffMs(count))
+    }
+  }
+}
+
 /** Jittered, growing pause between lock attempts (5 ms .. 250 ms), so waiting writers spread out. */
 function busyBackoffMs(attempt: number): number {
   const ceiling = Math.min(250, 5 * 2 ** Math.min(attempt, 6))
@@ -378,22 +395,19 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
   async #call<T>(write: boolean, op: () => T, retryable: () => boolean = () => !write): Promise<T> {
     this.#assertOpen()
     if (write && this.readonly) throw new MemoryStoreError('readonly', 'the memory store was opened read-only')
-    const deadline = Date.now() + this.#options.busyTimeoutMs
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#gate.run(() => {
+    return retryWhileBusy(
+      this.#options.busyTimeoutMs,
+      () =>
+        this.#gate.run(() => {
           this.#assertOpen()
           try {
             return op()
           } catch (error) {
             throw translateSqliteError(error, write ? 'write failed' : 'read failed')
           }
-        })
-      } catch (error) {
-        if (!isBusy(error) || !retryable() || Date.now() >= deadline) throw error
-        await sleep(busyBackoffMs(attempt))
-      }
-    }
+        }),
+      retryable,
+    )
   }
 
   /** Record the audit row and the change-log row of a write, inside its transaction. */
@@ -1548,19 +1562,15 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     }
     return this.#gate.hold(async () => {
       this.#assertOpen()
-      const deadline = Date.now() + this.#options.busyTimeoutMs
-      for (let attempt = 1; ; attempt++) {
+      // Nothing ran yet when BEGIN is busy: wait for the other process's write to end.
+      await retryWhileBusy(this.#options.busyTimeoutMs, async () => {
+        this.#assertOpen()
         try {
           this.#sqlite.exec(this.readonly ? 'BEGIN' : 'BEGIN IMMEDIATE')
-          break
         } catch (error) {
-          const translated = translateSqliteError(error, 'cannot start a transaction')
-          // Nothing ran yet: wait for the other process's write to end, without blocking.
-          if (!isBusy(translated) || Date.now() >= deadline) throw translated
-          await sleep(busyBackoffMs(attempt))
-          this.#assertOpen()
+          throw translateSqliteError(error, 'cannot start a transaction')
         }
-      }
+      })
       try {
         // Under the write lock: nobody can take the lease over until this transaction ends.
         if (fence) this.#assertFence(fence)
