@@ -5,7 +5,7 @@
  *
  * @module @dsh-memory/recall
  */
-export { analyze, ANALYZER_VERSION } from './core/analyzer.ts'
+export { analyze, ANALYZER_VERSION, searchText } from './core/analyzer.ts'
 export { RankingCorpus } from './core/corpus.ts'
 export type { Bm25Parameters, CorpusDocument, CorpusOptions, WeightedQuery } from './core/corpus.ts'
 export {

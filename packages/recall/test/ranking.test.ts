@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { analyze } from '../src/core/analyzer.ts'
+import { tokenize } from '@dsh-memory/store'
+import { analyze, searchText } from '../src/core/analyzer.ts'
 import { RankingCorpus } from '../src/core/corpus.ts'
 import { asksAboutTime, decayFactor, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING } from '../src/core/ranking.ts'
 
@@ -28,6 +29,20 @@ describe('analyze', () => {
   it('drops conversational fillers and is deterministic', () => {
     expect(analyze('Hey, yeah thanks!')).toEqual([])
     expect(analyze('The deploy runs nightly')).toEqual(analyze('The deploy runs nightly'))
+  })
+})
+
+describe('searchText', () => {
+  it('adds the English stems the store tokenizer lacks, and nothing for CJK', () => {
+    expect(searchText('painting cats')).toBe('painting cats paint cat')
+    expect(searchText('search index')).toBe('search index')
+    // Re-tokenizing CJK terms space-separated would cut bigrams into lone characters, which
+    // the store expands as prefixes over every word starting with them.
+    for (const query of ['デプロイ手順 Kubernetes', '数据库迁移 PostgreSQL 的进度', 'キャッシュの設定を見直す']) {
+      const lone = (text: string) => tokenize(text).filter((term) => [...term].length === 1)
+      expect(lone(searchText(query)), query).toEqual(lone(query))
+    }
+    expect(searchText('デプロイ手順 Kubernetes')).toBe('デプロイ手順 Kubernetes kubernet')
   })
 })
 

@@ -249,6 +249,24 @@ describe('search', () => {
     expect(await store.search.messages('common everywhere', { limit: 5 })).toHaveLength(5)
   }, 60_000)
 
+  it('does not expand a prefix over a very common query term, and answers when only such prefixes are rare', async () => {
+    const { store } = openTemp()
+    await store.conversations.ensure({ id: 's', workspace: '/w' })
+    const ids: string[] = []
+    await store.transaction(async (tx) => {
+      for (let i = 0; i < 1_200; i++) {
+        const text = `kubernetes cluster row ${i}${i === 7 ? ' plus a zeppelin' : ''}`
+        ids.push((await tx.messages.append({ conversationId: 's', hostMessageId: `h${i}`, role: 'user', text })).message.id)
+      }
+    })
+    // "kubernet" (a stem recall adds) would expand to every "kubernetes" row: it stays exact
+    // (and matches nothing), so the rare term alone decides.
+    expect(messageIds(await store.search.messages('kubernetes kubernet zeppelin', { limit: 5 }))).toEqual([ids[7]])
+    // A prefix with no exact match may match nothing at all: the rarest common term still answers.
+    expect(await store.search.messages('kubernetes kubernet', { limit: 5 })).toHaveLength(5)
+    expect(await store.search.messages('nonexistent cluster', { limit: 5 })).toHaveLength(5)
+  }, 60_000)
+
   it('sees writes made by another store on the same file before the next search', async () => {
     const { store: first, path } = openTemp()
     const second = reopen(path)

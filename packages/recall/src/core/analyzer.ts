@@ -53,6 +53,20 @@ export function analyze(text: string): string[] {
   return out
 }
 
+/**
+ * The text recall hands to the store's full-text search for `query`: the query plus those of
+ * its English stems the store's tokenizer does not produce itself ("paint" for "painting",
+ * which the store matches as a prefix), so inflections the ranking folds are candidates too.
+ * CJK terms are left out: they are the tokenizer's own terms already, and re-tokenizing them
+ * space-separated cuts bigrams ("イ手") into lone characters, which the store expands as
+ * prefixes over every word starting with them (slow, and matching nothing the query meant).
+ */
+export function searchText(query: string): string {
+  const own = new Set(tokenize(query))
+  const stems = [...new Set(analyze(query))].filter((term) => ASCII_WORD.test(term) && !own.has(term))
+  return stems.length === 0 ? query : `${query} ${stems.join(' ')}`
+}
+
 const STEM_CACHE = new Map<string, string>()
 const STEM_CACHE_LIMIT = 50_000
 

@@ -4,7 +4,7 @@
  * call it directly.
  */
 import { type Memory, type MemoryStore, type Message, type Persona, redactSecrets, type Scene } from '@dsh-memory/store'
-import { analyze, ANALYZER_VERSION } from './analyzer.ts'
+import { analyze, ANALYZER_VERSION, searchText } from './analyzer.ts'
 import { RankingCorpus } from './corpus.ts'
 import type { Embedder } from './embedding.ts'
 import { errorMessage, RecallError } from './errors.ts'
@@ -159,7 +159,7 @@ export class RecallEngine {
    * "painting") are candidates too.
    */
   async candidateMemories(query: string, scope: RecallScope): Promise<{ memories: Memory[]; collectionSize: number }> {
-    const text = `${query} ${analyze(query).join(' ')}`
+    const text = searchText(query)
     const parts = scope.workspace
       ? [{ workspace: scope.workspace, sessionId: scope.sessionId }]
       : [{ scope: 'global' as const }, { scope: 'session' as const, sessionId: scope.sessionId, includeGlobal: false }]
@@ -562,8 +562,7 @@ export async function rankConversationTurns(
   options: ConversationRankingOptions,
 ): Promise<{ message: Message; score: number }[]> {
   const keep = (message: Message) => message.conversationId !== options.excludeConversationId
-  const widened = `${query} ${analyze(query).join(' ')}`
-  const hits = (await store.search.messages(widened, { workspace: options.workspace, limit: options.candidates ?? MESSAGE_CANDIDATES }))
+  const hits = (await store.search.messages(searchText(query), { workspace: options.workspace, limit: options.candidates ?? MESSAGE_CANDIDATES }))
     .map((hit) => hit.message)
     .filter(keep)
   if (hits.length === 0) return []

@@ -12,9 +12,10 @@
  * every term reaches FTS5 unchanged and no plain term can collide with an encoded one.
  *
  * A query is the OR of its terms (ASCII terms of 4+ characters and lone CJK characters also as
- * prefixes, ASCII terms of 6+ characters also with typos) ranked by bm25(). Very common terms are dropped while rarer
- * ones exist, and the ranked set is capped to the newest matches, so a search costs about
- * the same on 10 thousand rows as on a million.
+ * prefixes unless a very common query term starts with them, ASCII terms of 6+ characters
+ * also with typos) ranked by bm25(). Very common terms are dropped while rarer ones exist,
+ * and the ranked set is capped to the newest matches, so a search costs about the same on
+ * 10 thousand rows as on a million.
  */
 import type Database from 'better-sqlite3'
 import { tokenize, TOKENIZER_VERSION } from './tokenizer.ts'
@@ -193,11 +194,22 @@ class FtsKind {
       const forms = [`"${encoded}"${prefix ? ' *' : ''}`, ...variants.map((variant) => `"${variant.term}"`)]
       return { term, docs: docs + variants.reduce((sum, variant) => sum + variant.docs, 0), forms, prefix }
     })
+    // A prefix matches at least what every query term it starts covers: "kubernet*" is as
+    // common as "kubernetes", 猫* as 猫カフェ. When such a term is very common the prefix is
+    // not expanded (FTS5 merges every document list under it; the longer term stands for it).
+    for (const entry of entries) {
+      if (!entry.prefix || !entries.some((other) => other !== entry && other.term.startsWith(entry.term) && other.docs > common)) continue
+      entry.prefix = false
+      entry.forms[0] = `"${encodeTerm(entry.term)}"`
+    }
     // A prefix term with no exact match may still match longer terms (猫 in 猫カフェ, deploy in deployment).
     const present = entries.filter((entry) => entry.docs > 0 || entry.prefix)
     const rare = present.filter((entry) => entry.docs <= common)
-    // All terms common: keep the rarest one; the newest-matches cap bounds the work.
-    const chosen = rare.length > 0 ? rare : present.sort((a, b) => a.docs - b.docs).slice(0, 1)
+    // No rare term that surely matches (only prefixes without an exact match, which may match
+    // nothing): keep the rarest common term too; the newest-matches cap bounds the work.
+    const chosen = rare.some((entry) => entry.docs > 0)
+      ? rare
+      : [...rare, ...present.filter((entry) => entry.docs > common).sort((a, b) => a.docs - b.docs).slice(0, 1)]
     // A term another kept prefix term already covers ("database" under "databas*") adds only
     // another pass over the same document lists.
     const kept = chosen.filter((entry) => !chosen.some((other) => other !== entry && other.prefix && entry.term !== other.term && entry.term.startsWith(other.term)))
