@@ -124,6 +124,22 @@ describe('CaptureRecorder on a real store', () => {
     store = openMemoryStore({ path: join(temp.dir, 'memory.db') })
   })
 
+  it("creates a session's conversation in the same write as its first message", async () => {
+    const errors: unknown[] = []
+    const recorder = new CaptureRecorder(store, resolveCaptureOptions(), { onError: (error) => errors.push(error) })
+    const s = session('/work/alpha')
+    const events = new EventScript()
+    // The store rejects the first message (an empty host id): the conversation rolls back with it.
+    expect(await recorder.handle(s, events.user('first words', { kind: 'user' }, ''))).toBeUndefined()
+    expect(errors).toEqual([expect.objectContaining({ code: 'invalid-argument' })])
+    expect(await store.conversations.get(s.id)).toBeUndefined()
+    // The next message creates both; later ones append to it.
+    await recorder.handle(s, events.user('second words'))
+    await recorder.handle(s, events.user('third words'))
+    expect(await store.conversations.get(s.id)).toMatchObject({ id: s.id, workspace: '/work/alpha' })
+    expect((await store.messages.list({ conversationId: s.id })).map((message) => message.text)).toEqual(['second words', 'third words'])
+  })
+
   it('keeps secrets out of the database (the store redacts before writing)', async () => {
     const recorder = new CaptureRecorder(store, resolveCaptureOptions())
     const s = session()

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { tokenize } from '@dsh-memory/store'
 import { analyze, searchText } from '../src/core/analyzer.ts'
 import { RankingCorpus } from '../src/core/corpus.ts'
+import { queryTermProbe } from '../src/core/recall-engine.ts'
 import { asksAboutTime, decayFactor, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING } from '../src/core/ranking.ts'
 
 const DAY = 86_400_000
@@ -43,6 +44,22 @@ describe('searchText', () => {
       expect(lone(searchText(query)), query).toEqual(lone(query))
     }
     expect(searchText('デプロイ手順 Kubernetes')).toBe('デプロイ手順 Kubernetes kubernet')
+  })
+})
+
+describe('queryTermProbe', () => {
+  it('passes every text that shares an analyzer term with the query, and skips unrelated ones', () => {
+    const pairs: [string, string][] = [
+      ['happy', 'what happiness'], ['durability', 'a durable bag'], ['flexibility', 'flexible hours'], ['painting', 'she painted'],
+      ['relational', 'how they relate'], ['hoping', 'we hope so'], ['tabs', 'tabbed panes'], ['ponies', 'a pony'], ['eyed', 'an eye'],
+      ["rock'n'roll", "loves rock'n'roll"], ["Caroline's dog", 'Caroline said'], ['generalization', 'in general'], ['ties', 'it tied'],
+      ['studies', 'she studied'], ['running', 'he runs'], ['controlling', 'control it'], ['数据库', '新的数据库'], ['キャッシュ', 'キャッシュを消す'],
+    ]
+    const shared = pairs.filter(([query, text]) => analyze(query).some((term) => analyze(text).includes(term)))
+    expect(shared.length).toBeGreaterThanOrEqual(15)
+    for (const [query, text] of shared) expect(queryTermProbe(query)(text), `${query} / ${text}`).toBe(true)
+    expect(queryTermProbe('kubernetes deployment')('the data pipeline uses Redis')).toBe(false)
+    expect(queryTermProbe('数据库')('キャッシュの設定')).toBe(false)
   })
 })
 

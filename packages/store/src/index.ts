@@ -5,7 +5,7 @@
  * @module @dsh-memory/store
  */
 export { openMemoryStore } from './core/sqlite-store.ts'
-export { DEFAULT_BUSY_TIMEOUT_MS, resolveDataDir } from './core/options.ts'
+export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './core/options.ts'
 export type { MemoryStoreOptions } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'
 export type { MemoryStoreErrorCode } from './core/errors.ts'

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { MemoryStoreError } from './core/errors.ts'
-import { DEFAULT_BUSY_TIMEOUT_MS, resolveDataDir } from './core/options.ts'
+import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './core/options.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
 import type {
   AppliedMigration,
@@ -49,6 +49,8 @@ export interface Config {
   dataDir: string
   /** How long a write waits for another DSH process holding the database lock, in ms. */
   busyTimeoutMs: number
+  /** SQLite page cache of the connection, MiB. */
+  cacheMiB: number
 }
 
 /** Schemastery schema of {@link Config}: every field optional on input, defaults applied on output (the README table mirrors it). */
@@ -61,6 +63,12 @@ export const Config: z<Partial<Config>, Config> = z.object({
     .natural()
     .default(DEFAULT_BUSY_TIMEOUT_MS)
     .description('How long a call waits for another process holding the database write lock before failing with code busy (ms). The wait does not block the event loop.'),
+  cacheMiB: z
+    .natural()
+    .min(1)
+    .max(4096)
+    .default(DEFAULT_CACHE_MIB)
+    .description('SQLite page cache of the connection (MiB). Filled only as pages are read; large stores search faster with more.'),
 })
 
 /**
@@ -84,8 +92,9 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
     this.dataDir = resolveDataDir(config.dataDir)
     this.path = join(this.dataDir, DATABASE_FILE)
     const busyTimeoutMs = config.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+    const cacheMiB = config.cacheMiB ?? DEFAULT_CACHE_MIB
     ctx.effect(() => {
-      const store = openMemoryStore({ path: this.path, busyTimeoutMs })
+      const store = openMemoryStore({ path: this.path, busyTimeoutMs, cacheMiB })
       this.current = store
       return async () => {
         this.current = undefined

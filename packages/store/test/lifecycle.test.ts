@@ -112,7 +112,7 @@ describe('lifecycle', () => {
   })
 
   it('validates options', () => {
-    const bad = [{ path: '' }, { path: 'x.db', busyTimeoutMs: -1 }, { path: 'x.db', limits: { bogus: 10 } }, { path: 'x.db', limits: { message: 3 } }, { path: 'x.db', actor: '' }]
+    const bad = [{ path: '' }, { path: 'x.db', busyTimeoutMs: -1 }, { path: 'x.db', limits: { bogus: 10 } }, { path: 'x.db', limits: { message: 3 } }, { path: 'x.db', actor: '' }, { path: 'x.db', cacheMiB: 0 }, { path: 'x.db', cacheMiB: 1.5 }, { path: 'x.db', cacheMiB: 5000 }]
     for (const options of bad) expect(() => openMemoryStore(options as never), JSON.stringify(options)).toThrowError(expect.objectContaining({ code: 'invalid-argument' }))
   })
 
@@ -147,10 +147,10 @@ describe('diagnostics', () => {
     expect(report).toMatchObject({
       backend: 'sqlite',
       location: path,
-      details: { journalMode: 'wal', synchronous: 'NORMAL', foreignKeys: true, busyTimeoutMs: 30000, readonly: false },
+      details: { journalMode: 'wal', synchronous: 'NORMAL', foreignKeys: true, busyTimeoutMs: 30000, cacheMiB: 64, readonly: false },
     })
     expect(report.details.sizeBytes).toBeGreaterThan(0)
-    const custom = openTemp({ busyTimeoutMs: 1234 }).store
-    expect((await custom.meta.diagnostics()).details.busyTimeoutMs).toBe(1234)
+    const custom = openTemp({ busyTimeoutMs: 1234, cacheMiB: 8 }).store
+    expect((await custom.meta.diagnostics()).details).toMatchObject({ busyTimeoutMs: 1234, cacheMiB: 8 })
   })
 })

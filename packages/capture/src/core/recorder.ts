@@ -74,10 +74,12 @@ export const BUSY_RETRY_DELAY_MS = 250
 export class CaptureRecorder {
   readonly stats: CaptureStats = { captured: 0, duplicates: 0, skipped: 0, errors: 0 }
   private readonly turns = new Map<string, number>()
+  /** Sessions whose conversation row this recorder has created or seen. */
+  private readonly ensured = new Set<string>()
   private queue: Promise<unknown> = Promise.resolve()
 
   constructor(
-    private readonly store: Pick<MemoryStore, 'conversations' | 'messages'>,
+    private readonly store: Pick<MemoryStore, 'conversations' | 'messages' | 'transaction'>,
     private readonly options: CaptureOptions,
     private readonly hooks: CaptureHooks = {},
   ) {}
@@ -117,6 +119,7 @@ export class CaptureRecorder {
   /** Drop per-session turn tracking (call when the session ends). */
   forget(sessionId: string): void {
     this.turns.delete(sessionId)
+    this.ensured.delete(sessionId)
   }
 
   private plan(session: SessionLike, event: SessionEventLike): (() => Promise<CapturedMessage | undefined>) | undefined {
@@ -166,19 +169,20 @@ export class CaptureRecorder {
       this.stats.skipped++
       return undefined
     }
+    const hostMessageId = message.id
     const clipped = clip(text, this.options.maxMessageChars)
     const workspace = session.header?.cwd ?? ''
     const at = typeof event.time === 'number' ? event.time : Date.now()
-    await this.store.conversations.ensure({ id: session.id, workspace, startedAt: session.header?.createdAt ?? at })
-    const { inserted, message: row } = await this.store.messages.append({
-      conversationId: session.id,
-      hostMessageId: message.id,
-      role,
-      text: clipped.text,
-      turn,
-      seq: event.seq,
-      createdAt: at,
-    })
+    const writeTo = async (target: Pick<MemoryStore, 'conversations' | 'messages'>) => {
+      await target.conversations.ensure({ id: session.id, workspace, startedAt: session.header?.createdAt ?? at })
+      return target.messages.append({ conversationId: session.id, hostMessageId, role, text: clipped.text, turn, seq: event.seq, createdAt: at })
+    }
+    // The first message of a session creates its conversation in the same transaction: a kill
+    // in between would leave an empty conversation behind. Later ones skip the transaction
+    // (ensure is then a read that changes nothing; an explicit transaction costs ~0.2 ms).
+    const first = !this.ensured.has(session.id)
+    const { inserted, message: row } = first ? await this.store.transaction((tx) => writeTo(tx)) : await writeTo(this.store)
+    this.ensured.add(session.id)
     if (!inserted) {
       this.stats.duplicates++
       return undefined

@@ -73,8 +73,12 @@ export const MAX_SCAN = 10_000
  * memory, which keeps a turn's recall flat in the size of the store.
  */
 export const MEMORY_CANDIDATES = 100
-/** Messages the store's search hands to the turn ranking per query (plus their context neighbours). */
-export const MESSAGE_CANDIDATES = 200
+/**
+ * Messages the store's search hands to the turn ranking per query (plus their context
+ * neighbours). 150 ranks as well as 200 on the LoCoMo dev split (100 loses half a point of
+ * recall_any@10) and analyzes a quarter fewer turns on a cold search.
+ */
+export const MESSAGE_CANDIDATES = 150
 /** How long a scope's document count (the collection size for idf) is reused. */
 const COLLECTION_SIZE_TTL_MS = 60_000
 const MEMO_LIMIT = 100_000
@@ -599,13 +603,20 @@ export async function rankConversationTurns(
 
 /**
  * A cheap necessary condition for a text to yield one of the query's analyzer terms: the
- * (NFKC, lower-cased) text contains the term, or for a stemmed English term its first
- * min(4, length − 1) letters (Porter rewrites only the end of a word: "happi" from "happy").
+ * (NFKC, lower-cased) text contains the term, or for a stemmed English term all of it but the
+ * last letter (Porter rewrites only the end of a word: "happi" from "happy", "durabl" from
+ * "durability"), or all of a 2-3 letter stem unless it ends in e or i. Checked against every
+ * word of Debian's American English word list and the LoCoMo text (81k words): each contains
+ * the needle of its own stem.
  */
-function queryTermProbe(query: string): (text: string) => boolean {
-  const needles = [...new Set(analyze(query))].map((term) => (/^[a-z][a-z0-9]*$/.test(term) && term.length > 2 ? term.slice(0, Math.min(4, term.length - 1)) : term))
+export function queryTermProbe(query: string): (text: string) => boolean {
+  const needles = [...new Set(analyze(query))].map((term) => {
+    if (!/^[a-z][a-z0-9]*$/.test(term)) return term
+    return term.length >= 4 || /[ei]$/.test(term) ? term.slice(0, -1) : term
+  })
   return (text) => {
-    const folded = text.normalize('NFKC').toLowerCase()
+    // The analyzer drops apostrophes inside words ("rock'n'roll" → "rocknroll").
+    const folded = text.normalize('NFKC').toLowerCase().replace(/['’]/g, '')
     return needles.some((needle) => folded.includes(needle))
   }
 }

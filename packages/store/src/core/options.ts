@@ -19,6 +19,13 @@ export interface MemoryStoreOptions {
    * is an async, jittered retry). Default 30000.
    */
   busyTimeoutMs?: number
+  /**
+   * SQLite's page cache of this connection, MiB (pages are cached only as they are read, so a
+   * small database never fills it). Default {@link DEFAULT_CACHE_MIB}: at a million messages a
+   * search reads tens of thousands of rows, and SQLite's own 2 MiB default sends most of them
+   * back to the OS.
+   */
+  cacheMiB?: number
   /** Other packages' migrations to apply (in one transaction with the store's own). */
   extraMigrations?: readonly MigrationSet[]
   /** Per-field length caps; see {@link TextLimits}. */
@@ -38,6 +45,7 @@ export interface ResolvedStoreOptions {
   readonly readonly: boolean
   readonly now: () => number
   readonly busyTimeoutMs: number
+  readonly cacheMiB: number
   readonly extraMigrations: readonly MigrationSet[]
   readonly limits: Readonly<TextLimits>
   readonly actor: string | null
@@ -47,6 +55,9 @@ export interface ResolvedStoreOptions {
 
 /** The default busy timeout, in milliseconds. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 30_000
+/** The default page cache per connection, in MiB. */
+export const DEFAULT_CACHE_MIB = 64
+const MAX_CACHE_MIB = 4096
 
 const MIN_LIMIT = 64
 
@@ -61,6 +72,8 @@ export function resolveStoreOptions(options: MemoryStoreOptions): ResolvedStoreO
   const inMemory = path === ':memory:'
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new MemoryStoreError('invalid-argument', 'busyTimeoutMs must be a non-negative integer')
+  const cacheMiB = options.cacheMiB ?? DEFAULT_CACHE_MIB
+  if (!Number.isSafeInteger(cacheMiB) || cacheMiB < 1 || cacheMiB > MAX_CACHE_MIB) throw new MemoryStoreError('invalid-argument', `cacheMiB must be an integer from 1 to ${MAX_CACHE_MIB}`)
   const now = options.now ?? Date.now
   if (typeof now !== 'function') throw new MemoryStoreError('invalid-argument', 'now must be a function')
   const limits = { ...DEFAULT_TEXT_LIMITS }
@@ -84,6 +97,7 @@ export function resolveStoreOptions(options: MemoryStoreOptions): ResolvedStoreO
     readonly: options.readonly === true,
     now,
     busyTimeoutMs,
+    cacheMiB,
     extraMigrations: Object.freeze(extraMigrations),
     limits: Object.freeze(limits),
     actor: options.actor ?? null,

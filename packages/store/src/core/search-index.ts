@@ -182,12 +182,23 @@ class FtsKind {
     if (terms.length === 0) return { match: undefined, kept: [], dropped: [] }
     const total = Number(this.#maxDoc.get() ?? 0)
     const common = Math.ceil(Math.max(COMMON_MIN_DOCS, total * COMMON_SHARE))
-    const entries = terms.map((term) => {
+    // Document frequency of each exact term, counted up to just past "very common".
+    const counted = terms.map((term) => {
       const encoded = encodeTerm(term)
-      // Document frequency of the exact term, counted up to just past "very common".
-      const docs = Number(this.#cappedDocs.get(`"${encoded}"`, common + 1) ?? 0)
+      return { term, encoded, docs: Number(this.#cappedDocs.get(`"${encoded}"`, common + 1) ?? 0) }
+    })
+    const vocabulary = new Map<string, { term: string; doc: number }[]>()
+    const entries = counted.map(({ term, encoded, docs }) => {
       // A term no document has may be a typo: try indexed terms within the edit distance.
-      const variants = docs === 0 ? this.#fuzzyVariants(term) : []
+      // Not when the query itself holds the word it varies: another term is a prefix of it
+      // ("databas" for "database": recall adds stems), or an indexed query term differs from
+      // it only from its last letter on ("gateway" for the stem "gatewai"). The vocabulary
+      // scan reads the whole document list of every neighbouring term, the costliest step of
+      // planning.
+      const covered = counted.some(
+        (other) => other.term !== term && ((isPrefixTerm(other.term) && term.startsWith(other.term)) || (other.docs > 0 && other.term.startsWith(term.slice(0, -1)))),
+      )
+      const variants = docs === 0 && !covered ? this.#fuzzyVariants(term, vocabulary) : []
       // Prefix expansion only for terms that are not very common themselves: FTS5 merges the
       // document lists of every term with the prefix, which is what makes common ones slow.
       const prefix = isPrefixTerm(term) && docs <= common
@@ -221,14 +232,19 @@ class FtsKind {
     }
   }
 
-  /** Indexed terms within the typo distance of a long ASCII term (not the term itself). */
-  #fuzzyVariants(term: string): { term: string; docs: number }[] {
+  /** Indexed terms within the typo distance of a long ASCII term (not the term itself); `vocabulary` caches scans per three-letter head within one plan. */
+  #fuzzyVariants(term: string, vocabulary: Map<string, { term: string; doc: number }[]>): { term: string; docs: number }[] {
     if (term.length < FUZZY_MIN_LENGTH || !/^[a-z0-9]+$/.test(term)) return []
     const distance = Math.round(term.length * FUZZY_SHARE)
     const head = term.slice(0, 3)
-    const upper = head.slice(0, 2) + String.fromCharCode(head.charCodeAt(2) + 1)
+    let rows = vocabulary.get(head)
+    if (!rows) {
+      const upper = head.slice(0, 2) + String.fromCharCode(head.charCodeAt(2) + 1)
+      rows = this.#neighbourTerms.all(head, upper) as { term: string; doc: number }[]
+      vocabulary.set(head, rows)
+    }
     const out: { term: string; docs: number }[] = []
-    for (const row of this.#neighbourTerms.all(head, upper) as { term: string; doc: number }[]) {
+    for (const row of rows) {
       if (row.term === term || Math.abs(row.term.length - term.length) > distance) continue
       if (withinDistance(term, row.term, distance)) out.push({ term: row.term, docs: row.doc })
     }

@@ -146,6 +146,7 @@ export function openMemoryStore(options: MemoryStoreOptions): CoordinatedMemoryS
     // NORMAL is durable in WAL mode except for the last transactions on power loss.
     sqlite.pragma('synchronous = NORMAL')
     sqlite.pragma('foreign_keys = ON')
+    sqlite.pragma(`cache_size = -${resolved.cacheMiB * 1024}`)
     applyMigrations(sqlite, [storeMigrations(), ...resolved.extraMigrations], resolved.now(), {
       readonly: resolved.readonly,
       package: '@dsh-memory/store',
@@ -1225,6 +1226,8 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
               synchronous,
               foreignKeys: Number(pragma('foreign_keys')) === 1,
               busyTimeoutMs: this.#options.busyTimeoutMs,
+              // Read back from SQLite (negative = KiB), so the report shows what is applied.
+              cacheMiB: -Number(pragma('cache_size')) / 1024,
               readonly: this.readonly,
               sizeBytes: Number(pragma('page_count')) * Number(pragma('page_size')),
               changeLogSeq: (this.#sqlite.prepare('SELECT max(seq) AS seq FROM store_changes').get() as { seq: number | null }).seq ?? 0,
