@@ -232,17 +232,22 @@ describe('search', () => {
     }
   })
 
-  it('drops very common terms while rarer ones exist', async () => {
-    const { store } = openTemp()
+  /** 1 200 messages (over the floor of "very common") saying `common`; row 7 also says "zeppelin". Returns their ids. */
+  async function commonRows(store: MemoryStore, common: string): Promise<string[]> {
     await store.conversations.ensure({ id: 's', workspace: '/w' })
     const ids: string[] = []
-    // Over the 1 000-document floor of "very common".
     await store.transaction(async (tx) => {
       for (let i = 0; i < 1_200; i++) {
-        const text = `common words everywhere row ${i}${i === 7 ? ' plus a zeppelin' : ''}`
+        const text = `${common} row ${i}${i === 7 ? ' plus a zeppelin' : ''}`
         ids.push((await tx.messages.append({ conversationId: 's', hostMessageId: `h${i}`, role: 'user', text })).message.id)
       }
     })
+    return ids
+  }
+
+  it('drops very common terms while rarer ones exist', async () => {
+    const { store } = openTemp()
+    const ids = await commonRows(store, 'common words everywhere')
     // "common" matches every row: only the rare term decides, so row 7 is the only hit.
     expect(messageIds(await store.search.messages('common zeppelin', { limit: 5 }))).toEqual([ids[7]])
     // Only common terms: still answers (ties go to the newest matches).
@@ -251,14 +256,7 @@ describe('search', () => {
 
   it('does not expand a prefix over a very common query term, and answers when only such prefixes are rare', async () => {
     const { store } = openTemp()
-    await store.conversations.ensure({ id: 's', workspace: '/w' })
-    const ids: string[] = []
-    await store.transaction(async (tx) => {
-      for (let i = 0; i < 1_200; i++) {
-        const text = `kubernetes cluster row ${i}${i === 7 ? ' plus a zeppelin' : ''}`
-        ids.push((await tx.messages.append({ conversationId: 's', hostMessageId: `h${i}`, role: 'user', text })).message.id)
-      }
-    })
+    const ids = await commonRows(store, 'kubernetes cluster')
     // "kubernet" (a stem recall adds) would expand to every "kubernetes" row: it stays exact
     // (and matches nothing), so the rare term alone decides.
     expect(messageIds(await store.search.messages('kubernetes kubernet zeppelin', { limit: 5 }))).toEqual([ids[7]])
