@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { MemoryStoreError } from './core/errors.ts'
-import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './core/options.ts'
+import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, MAX_CACHE_MIB, resolveDataDir } from './core/options.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
 import type {
   AppliedMigration,
@@ -66,7 +66,7 @@ export const Config: z<Partial<Config>, Config> = z.object({
   cacheMiB: z
     .natural()
     .min(1)
-    .max(4096)
+    .max(MAX_CACHE_MIB)
     .default(DEFAULT_CACHE_MIB)
     .description('SQLite page cache of the connection (MiB). Filled only as pages are read; large stores search faster with more.'),
 })

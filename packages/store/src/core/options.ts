@@ -57,7 +57,8 @@ export interface ResolvedStoreOptions {
 export const DEFAULT_BUSY_TIMEOUT_MS = 30_000
 /** The default page cache per connection, in MiB. */
 export const DEFAULT_CACHE_MIB = 64
-const MAX_CACHE_MIB = 4096
+/** The largest page cache `cacheMiB` accepts. */
+export const MAX_CACHE_MIB = 4096
 
 const MIN_LIMIT = 64
 

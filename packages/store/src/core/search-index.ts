@@ -199,20 +199,14 @@ class FtsKind {
         (other) => other.term !== term && ((isPrefixTerm(other.term) && term.startsWith(other.term)) || (other.docs > 0 && other.term.startsWith(term.slice(0, -1)))),
       )
       const variants = docs === 0 && !covered ? this.#fuzzyVariants(term, vocabulary) : []
-      // Prefix expansion only for terms that are not very common themselves: FTS5 merges the
-      // document lists of every term with the prefix, which is what makes common ones slow.
-      const prefix = isPrefixTerm(term) && docs <= common
+      // Prefix expansion only for terms that are not very common themselves, nor start a very
+      // common query term ("kubernet*" is as common as "kubernetes", 猫* as 猫カフェ; the longer
+      // term stands for it): FTS5 merges the document lists of every term with the prefix,
+      // which is what makes common ones slow.
+      const prefix = isPrefixTerm(term) && docs <= common && !counted.some((other) => other.term !== term && other.term.startsWith(term) && other.docs > common)
       const forms = [`"${encoded}"${prefix ? ' *' : ''}`, ...variants.map((variant) => `"${variant.term}"`)]
       return { term, docs: docs + variants.reduce((sum, variant) => sum + variant.docs, 0), forms, prefix }
     })
-    // A prefix matches at least what every query term it starts covers: "kubernet*" is as
-    // common as "kubernetes", 猫* as 猫カフェ. When such a term is very common the prefix is
-    // not expanded (FTS5 merges every document list under it; the longer term stands for it).
-    for (const entry of entries) {
-      if (!entry.prefix || !entries.some((other) => other !== entry && other.term.startsWith(entry.term) && other.docs > common)) continue
-      entry.prefix = false
-      entry.forms[0] = `"${encodeTerm(entry.term)}"`
-    }
     // A prefix term with no exact match may still match longer terms (猫 in 猫カフェ, deploy in deployment).
     const present = entries.filter((entry) => entry.docs > 0 || entry.prefix)
     const rare = present.filter((entry) => entry.docs <= common)
