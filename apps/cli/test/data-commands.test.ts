@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { join } from 'node:path'
+import { DistillStateRepository } from '@dsh-memory/distill'
 import { openMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { resolveCliDataDir } from '../src/data/data-dir.ts'
@@ -84,6 +85,25 @@ describe('status', () => {
     })
     expect(report.cost.total).toEqual({ calls: 3, failures: 1, inputTokens: 2400, outputTokens: 550, cacheReadTokens: 300 })
     expect(report.cost.rows).toHaveLength(2)
+  })
+
+  it('shows a conversation that distillation gave up on, and that a new message retries it', async () => {
+    const { dir, cleanup } = scratch('gave-up')
+    try {
+      const store = openMemoryStore({ path: join(dir, 'memory.db') })
+      await store.conversations.ensure({ id: 'stuck', workspace: '/w' })
+      await store.messages.append({ conversationId: 'stuck', hostMessageId: 'h1', role: 'user', text: 'hello' })
+      const state = new DistillStateRepository(store)
+      const gaveUpAt = Date.UTC(2026, 0, 2, 3, 4, 5)
+      await state.putConversation({ ...(await state.conversation('stuck')), attempts: 10, gaveUpAt, lastError: 'transcript unreadable' })
+      await store.close()
+      const json = JSON.parse((await cli(['status', '--data-dir', dir, '--json'])).stdout)
+      expect(json.distill.failing).toEqual([{ conversationId: 'stuck', attempts: 10, notBefore: 0, gaveUpAt, lastError: 'transcript unreadable' }])
+      const text = (await cli(['status', '--data-dir', dir])).stdout
+      expect(text).toContain('gave up on stuck after 10 failed attempts (2026-01-02 03:04:05 UTC; a new message retries): transcript unreadable')
+    } finally {
+      cleanup()
+    }
   })
 
   it('prints the same as text', async () => {

@@ -83,7 +83,7 @@ export async function buildFixture(dataDir: string): Promise<Fixture> {
     // the blog conversation failing twice, and a token ledger.
     const lastRunAt = t0 + 3_600_000
     const state = new DistillStateRepository(store)
-    const initial = (conversationId: string): ConversationState => ({ v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, skipped: [], lease: null })
+    const initial = (conversationId: string): ConversationState => ({ v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, gaveUpAt: null, skipped: [], lease: null })
     await state.putConversation({ ...initial(shopId), cursorSeq: 1, stage: 1, lastRunAt })
     await state.putConversation({ ...initial(blogId), attempts: 2, notBefore: lastRunAt + 60_000, lastError: 'model call failed: HTTP 500' })
     await state.updatePending([shopId], [])

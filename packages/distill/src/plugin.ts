@@ -62,6 +62,12 @@ export const Config: z<Config> = z.object({
         .natural()
         .default(D.extract.flushWaitMs)
         .description('How long a session flush (a headless run right before exit) waits for due work. Unfinished work resumes on the next start.'),
+      maxAttempts: z
+        .natural()
+        .min(1)
+        .max(1_000)
+        .default(D.extract.maxAttempts)
+        .description('Consecutive failed extractions of one conversation before it is given up on; a new message in it gives one more try.'),
     })
     .description('L1 extraction triggers and batching.'),
   l2: z

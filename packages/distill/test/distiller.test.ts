@@ -255,6 +255,61 @@ describe('Distiller failures and resume', () => {
     expect(await next.distiller.state.pendingIds()).toEqual([])
   })
 
+  it('gives a conversation up after extract.maxAttempts failures, across restarts, until a new message arrives', async () => {
+    const dir = openTempStore()
+    const clock = new FakeClock(Date.now())
+    const broken = new ScriptedModel().on(() => new DistillError('model-unavailable', 'transcript unreadable'))
+    const h = harness({ extract: { minMessages: 1, maxAttempts: 3 } }, { store: dir.store, clock, model: broken })
+    await h.distiller.start()
+    await h.capture('conv', ['I switched from Vim to Helix.'])
+    await h.drain()
+    // Two backoffs (30 s, 60 s), then the third failure gives up.
+    await clock.advance(30_000)
+    await h.drain()
+    await clock.advance(60_000)
+    await h.drain()
+    expect(broken.calls).toHaveLength(3)
+    const state = await h.distiller.state.conversation('conv')
+    expect(state).toMatchObject({ attempts: 3, notBefore: 0, gaveUpAt: expect.any(Number), lastError: expect.stringContaining('transcript unreadable') })
+    expect(h.distiller.status().conversations).toContainEqual(expect.objectContaining({ id: 'conv', gaveUp: true, pending: 1 }))
+    expect(h.logs.some((line) => line.includes('given up until a new message arrives'))).toBe(true)
+    // No more tries, however long it waits.
+    await clock.advance(24 * 3_600_000)
+    await h.drain()
+    expect(broken.calls).toHaveLength(3)
+    await h.distiller.close()
+
+    // A restart does not bring it back either (the give-up is persisted).
+    const again = harness({ extract: { minMessages: 1, maxAttempts: 3 } }, { store: dir.store, clock, model: broken })
+    await again.distiller.start()
+    await again.drain()
+    await clock.advance(3_600_000)
+    await again.drain()
+    expect(broken.calls).toHaveLength(3)
+    expect(again.distiller.status().conversations).toContainEqual(expect.objectContaining({ id: 'conv', gaveUp: true }))
+
+    // A new message gives it one more try; that try fails and gives up again at once.
+    await clock.advance(1_000)
+    await again.capture('conv', [{ role: 'assistant', text: 'Helix it is.' }])
+    await again.drain()
+    expect(broken.calls).toHaveLength(4)
+    expect((await again.distiller.state.conversation('conv')).gaveUpAt).toBeGreaterThan(state.gaveUpAt!)
+    await clock.advance(3_600_000)
+    await again.drain()
+    expect(broken.calls).toHaveLength(4)
+    await again.distiller.close()
+
+    // With the model back, a new message distills the whole backlog and clears the give-up.
+    const fixed = new ScriptedModel().queue('l1', extraction([{ text: 'The user uses Helix.', scope: 'global' }]))
+    const healed = harness({ extract: { minMessages: 1, maxAttempts: 3 } }, { store: dir.store, clock, model: fixed })
+    await healed.distiller.start()
+    await clock.advance(1_000)
+    await healed.capture('conv', ['Thanks.'])
+    await healed.drain()
+    expect((await healed.store.memories.list({})).map((memory) => memory.text)).toEqual(['The user uses Helix.'])
+    expect(await healed.distiller.state.conversation('conv')).toMatchObject({ cursorSeq: 2, attempts: 0, gaveUpAt: null, lastError: null })
+  })
+
   it('keeps the backoff when a message arrives while the failing call runs (no immediate retry)', async () => {
     const clock = new FakeClock(Date.now())
     const { store } = openTempStore()

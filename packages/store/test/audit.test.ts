@@ -74,6 +74,55 @@ describe('audit log', () => {
     reopen(path)
   })
 
+  it('records no workspace path: keys that embed one are written and looked up by an opaque digest', async () => {
+    const { store, path } = openTemp()
+    const workspaces = ['/home/alice/shop-api', 'C:\\Users\\alice\\客户项目', '~/notes']
+    for (const workspace of workspaces) {
+      await store.memories.add({ kind: 'fact', text: 'Deploys go out on Tuesdays.', scope: 'workspace', workspace })
+      await store.persona.put({ scope: 'workspace', workspace, text: 'Prefers small commits.' })
+      await store.meta.set(`plugin.state.${workspace}`, 'x')
+    }
+    const lease = await store.leases.acquire(`consolidate:workspace:${workspaces[0]}`, 'holder', 1_000)
+    await store.leases.release(lease!)
+    const entries = await store.audit.list({ limit: 1_000 })
+    for (const entry of entries) for (const segment of ['alice', '客户项目', 'notes']) expect(entry.entityId).not.toContain(segment)
+    const layer = entries.filter((e) => e.entity === 'layer').map((e) => e.entityId)
+    for (const id of layer) expect(id).toMatch(/^workspace:ws_[0-9a-f]{16}$/)
+    expect(new Set(layer).size).toBe(3)
+    expect(entries.find((e) => e.entity === 'lease')!.entityId).toMatch(/^consolidate:workspace:ws_[0-9a-f]{16}$/)
+    // Ids that are not keys stay readable; lookups by the real key still work.
+    const memory = entries.find((e) => e.op === 'memory.add')!
+    expect(memory.entityId).toMatch(/^[0-9A-Za-z_-]+$/)
+    expect((await store.audit.list({ entity: 'meta', entityId: `plugin.state.${workspaces[1]}` })).map((e) => e.op)).toEqual(['meta.set'])
+    await store.close()
+    const db = new Database(path, { readonly: true })
+    const raw = JSON.stringify(db.prepare('SELECT * FROM store_audit').all())
+    db.close()
+    expect(raw).not.toContain('alice')
+  })
+
+  it('an existing database has the paths in its audit log made opaque when it is opened (schema v4)', async () => {
+    const { store, path } = openTemp()
+    await store.memories.add({ kind: 'fact', text: 'Uses pnpm.', scope: 'workspace', workspace: '/srv/acme/billing' })
+    await store.close()
+    // What a version before v4 left: the path itself, and no record of migration 4.
+    const raw = new Database(path)
+    raw.prepare(`UPDATE store_audit SET entity_id = 'workspace:/srv/acme/billing' WHERE entity = 'layer'`).run()
+    raw.prepare(`INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES (1, 'lease.acquire', 'lease', 'distill', NULL, 1)`).run()
+    raw.prepare(`DELETE FROM store_schema WHERE owner = 'store' AND version = 4`).run()
+    raw.close()
+    const upgraded = reopen(path)
+    const entries = await upgraded.audit.list({ limit: 100 })
+    expect(entries.find((e) => e.entity === 'layer')!.entityId).toMatch(/^workspace:ws_[0-9a-f]{16}$/)
+    expect(entries.find((e) => e.entity === 'lease')!.entityId).toBe('distill')
+    expect(await upgraded.audit.list({ entity: 'layer', entityId: 'workspace:/srv/acme/billing' })).toHaveLength(1)
+    expect((await upgraded.meta.migrations()).map((m) => m.version)).toContain(4)
+    await upgraded.close()
+    const db = new Database(path, { readonly: true })
+    expect(JSON.stringify(db.prepare('SELECT * FROM store_audit').all())).not.toContain('acme')
+    db.close()
+  })
+
   it('writes audit and change rows in the same transaction as the write, and none for a failed write', async () => {
     const { store, path } = openTemp()
     await store.conversations.ensure({ id: 'c', workspace: '' })

@@ -70,17 +70,20 @@ describe('layer revisions', () => {
     expect(await other.layers.revision(ALPHA)).toMatchObject({ scope: 'workspace', workspace: '/work/alpha', key: 'workspace:/work/alpha', revision: 2, updatedAt: expect.any(Number) })
     // The key is normalised like the workspace column.
     expect((await other.layers.revision({ scope: 'workspace', workspace: '/work/alpha ' })).revision).toBe(2)
+    // Operation, revision and time; the workspace path is recorded as an opaque digest.
     const audit = await store.audit.list({ entity: 'layer' })
     expect(audit.map((entry) => [entry.op, entry.entityId, entry.revision])).toEqual([
-      ['layer.change', 'workspace:/work/alpha', 1],
-      ['layer.change', 'workspace:/work/alpha', 2],
+      ['layer.change', expect.stringMatching(/^workspace:ws_[0-9a-f]{16}$/), 1],
+      ['layer.change', audit[0]!.entityId, 2],
     ])
+    expect(await store.audit.list({ entity: 'layer', entityId: 'workspace:/work/alpha' })).toHaveLength(2)
     await store.close()
     await other.close()
     const db = new Database(path, { readonly: true })
     const raw = JSON.stringify(db.prepare('SELECT * FROM store_audit').all()) + JSON.stringify(db.prepare('SELECT * FROM store_layer_revisions').all())
     db.close()
     expect(raw).not.toContain('purple-elephant')
+    expect(raw.split('store_layer_revisions')[0]).not.toMatch(/"entity_id":"[^"]*\/work\/alpha/)
   })
 
   it('count imports, merges and cascaded scene edits', async () => {

@@ -91,7 +91,7 @@ export async function buildWebFixture(root: string): Promise<WebFixture> {
 
     const state = new DistillStateRepository(store)
     const lastRunAt = t0 + 12 * DAY
-    const initial = (conversationId: string): ConversationState => ({ v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, skipped: [], lease: null })
+    const initial = (conversationId: string): ConversationState => ({ v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, gaveUpAt: null, skipped: [], lease: null })
     await state.putConversation({ ...initial(shopId), cursorSeq: 3, stage: 1, lastRunAt })
     await state.putConversation({ ...initial(blogId), attempts: 2, notBefore: lastRunAt + 60_000, lastError: 'model call failed: HTTP 500' })
     await state.updatePending([blogId], [])

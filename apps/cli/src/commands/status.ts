@@ -18,8 +18,11 @@ export interface DistillReport {
   readonly lastScanAt: number | null
   /** Conversations queued for distillation and their undistilled messages. */
   readonly pending: { readonly conversations: number; readonly messages: number }
-  /** Conversations waiting after failures (`attempts` > 0), with their last error. */
-  readonly failing: { readonly conversationId: string; readonly attempts: number; readonly notBefore: number; readonly lastError: string | null }[]
+  /**
+   * Conversations waiting after failures (`attempts` > 0), with their last error; `gaveUpAt` is
+   * set once `extract.maxAttempts` failures in a row stopped the retries (a new message resumes).
+   */
+  readonly failing: { readonly conversationId: string; readonly attempts: number; readonly notBefore: number; readonly gaveUpAt: number | null; readonly lastError: string | null }[]
   /** Message ranges given up on (invalid model output twice). */
   readonly skippedRanges: number
   /** Set when the distill state could not be read (another version wrote it). */
@@ -74,7 +77,7 @@ export async function distillReport(store: MemoryStore): Promise<DistillReport> 
       pending: { conversations: pendingIds.length, messages: pendingMessages },
       failing: conversations
         .filter((entry) => entry.attempts > 0)
-        .map((entry) => ({ conversationId: entry.conversationId, attempts: entry.attempts, notBefore: entry.notBefore, lastError: entry.lastError })),
+        .map((entry) => ({ conversationId: entry.conversationId, attempts: entry.attempts, notBefore: entry.notBefore, gaveUpAt: entry.gaveUpAt, lastError: entry.lastError })),
       skippedRanges: conversations.reduce((sum, entry) => sum + entry.skipped.length, 0),
       error: null,
     }
@@ -184,7 +187,10 @@ export function formatStatus(report: StatusReport): string {
   lines.push(`  last run ${time(distill.lastRunAt)}; last start-up scan ${time(distill.lastScanAt)}`)
   lines.push(`  pending ${n(distill.pending.conversations)} conversations, ${n(distill.pending.messages)} undistilled messages`)
   for (const failing of distill.failing) {
-    lines.push(`  retrying ${failing.conversationId} after ${failing.attempts} failed attempts (next ${time(failing.notBefore || null)}): ${failing.lastError ?? 'unknown error'}`)
+    const state = failing.gaveUpAt !== null
+      ? `gave up on ${failing.conversationId} after ${failing.attempts} failed attempts (${time(failing.gaveUpAt)}; a new message retries)`
+      : `retrying ${failing.conversationId} after ${failing.attempts} failed attempts (next ${time(failing.notBefore || null)})`
+    lines.push(`  ${state}: ${failing.lastError ?? 'unknown error'}`)
   }
   if (distill.skippedRanges) lines.push(`  ${n(distill.skippedRanges)} message ranges skipped after invalid model output`)
   lines.push('', 'distillation cost (token ledger)')

@@ -100,6 +100,8 @@ interface Live {
   notBefore: number
   loaded: boolean
   lastError: string | null
+  /** Given up after `extract.maxAttempts` failures: not scheduled until a new message arrives. */
+  gaveUp: boolean
 }
 
 /** `force` (from `runPending`): run even inside the layer's retry backoff. */
@@ -118,6 +120,8 @@ export interface DistillStatus {
     readonly stage: number
     readonly nextThreshold: number
     readonly lastError: string | null
+    /** Given up after `extract.maxAttempts` consecutive failures (a new message retries). */
+    readonly gaveUp: boolean
   }[]
   /** Jobs finished / failed since start. */
   readonly counters: { readonly jobs: number; readonly failures: number; readonly memoriesWritten: number }
@@ -194,6 +198,7 @@ export class Distiller {
     if (this.closed || !this.options.extract.enabled || !message?.conversationId) return
     const live = this.live(message.conversationId)
     if (message.workspace) live.workspace = message.workspace
+    live.gaveUp = false
     live.pending++
     live.lastMessageAt = this.clock.now()
     if (live.pending === 1) void this.guard('pending index', () => this.state.updatePending([message.conversationId], []))
@@ -262,6 +267,7 @@ export class Distiller {
       await this.resumeConversations()
       for (const live of this.lives.values()) {
         live.notBefore = 0
+        live.gaveUp = false
         if (live.pending > 0) live.orphan = true
       }
       await this.evaluateAll()
@@ -290,6 +296,7 @@ export class Distiller {
         stage: live.stage,
         nextThreshold: rampThreshold(live.stage, this.options.extract.minMessages),
         lastError: live.lastError,
+        gaveUp: live.gaveUp,
       })),
       counters: { ...this.counters },
     }
@@ -323,7 +330,7 @@ export class Distiller {
   private live(conversationId: string): Live {
     let live = this.lives.get(conversationId)
     if (!live) {
-      live = { workspace: '', pending: 0, lastMessageAt: this.clock.now(), running: false, orphan: false, stage: 0, notBefore: 0, loaded: false, lastError: null }
+      live = { workspace: '', pending: 0, lastMessageAt: this.clock.now(), running: false, orphan: false, stage: 0, notBefore: 0, loaded: false, lastError: null, gaveUp: false }
       this.lives.set(conversationId, live)
     }
     return live
@@ -341,7 +348,7 @@ export class Distiller {
     if (this.closed) return
     let wakeAt: number | undefined
     for (const [id, live] of this.lives) {
-      if (live.pending <= 0) continue
+      if (live.pending <= 0 || live.gaveUp) continue
       if (!live.loaded) {
         const state = await this.state.conversation(id)
         live.stage = state.stage
@@ -464,6 +471,9 @@ export class Distiller {
       live.stage = state.stage
       live.loaded = true
       live.lastError = state.lastError
+      // Given up stays given up until the conversation changes (a new message) after that moment.
+      const changedAt = Math.max(pending[pending.length - 1]!.createdAt, conversation?.updatedAt ?? 0)
+      live.gaveUp = state.gaveUpAt !== null && changedAt <= state.gaveUpAt
       if (!existing || (!existing.running && existing.pending === 0)) live.orphan = true
       if (conversation?.workspace) live.workspace = conversation.workspace
     }
@@ -602,7 +612,7 @@ export class Distiller {
         }
         applied = await applyMemoryOps(tx, candidates, ops, { conversationId, layer: 'l1' })
         await this.state.putConversation(
-          { ...current, cursorSeq: slice[slice.length - 1]!.seq, stage: current.stage + 1, attempts: 0, notBefore: 0, lastError: null, lastRunAt: this.clock.now(), lease: null },
+          { ...current, cursorSeq: slice[slice.length - 1]!.seq, stage: current.stage + 1, attempts: 0, notBefore: 0, lastError: null, lastRunAt: this.clock.now(), gaveUpAt: null, lease: null },
           tx.meta,
         )
         if (applied.written.length > 0) await this.countNewMemories(applied.written, tx)
@@ -719,7 +729,7 @@ export class Distiller {
       }
       const skipped = [...current.skipped, { fromSeq: slice[0]!.seq, toSeq: slice[slice.length - 1]!.seq, at: this.clock.now(), reason: error.slice(0, 300) }].slice(-MAX_SKIPPED)
       await this.state.putConversation(
-        { ...current, cursorSeq: slice[slice.length - 1]!.seq, stage: current.stage + 1, attempts: 0, notBefore: 0, lastError: `skipped: ${error}`.slice(0, 500), lastRunAt: this.clock.now(), skipped, lease: null },
+        { ...current, cursorSeq: slice[slice.length - 1]!.seq, stage: current.stage + 1, attempts: 0, notBefore: 0, lastError: `skipped: ${error}`.slice(0, 500), lastRunAt: this.clock.now(), gaveUpAt: null, skipped, lease: null },
         tx.meta,
       )
     }, this.fenced())
@@ -755,15 +765,22 @@ export class Distiller {
     // A fenced commit means another process took the job over: redo, no backoff.
     const conflict = isDistillError(error, 'conflict') || isMemoryStoreError(error, 'fenced')
     const attempts = conflict ? 0 : (await this.guard('read state', () => this.state.conversation(conversationId)))?.attempts ?? 0
-    const notBefore = conflict ? 0 : this.clock.now() + retryDelayMs(attempts + 1)
-    await this.guard('release', () =>
-      this.state.release(conversationId, this.instanceId, conflict ? {} : { attempts: attempts + 1, notBefore, lastError: message }),
-    )
+    // Bounded: after maxAttempts consecutive failures the conversation waits for a new message.
+    const giveUp = !conflict && attempts + 1 >= this.options.extract.maxAttempts
+    const notBefore = conflict || giveUp ? 0 : this.clock.now() + retryDelayMs(attempts + 1)
+    const patch = conflict ? {} : { attempts: attempts + 1, notBefore, lastError: message, gaveUpAt: giveUp ? this.clock.now() : null }
+    await this.guard('release', () => this.state.release(conversationId, this.instanceId, patch))
     live.notBefore = notBefore
     live.lastError = message
-    this.log('warn', `l1 ${conversationId}: ${conflict ? 'conflict, will redo' : `failed (attempt ${attempts + 1}), retry after ${Math.round((notBefore - this.clock.now()) / 1000)} s`}: ${message}`)
+    live.gaveUp = giveUp
+    const outcome = conflict
+      ? 'conflict, will redo'
+      : giveUp
+        ? `failed (attempt ${attempts + 1}), given up until a new message arrives`
+        : `failed (attempt ${attempts + 1}), retry after ${Math.round((notBefore - this.clock.now()) / 1000)} s`
+    this.log('warn', `l1 ${conversationId}: ${outcome}: ${message}`)
     if (conflict) await this.guard('resume', () => this.resumeConversations())
-    else this.scheduleWake(notBefore)
+    else if (!giveUp) this.scheduleWake(notBefore)
   }
 
   /** Add new memories to the L2/L3 counters of their scope (inside the commit transaction). */

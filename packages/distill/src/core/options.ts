@@ -25,6 +25,12 @@ export interface ExtractOptions {
   readonly maxBatchMessages: number
   /** How long a session flush (headless exit) may wait for that session's due work. 0 = never wait. */
   readonly flushWaitMs: number
+  /**
+   * Consecutive failed extractions of one conversation before it is given up on (the backoff
+   * doubles from 30 s to 1 h between them). A new message in that conversation, or
+   * `runPending`, gives it one more try.
+   */
+  readonly maxAttempts: number
 }
 
 /** L2 scene consolidation. */
@@ -104,6 +110,7 @@ export const DEFAULT_DISTILL_OPTIONS: DistillOptions = deepFreeze({
     candidatePool: 5,
     maxBatchMessages: 40,
     flushWaitMs: 5_000,
+    maxAttempts: 10,
   },
   l2: { enabled: true, minNewMemories: 5, maxScenes: 12, sceneContextLimit: 3 },
   l3: { enabled: true, interval: 20 },
@@ -147,6 +154,7 @@ export function resolveDistillOptions(input: DistillOptionsInput = {}): DistillO
     candidatePool: int('extract.candidatePool', extractIn.candidatePool ?? d.extract.candidatePool, 0, 50),
     maxBatchMessages: int('extract.maxBatchMessages', extractIn.maxBatchMessages ?? d.extract.maxBatchMessages, 1, 1_000),
     flushWaitMs: int('extract.flushWaitMs', extractIn.flushWaitMs ?? d.extract.flushWaitMs, 0, 600_000),
+    maxAttempts: int('extract.maxAttempts', extractIn.maxAttempts ?? d.extract.maxAttempts, 1, 1_000),
   }
   if (extract.maxBatchMessages < extract.minMessages) {
     fail('extract.maxBatchMessages', `must be at least extract.minMessages (${extract.minMessages}), got ${extract.maxBatchMessages}`)

@@ -55,6 +55,11 @@ export interface ConversationState {
   readonly notBefore: number
   readonly lastError: string | null
   readonly lastRunAt: number | null
+  /**
+   * When the conversation was given up on after `extract.maxAttempts` consecutive failures
+   * (epoch ms), null while it is retried. A message captured after it brings it back.
+   */
+  readonly gaveUpAt: number | null
   /** Most recent given-up ranges (at most {@link MAX_SKIPPED}). */
   readonly skipped: readonly SkippedRange[]
   readonly lease: Lease | null
@@ -88,6 +93,8 @@ const conversationSchema = z.object({
   notBefore: z.number(),
   lastError: z.string().nullable(),
   lastRunAt: z.number().nullable(),
+  // Added after version 1 shipped; states written before read as "not given up".
+  gaveUpAt: z.number().nullable().default(null),
   skipped: z.array(z.object({ fromSeq: z.number(), toSeq: z.number(), at: z.number(), reason: z.string() })),
   lease: leaseSchema.nullable(),
 })
@@ -119,7 +126,7 @@ const daySchema = z.object({ v: z.number(), day: z.string(), rows: z.array(rowSc
 
 /** A fresh conversation state. */
 export function initialConversationState(conversationId: string): ConversationState {
-  return { v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, skipped: [], lease: null }
+  return { v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, gaveUpAt: null, skipped: [], lease: null }
 }
 
 /** A fresh layer state. */

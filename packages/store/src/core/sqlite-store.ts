@@ -10,6 +10,7 @@ import { type BetterSQLite3Database, drizzle } from 'drizzle-orm/better-sqlite3'
 import { isMemoryStoreError, MemoryStoreError } from './errors.ts'
 import { encodeExportRecord, EXPORT_FORMAT, EXPORT_VERSION, parseImportLine, type ExportRecord } from './export-format.ts'
 import { newId } from './ids.ts'
+import { AUDIT_ID_SQL_FUNCTION, auditEntityId } from './audit-id.ts'
 import { applyMigrations, readAppliedMigrations } from './migrations.ts'
 import { type MemoryStoreOptions, type ResolvedStoreOptions, resolveStoreOptions } from './options.ts'
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
@@ -147,6 +148,7 @@ export function openMemoryStore(options: MemoryStoreOptions): CoordinatedMemoryS
     sqlite.pragma('synchronous = NORMAL')
     sqlite.pragma('foreign_keys = ON')
     sqlite.pragma(`cache_size = -${resolved.cacheMiB * 1024}`)
+    sqlite.function(AUDIT_ID_SQL_FUNCTION, { deterministic: true }, (entity, id) => auditEntityId(String(entity), String(id)))
     applyMigrations(sqlite, [storeMigrations(), ...resolved.extraMigrations], resolved.now(), {
       readonly: resolved.readonly,
       package: '@dsh-memory/store',
@@ -366,7 +368,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     const actor = options?.actor ?? this.#options.actor
     this.#db
       .insert(schema.audit)
-      .values({ at, op: spec.audit, entity: spec.entity, entityId: spec.entityId, actor: actor ?? null, revision: spec.revision ?? null })
+      .values({ at, op: spec.audit, entity: spec.entity, entityId: auditEntityId(spec.entity, spec.entityId), actor: actor ?? null, revision: spec.revision ?? null })
       .run()
   }
 
@@ -417,7 +419,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     if (actor !== null && actor !== undefined && (typeof actor !== 'string' || actor.length === 0 || actor.length > 200)) {
       throw new MemoryStoreError('invalid-argument', 'actor must be a non-empty string of at most 200 characters')
     }
-    this.#stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES (?, ?, ?, ?, ?, ?)').run(at, spec.audit, spec.entity, spec.entityId, actor ?? null, spec.revision ?? null)
+    this.#stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES (?, ?, ?, ?, ?, ?)').run(at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor ?? null, spec.revision ?? null)
     this.#stmt('INSERT INTO store_changes (entity, entity_id, op, at) VALUES (?, ?, ?, ?)').run(spec.entity, spec.entityId, spec.change, at)
   }
 
@@ -1151,7 +1153,8 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
     const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
     const conditions: SQL[] = []
     if (filter.entity !== undefined) conditions.push(eq(t.entity, filter.entity))
-    if (filter.entityId !== undefined) conditions.push(eq(t.entityId, filter.entityId))
+    // Keys are recorded opaquely (audit-id.ts): a caller asks with the key it knows.
+    if (filter.entityId !== undefined) conditions.push(eq(t.entityId, auditEntityId(filter.entity ?? '', filter.entityId)))
     if (filter.op !== undefined) conditions.push(eq(t.op, filter.op))
     if (filter.actor !== undefined) conditions.push(eq(t.actor, filter.actor))
     if (filter.since !== undefined) conditions.push(gte(t.at, requireTime(filter.since, 'since')))

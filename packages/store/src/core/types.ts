@@ -433,6 +433,7 @@ export interface AuditEntry {
   at: number
   op: AuditOp
   entity: EntityName
+  /** The entity's id; a workspace path inside a key is recorded as an opaque digest (`ws_…`). */
   entityId: string
   actor: string | null
   /** The entity's revision/version after the write, when it has one. */
@@ -442,6 +443,7 @@ export interface AuditEntry {
 /** Filter of {@link AuditLog.list}. */
 export interface AuditFilter {
   entity?: EntityName
+  /** The real id or key (a path inside it is turned into the recorded digest). */
   entityId?: string
   op?: AuditOp
   actor?: string
