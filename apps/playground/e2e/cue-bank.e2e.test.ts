@@ -152,6 +152,39 @@ describe('cue-bank in the real DSH host', () => {
     expect(e.result.stdout).toContain('Source: Cue')
   })
 
+  it("partition 'user' gives one person one bank across workspaces, and inject.format 'reference' shows the reference's block", async () => {
+    server.setResponder((request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }))
+    const patch = '- id: memory-cue-bank\n  config:\n    partition: user\n    userId: e2e-person\n    inject:\n      format: reference\n'
+    const topic = '我们决定用 Redis 集群做会话缓存，过期时间设为 30 分钟'
+    const back = 'Redis 集群的会话缓存过期时间是多少？'
+    await run(topic, { cwd: join(root, 'work', 'gamma'), patch })
+    // Another project of the same person: the topic wakes, in the reference's own words.
+    const other = await run(back, { cwd: join(root, 'work', 'delta'), patch })
+    const texts = other.requests.flatMap((request) => request.body.messages.map((message) => contentText(message.content)))
+    const block = texts.find((text) => text.includes('📌 记忆唤醒（cue-bank）'))
+    expect(block).toBeDefined()
+    expect(block).toContain('<system-reminder>')
+    expect(block).toMatch(/- \[(conversation|task)\] .*Redis 集群/)
+    expect(block).toMatch(/ {2}触点命中: .*(redis|集群|会话缓存)/i)
+    expect(block).toMatch(/ {2}最近提及: \d{4}-\d{2}-\d{2}/)
+    expect(block).toContain('  细节: ')
+    expect(block).toContain('查看原始对话：调用 cue_bank_open')
+    expect(texts.some((text) => text.includes(BLOCK))).toBe(false)
+    // The cue lives in the person's partition, not in either workspace's.
+    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    try {
+      const repository = await openCueRepository(store)
+      const cues = repository.listCues(['user:e2e-person'])
+      repository.close()
+      expect(cues.some((cue) => cue.summary.includes('Redis 集群'))).toBe(true)
+    } finally {
+      await store.close()
+    }
+    // With the default (per-workspace) bank, a third workspace does not see it.
+    const isolated = await run(back, { cwd: join(root, 'work', 'epsilon') })
+    expect(isolated.requests.every((request) => blocks(request) === 0 && !request.body.messages.some((message) => contentText(message.content).includes('📌')))).toBe(true)
+  })
+
   it('fails boot with a message naming the field when the cue-bank config is broken', async () => {
     const result = await home.run({
       profile: 'cue-bank',

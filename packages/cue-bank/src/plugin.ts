@@ -12,7 +12,7 @@ import type {} from '@dsh-memory/store/plugin'
 import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { CueBank, type CueWokenEvent, type CueWrittenEvent, type SessionRef, type TurnMessage } from './core/cue-bank.js'
 import { createEmbeddingClient } from './core/embedding.js'
-import { resolveCueBankOptions, type CueBankOptions, type MatchMode, type PartitionMode } from './core/options.js'
+import { resolveCueBankOptions, type CueBankOptions, type CueBlockFormat, type MatchMode, type PartitionMode } from './core/options.js'
 import { openCueRepository } from './core/sqlite-cue-repository.js'
 import { messageText } from './core/text.js'
 import { CUE_BANK_EVENTS, type AgentLike, type AssembleContextLike, type MessageLike, type SessionLike } from './events.js'
@@ -45,7 +45,8 @@ export const Config: z<Config> = z.object({
   partition: z
     .union(['workspace', 'user', 'global'] as PartitionMode[])
     .default('workspace')
-    .description("Whose cues a session sees: its workspace's, its user's (session ids like 'feishu:<user>'), or one global bank."),
+    .description("Whose cues a session sees: its workspace's, its user's (one bank per person across workspaces: 'feishu:<user>' session ids, else userId or the OS account), or one global bank."),
+  userId: z.string().default('').description("The person whose bank partition 'user' fills when the session id names none; empty: the OS account (USER)."),
   includeGlobal: z.boolean().default(true).description('Also read the global partition (e.g. imported cues); writes always go to the own partition.'),
   matchMode: z
     .union(['auto', 'keyword', 'vector'] as MatchMode[])
@@ -78,6 +79,10 @@ export const Config: z<Config> = z.object({
       minScore: z.number().min(0).max(1).default(0.15).description('Lowest keyword match score (after decay) that wakes a cue.'),
       minVectorScore: z.number().min(0).max(1).default(0.3).description('Lowest cosine similarity (after decay) that wakes a cue.'),
       order: z.number().default(400).description('Order of the block among runtime contexts.'),
+      format: z
+        .union(['tagged', 'reference'] as CueBlockFormat[])
+        .default('tagged')
+        .description("tagged: our <memory-cues> block with cue ids. reference: the cue-bank reference's <system-reminder> block (📌 记忆唤醒, 触点命中 / 最近提及 / 细节)."),
     })
     .description('The wake block.'),
   extract: z

@@ -343,7 +343,9 @@ describe('the cue bank engine on a real store', () => {
   it('partitions per workspace, per user (channel:user session ids, as the reference) or globally', async () => {
     expect(partitionKey('workspace', { id: 'session-1', workspace: '/w' })).toBe('workspace:/w')
     expect(partitionKey('user', { id: 'feishu:ou_7d8a', workspace: '/w' })).toBe('user:ou_7d8a')
-    expect(partitionKey('user', { id: 'session-1', workspace: '/w' })).toBe('workspace:/w')
+    // A DSH session id names no user: the person at this machine has one bank in every workspace.
+    expect(partitionKey('user', { id: 'session-1', workspace: '/w' }, 'alice')).toBe('user:alice')
+    expect(partitionKey('user', { id: 'session-2', workspace: '/other' }, 'alice')).toBe('user:alice')
     expect(partitionKey('global', { id: 'feishu:ou_7d8a', workspace: '/w' })).toBe('global')
     await h.close()
     h = await openHarness(temp.dir, { partition: 'user' })
@@ -364,6 +366,28 @@ describe('the cue bank engine on a real store', () => {
     expect(back.cues).toHaveLength(1)
     expect(back.cues[0]!.cue).toMatchObject({ sessionId: alice.id, level: 'conversation' })
     expect([1, 3]).toContain(back.cues[0]!.cue.turn)
+  })
+
+  it("partition 'user' gives one person the same bank in every workspace, with DSH session ids (userId, else the OS account)", async () => {
+    await h.close()
+    h = await openHarness(temp.dir, { partition: 'user' }, { env: { USER: 'alice' } })
+    const inAlpha = session('/work/alpha')
+    await talk(h.bank, inAlpha, 1, PG_USER, PG_REPLY)
+    // Another project of the same person: the topic comes back with its cue.
+    const inBeta = session('/work/beta')
+    await talk(h.bank, inBeta, 1, 'Recommend a pasta recipe for tonight', 'Try carbonara.')
+    const woken = h.bank.observeUserMessage(inBeta, { id: 'b2', text: 'PostgreSQL 主数据库迁移之后索引还要重建吗？' }, 2)!
+    expect(woken.partition).toBe('user:alice')
+    expect(woken.cues.map((c) => c.cue.sessionId)).toEqual([inAlpha.id])
+    await h.bank.settle(inBeta.id)
+    await h.close()
+    // userId names the bank explicitly; another person's bank is not read.
+    h = await openHarness(temp.dir, { partition: 'user', userId: 'bob' }, { env: { USER: 'alice' } })
+    const bob = session('/work/beta')
+    await talk(h.bank, bob, 1, 'Recommend a pasta recipe for tonight', 'Try carbonara.')
+    const none = h.bank.observeUserMessage(bob, { id: 'c2', text: 'PostgreSQL 主数据库迁移之后索引还要重建吗？' }, 2)!
+    expect(none.partition).toBe('user:bob')
+    expect(none.cues).toEqual([])
   })
 
   it('keeps going when a listener hook throws, and reports it', async () => {

@@ -162,14 +162,15 @@ interface SessionState {
 
 /**
  * The partition a session's cues belong to: `global`; `user:<id>` for session ids shaped
- * `<channel>:<user>` (as the reference derives `ou_xxx` from `feishu:ou_xxx`), other ids fall
- * back to the workspace; `workspace:<dir>`.
+ * `<channel>:<user>` (as the reference derives `ou_xxx` from `feishu:ou_xxx`), else
+ * `user:<localUser>` (the person at this machine: the same bank in every workspace);
+ * `workspace:<dir>`.
  */
-export function partitionKey(mode: PartitionMode, session: SessionRef): string {
+export function partitionKey(mode: PartitionMode, session: SessionRef, localUser = 'local'): string {
   if (mode === 'global') return 'global'
   if (mode === 'user') {
     const match = /^[a-z][\w-]*:(.+)$/i.exec(session.id)
-    if (match) return `user:${match[1]}`
+    return `user:${match ? match[1] : localUser}`
   }
   return `workspace:${session.workspace || '(unknown)'}`
 }
@@ -201,7 +202,7 @@ export class CueBank {
 
   /** The partition a session writes to. */
   partitionOf(session: SessionRef): string {
-    return partitionKey(this.options.partition, session)
+    return partitionKey(this.options.partition, session, this.options.localUser)
   }
 
   /** The partitions a session reads (its own, plus `global` when configured). */
@@ -312,7 +313,7 @@ export class CueBank {
         halfLifeDays: this.options.decay.halfLifeDays,
       })
       const hints = ranked.length > 0 ? selectIdiomHints(idioms, terms, extract.maxIdiomHints) : []
-      const text = renderCueBlock({ cues: ranked, idioms: hints, maxDetailChars: inject.maxDetailChars, openTool: this.#openTool() })
+      const text = renderCueBlock({ cues: ranked, idioms: hints, maxDetailChars: inject.maxDetailChars, openTool: this.#openTool(), format: inject.format })
       const via = ranked.length === 0 ? 'none' : ranked.some((entry) => entry.via === 'vector') ? 'vector' : 'keyword'
       return { ...base, cues: ranked, idioms: hints, via, text }
     }

@@ -46,7 +46,15 @@ export interface InjectOptions {
   readonly minVectorScore: number
   /** Order of the runtime-context contribution among other plugins' contexts. */
   readonly order: number
+  /**
+   * `tagged`: our English `<memory-cues>` block with cue ids. `reference`: the cue-bank
+   * reference's `<system-reminder>` block (📌 记忆唤醒, 触点命中 / 最近提及 / 细节).
+   */
+  readonly format: CueBlockFormat
 }
+
+/** Shape of the wake block (see {@link InjectOptions.format}). */
+export type CueBlockFormat = 'tagged' | 'reference'
 
 /** What the write side extracts at the end of each turn. */
 export interface ExtractOptions {
@@ -71,6 +79,12 @@ export interface DecayOptions {
 /** Options of the cue bank as the core uses them. */
 export interface CueBankOptions {
   readonly partition: PartitionMode
+  /**
+   * Whose bank `partition: 'user'` fills when the session id is not a chat-app id
+   * (`<channel>:<user>`): empty means the operating-system account (`USER`, `USERNAME` or
+   * `LOGNAME`), so one person has one bank in every workspace and profile.
+   */
+  readonly userId: string
   /** Also read (never write) the `global` partition, e.g. imported cues. */
   readonly includeGlobal: boolean
   readonly matchMode: MatchMode
@@ -93,6 +107,8 @@ export interface ResolvedCueBankOptions extends CueBankOptions {
   readonly embeddingKey: string
   /** True when vectors can be computed: a base URL and a key are configured. */
   readonly vectorAvailable: boolean
+  /** The user of `partition: 'user'` for session ids that name none: `userId`, else the OS account, else `local`. */
+  readonly localUser: string
 }
 
 /** A deep partial of {@link CueBankOptions}, the input of {@link resolveCueBankOptions}. */
@@ -103,6 +119,7 @@ export type CueBankOptionsInput = {
 /** The defaults, matching the reference's documented configuration where it has one. */
 export const DEFAULT_CUE_BANK_OPTIONS: CueBankOptions = deepFreeze({
   partition: 'workspace',
+  userId: '',
   includeGlobal: true,
   matchMode: 'auto',
   embedding: {
@@ -115,7 +132,7 @@ export const DEFAULT_CUE_BANK_OPTIONS: CueBankOptions = deepFreeze({
     waitMs: 1500,
   },
   topic: { switchDetection: true, switchThreshold: 0.25, scanEveryTurn: false, maxKeywords: 10 },
-  inject: { enabled: true, maxCues: 3, maxDetailChars: 400, minScore: 0.15, minVectorScore: 0.3, order: 400 },
+  inject: { enabled: true, maxCues: 3, maxDetailChars: 400, minScore: 0.15, minVectorScore: 0.3, order: 400, format: 'tagged' },
   extract: { enabled: true, maxKeywordsPerTurn: 12, keywordMinLen: 2, userIdiomWindowTurns: 10, maxIdiomHints: 5 },
   decay: { halfLifeDays: 30, pruneBelow: 0.02 },
   maxTopics: 200,
@@ -142,6 +159,7 @@ export function resolveCueBankOptions(
   }
   const options: CueBankOptions = {
     partition: input.partition ?? d.partition,
+    userId: input.userId ?? d.userId,
     includeGlobal: input.includeGlobal ?? d.includeGlobal,
     matchMode: input.matchMode ?? d.matchMode,
     embedding: section('embedding'),
@@ -155,6 +173,8 @@ export function resolveCueBankOptions(
   }
 
   oneOf('partition', options.partition, ['workspace', 'user', 'global'])
+  str('userId', options.userId)
+  if (options.userId.length > 200 || /[\u0000-\u001f]/.test(options.userId)) throw invalid('userId', 'must be at most 200 characters without control characters')
   bool('includeGlobal', options.includeGlobal)
   oneOf('matchMode', options.matchMode, ['auto', 'keyword', 'vector'])
   bool('dbg', options.dbg)
@@ -185,6 +205,7 @@ export function resolveCueBankOptions(
   fraction('inject.minScore', i.minScore)
   fraction('inject.minVectorScore', i.minVectorScore)
   if (typeof i.order !== 'number' || !Number.isFinite(i.order)) throw invalid('inject.order', `must be a finite number, got ${JSON.stringify(i.order)}`)
+  oneOf('inject.format', i.format, ['tagged', 'reference'])
 
   const x = options.extract
   bool('extract.enabled', x.enabled)
@@ -209,7 +230,8 @@ export function resolveCueBankOptions(
     throw invalid('embedding.apiKey', `matchMode 'vector' needs embedding.apiKey or the environment variable ${e.apiKeyEnv || '(embedding.apiKeyEnv is empty)'}`)
   }
   const vectorAvailable = options.matchMode !== 'keyword' && e.baseURL !== '' && embeddingKey !== ''
-  return deepFreeze({ ...options, embeddingKey, vectorAvailable })
+  const localUser = options.userId || env.USER || env.USERNAME || env.LOGNAME || 'local'
+  return deepFreeze({ ...options, embeddingKey, vectorAvailable, localUser })
 }
 
 function invalid(path: string, message: string): CueBankError {
