@@ -61,8 +61,8 @@ interface DiskCheck {
 
 const PRUNE_MARK = /\[\.\.\. tool result middle pruned \.\.\.\]/
 
-function checkDisk(body: ChatRequestBody, workspace: string): DiskCheck {
-  const disk = archivedText(workspace, MEMORY)
+function checkDisk(body: ChatRequestBody, workspace: string, memory = MEMORY, prompt = PROMPT, firstLine = 'notes 0 line 40:'): DiskCheck {
+  const disk = archivedText(workspace, memory)
   // The last message is the compaction instruction; the rest replay what is being replaced.
   const replayed = body.messages.slice(0, -1).filter((message) => message.role !== 'system')
   const missing: string[] = []
@@ -80,7 +80,14 @@ function checkDisk(body: ChatRequestBody, workspace: string): DiskCheck {
       if (!disk.includes(`### Tool call · ${call.function.name} (${call.id})`)) missing.push(`tool call ${call.id}`)
     }
   }
-  return { replayed: replayed.length, missing, pruned, promptOnDisk: disk.includes(PROMPT), fullFileOnDisk: disk.includes('notes 0 line 40:') }
+  return { replayed: replayed.length, missing, pruned, promptOnDisk: disk.includes(prompt), fullFileOnDisk: disk.includes(firstLine) }
+}
+
+/** What the palace said in a request: its system-prompt section and its notes. */
+function palaceTexts(request: LoggedRequest): string[] {
+  const texts = request.body.messages.map((message) => contentText(message.content))
+  const section = texts.flatMap((text) => /## Memory palace\n[\s\S]*?(?=\n## |$)/.exec(text)?.[0] ?? [])
+  return [...section, ...texts.filter((text) => text.startsWith('[memory palace]'))]
 }
 
 function toolResults(request: LoggedRequest): string[] {
@@ -191,6 +198,90 @@ describe('memory palace in the real DSH host', () => {
       expect(conversations[0]!.workspace).toBe(`memory-palace:${workspace}`)
       const hits = await store.search.messages('蓝鲸', { conversationId: conversations[0]!.id })
       expect(hits.length).toBeGreaterThan(0)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('a headless run that never names its session loses nothing: the compacted tool output is archived under an automatic name and indexed', async () => {
+    // A Chinese folder name: the automatic name cannot come from it, so it comes from the session.
+    const workspace = join(root, 'work', '账本')
+    mkdirSync(workspace, { recursive: true })
+    const prompt = 'Audit the ledgers one by one and report the checksums.'
+    for (let i = 0; i < 12; i++) {
+      writeFileSync(join(workspace, `ledger-${i}.txt`), Array.from({ length: 80 }, (_, line) => `ledger ${i} line ${line}: 校验码 LEDGER-${i}-${line}-QX${(i * 977 + line * 131) % 10007} ${'entry balanced '.repeat(3)}`).join('\n'))
+    }
+    const checks: DiskCheck[] = []
+    const memories: string[] = []
+    let reads = 0
+    let searched = false
+    server.setResponder((request) => {
+      if (request.purpose === 'title') return { kind: 'text', text: 'Ledger audit' }
+      if (request.purpose === 'compaction') {
+        // The archive is written before this request is answered: read its name from the map.
+        const sessions = JSON.parse(readFileSync(join(workspace, 'memory-palace/.namespaces.json'), 'utf8')).sessions as Record<string, string>
+        const memory = Object.values(sessions)[0]!
+        memories.push(memory)
+        checks.push(checkDisk(request.body, workspace, memory, prompt, 'ledger 0 line 40:'))
+        return { kind: 'text', text: '## Primary Request and Intent\n- audit the ledgers' }
+      }
+      if (toolResults(request).some((text) => text.startsWith('palace_search'))) return { kind: 'text', text: 'Found the first ledger in the memory palace.' }
+      if (checks.length === 0 && reads < 12) return { kind: 'tools', calls: [{ name: 'read', arguments: { file_path: join(workspace, `ledger-${reads++}.txt`) } }] }
+      if (!searched) {
+        searched = true
+        return { kind: 'tools', calls: [{ name: 'palace_search', arguments: { keyword: '"LEDGER-0-40-QX5240" 校验码' } }] }
+      }
+      return { kind: 'text', text: 'done' }
+    })
+    const before = server.requests.length
+    const result = await home.run({ profile: 'palace', cwd: workspace, modelUrl: server.url, patch: SMALL_WINDOW, args: [prompt], timeoutMs: 120_000 })
+    expect(result.stderr).not.toMatch(/Error:/)
+    expect(result.code).toBe(0)
+    const requests = server.requests.slice(before)
+
+    // The host compacted; by the time its summary request arrived, every replayed turn, the
+    // whole tool results included, was on disk under one automatic name.
+    expect(checks.length).toBeGreaterThanOrEqual(1)
+    expect(checks[0]!.replayed).toBeGreaterThan(2)
+    expect(checks.map((check) => check.missing)).toEqual(checks.map(() => []))
+    expect(checks[0]!.promptOnDisk).toBe(true)
+    expect(checks[0]!.fullFileOnDisk).toBe(true)
+    const memory = memories[0]!
+    expect(memory).toMatch(/^session-[0-9a-f]{8}$/)
+    expect(new Set(memories)).toEqual(new Set([memory]))
+    const sessions = JSON.parse(readFileSync(join(workspace, 'memory-palace/.namespaces.json'), 'utf8')).sessions as Record<string, string>
+    const [sessionId] = Object.keys(sessions)
+    expect(sessions).toEqual({ [sessionId!]: memory })
+    expect(JSON.parse(readFileSync(join(workspace, 'memory-palace', memory, 'config.json'), 'utf8'))).toMatchObject({ automatic: true, sessionId })
+    const disk = archivedText(workspace, memory)
+    for (const line of [0, 40, 79]) expect(disk).toContain(`ledger 0 line ${line}: 校验码 LEDGER-0-${line}-`)
+
+    // The system prompt never claimed an archive before there was one, and never asked for a user.
+    const system = (request: LoggedRequest): string => contentText(request.body.messages.find((message) => message.role === 'system')?.content)
+    const chats = requests.filter((request) => request.purpose === 'chat')
+    const firstCompaction = requests.findIndex((request) => request.purpose === 'compaction')
+    const beforeCompaction = chats.filter((request) => request.index < requests[firstCompaction]!.index)
+    expect(beforeCompaction.length).toBeGreaterThan(0)
+    for (const request of beforeCompaction) {
+      expect(system(request)).toContain('Nothing of this session is archived yet')
+      expect(system(request)).not.toContain('Earlier turns of this session are archived')
+    }
+    for (const request of chats) expect(palaceTexts(request).join('\n')).not.toMatch(/ask the user/i)
+    expect(system(chats[chats.length - 1]!)).toContain('Earlier turns of this session are archived verbatim')
+
+    // The model found the dropped tool output with palace_search after the compaction.
+    const searchReply = chats.flatMap(toolResults).find((text) => text.startsWith('palace_search'))
+    expect(searchReply).toMatch(/1 matching turn/)
+    expect(searchReply).toContain('LEDGER-0-40-QX5240')
+    expect(searchReply).toContain(`${memory}/2026-`)
+
+    // Indexed in the shared store under this session's palace conversation.
+    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db'), readonly: true })
+    try {
+      const conversation = (await store.conversations.list()).find((row) => row.title === `memory palace · ${memory}`)
+      expect(conversation?.workspace).toBe(`memory-palace:${workspace}`)
+      const hits = await store.search.messages('LEDGER-0-40-QX5240', { conversationId: conversation!.id })
+      expect(hits.map((hit) => hit.message.text).join('\n')).toContain('ledger 0 line 40: 校验码 LEDGER-0-40-QX5240')
     } finally {
       await store.close()
     }

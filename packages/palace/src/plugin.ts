@@ -13,7 +13,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { describeError } from './core/errors.js'
-import { PALACE_PLUGIN_ID, recallGuidance } from './core/guidance.js'
+import { PALACE_PLUGIN_ID } from './core/guidance.js'
 import { DEFAULT_PALACE_OPTIONS, resolvePalaceOptions, type PalaceOptions, type RecallStrength } from './core/options.js'
 import { Palace, type ArchivedEvent, type PressureSample, type SessionView } from './core/palace.js'
 import { inRanges } from './core/ranges.js'
@@ -52,6 +52,7 @@ export interface Config {
   recallBudgetKeywords: number
   archiveBeforeCompaction: boolean
   autoArchiveCategory: string
+  autoName: boolean
   archiveTimeoutMs: number
 }
 
@@ -89,6 +90,10 @@ export const Config: z<Partial<Config>, Config> = z.object({
   recallBudgetKeywords: z.natural().min(1).max(50).default(d.recallBudgetKeywords).description('Advised keywords per search at recall strength high/forced.'),
   archiveBeforeCompaction: z.boolean().default(d.archiveBeforeCompaction).description('Archive the turns a compaction drops before its summary request is sent.'),
   autoArchiveCategory: z.string().default(d.autoArchiveCategory).description('Category of turns archived automatically before a compaction.'),
+  autoName: z
+    .boolean()
+    .default(d.autoName)
+    .description('Give a never-named session an automatic memory name (workspace folder + session hash) at its first archive, so compaction loses nothing; rename it with palace_config. Off: unnamed sessions archive nothing.'),
   archiveTimeoutMs: z.natural().min(100).default(d.archiveTimeoutMs).description('Longest wait for the pre-compaction archive before the summary request goes ahead anyway (ms).'),
 })
 
@@ -207,7 +212,7 @@ export function apply(ctx: Context, config: Config): void {
   const agents = new Map<string, HostAgent>()
   const pendingCompaction = new Map<string, ArchivedEvent>()
   const modelArchives = new Map<string, ArchivedEvent>()
-  const recall = new Map<string, { strength: RecallStrength; rounds: number; keywords: number }>()
+  const recall = new Map<string, string>()
   // Archives still running after their caller stopped waiting (a pre-compaction archive past
   // archiveTimeoutMs): the host's flush waits for them, so a headless exit does not cut them.
   const running = new Set<Promise<unknown>>()
@@ -257,13 +262,10 @@ export function apply(ctx: Context, config: Config): void {
     return { historyTokens, contextWindow }
   }
 
+  // The section text is read synchronously while the prompt is assembled: computed by the
+  // core when the session starts and before every step.
   const refreshRecall = async (session: HostSession): Promise<void> => {
-    const settings = await palace.settingsOrDefault(viewOf(session))
-    recall.set(session.id, {
-      strength: settings.enabled ? settings.recallStrength : 'off',
-      rounds: settings.recallBudgetRounds,
-      keywords: settings.recallBudgetKeywords,
-    })
+    recall.set(session.id, await palace.recallSection(viewOf(session)))
   }
 
   // --- agents -----------------------------------------------------------------------------
@@ -334,15 +336,13 @@ export function apply(ctx: Context, config: Config): void {
     }), `memory-palace tool ${tool.name}`)
   }
 
-  // --- system prompt: recall guidance, stable per recall strength (KV-cache friendly) ------
+  // --- system prompt: recall guidance, stable per recall strength and archive state (KV-cache friendly)
   ctx.effect(() => host.systemPrompt.section({
     name: 'memory-palace:recall',
     order: 160,
     text: (context: { agent?: HostAgent }) => {
       const id = context?.agent?.id
-      const known = id !== undefined ? recall.get(id) : undefined
-      const strength = known?.strength ?? (options.enabled ? options.recallStrength : 'off')
-      return recallGuidance(strength, { rounds: known?.rounds ?? options.recallBudgetRounds, keywords: known?.keywords ?? options.recallBudgetKeywords })
+      return (id !== undefined ? recall.get(id) : undefined) ?? palace.defaultRecallSection()
     },
   }), 'memory-palace recall guidance')
 

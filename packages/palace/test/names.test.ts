@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { isPalaceError, isValidNamespace, resolveInside, validateCategory, validateNamespace, validateSelfName } from '../src/index.js'
+import { automaticNamespace, isPalaceError, isValidNamespace, resolveInside, validateCategory, validateNamespace, validateSelfName } from '../src/index.js'
 
 function error(fn: () => unknown): string {
   try {
@@ -29,6 +29,35 @@ describe('memory names', () => {
     expect(error(() => validateNamespace('v1.2'))).toMatch(/contains "\."/)
     expect(error(() => validateNamespace('NUL'))).toMatch(/reserved device name/)
     expect(error(() => validateNamespace(42))).toMatch(/must be a string/)
+  })
+})
+
+describe('automatic memory names', () => {
+  const hash = /-[0-9a-f]{8}$/
+  it('take the workspace folder as ASCII plus a hash of the session id, and are always valid', () => {
+    expect(automaticNamespace('/home/me/shop-api', 'session-1')).toMatch(/^shop-api-[0-9a-f]{8}$/)
+    // Accents and full-width letters fold; anything else becomes "-".
+    expect(automaticNamespace('/w/Café Ｄｅｍｏ.v2', 's')).toMatch(/^Cafe-Demo-v2-[0-9a-f]{8}$/)
+    // A Chinese or Japanese folder name has no ASCII to keep: the name says "session".
+    for (const folder of ['/w/项目', '/w/プロジェクト', '/w/데이터', '/']) expect(automaticNamespace(folder, 's')).toMatch(/^session-[0-9a-f]{8}$/)
+    expect(automaticNamespace('/w/数据-api', 's')).toMatch(/^api-[0-9a-f]{8}$/)
+    // Long folder names are cut so the hash and a clash suffix still fit in 32 characters.
+    const long = automaticNamespace(`/w/${'a'.repeat(80)}`, 's', 97)
+    expect(long).toMatch(/^a{20}-[0-9a-f]{8}-98$/)
+    expect(long.length).toBeLessThanOrEqual(32)
+    // A device name or a trailing separator in the folder cannot make the name invalid.
+    for (const folder of ['/w/NUL', '/w/con', '/w/--x--', '/w/ a b ', `/w/${'-'.repeat(40)}`]) {
+      const name = automaticNamespace(folder, 's')
+      expect([folder, isValidNamespace(name), hash.test(name)]).toEqual([folder, true, true])
+    }
+  })
+
+  it('differ between sessions of one workspace, and between attempts after a clash', () => {
+    const a = automaticNamespace('/w/shop', 'session-a')
+    const b = automaticNamespace('/w/shop', 'session-b')
+    expect(a).not.toBe(b)
+    expect(automaticNamespace('/w/shop', 'session-a')).toBe(a)
+    expect(automaticNamespace('/w/shop', 'session-a', 1)).toBe(`${a}-2`)
   })
 })
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { buildTurns, Palace, recallGuidance, RECALL_STRENGTHS, resolvePalaceOptions, type PalaceOptions } from '../src/index.js'
+import { automaticNamespace, buildTurns, Palace, recallGuidance, RECALL_STRENGTHS, resolvePalaceOptions, type PalaceOptions } from '../src/index.js'
 import { EventLog, FakeClock, sessionOf, tempDir } from './fixtures.js'
 
 const cleanups: (() => void)[] = []
@@ -44,8 +44,32 @@ describe('archive before compaction', () => {
     expect(await palace.archiveBeforeCompaction(session, messageIdsOf(log, seqs.slice(0, 10)))).toBeUndefined()
   })
 
-  it('writes nothing for an unnamed session, a subagent, or when switched off', async () => {
+  it('archives a session that was never named under an automatic name, renameable without losing anything', async () => {
     const { palace, log, session, dir } = setup()
+    const workspace = palace.workspace(dir)
+    const seqs = log.exchange('the rollback window is 42 minutes', 'noted: 42 minutes')
+    const outcome = await palace.archiveBeforeCompaction(session, messageIdsOf(log, seqs))
+    expect(outcome?.turns).toEqual(seqs)
+    const automatic = automaticNamespace(dir, session.id)
+    expect(await workspace.namespaceOf(session.id)).toBe(automatic)
+    expect(await workspace.isAutomatic(automatic)).toBe(true)
+    expect((await (await workspace.openArchive(automatic)).readState())?.namespace).toBe(automatic)
+    // Renamed later: the folder moves with everything in it, and a later compaction archives
+    // into the new name, continuing the same ranges.
+    await workspace.setNamespace(session.id, 'Rollback Plan')
+    expect(existsSync(join(dir, 'memory-palace', automatic))).toBe(false)
+    expect(await workspace.isAutomatic('Rollback Plan')).toBe(false)
+    const renamed = await workspace.openArchive('Rollback Plan')
+    expect((await renamed.entries()).map((entry) => entry.turn)).toEqual(seqs)
+    expect((await renamed.readState())?.namespace).toBe('Rollback Plan')
+    const more = log.exchange('and the freeze starts Friday', 'noted')
+    expect((await palace.archiveBeforeCompaction(session, messageIdsOf(log, more)))?.turns).toEqual(more)
+    expect(await renamed.ranges()).toEqual([[seqs[0], more[1]]])
+    expect(await workspace.listNamespaces()).toEqual(['Rollback Plan'])
+  })
+
+  it('writes nothing with autoName off (unnamed), for a subagent, or when switched off', async () => {
+    const { palace, log, session, dir } = setup({ autoName: false })
     log.exchange('q', 'a')
     expect(await palace.archiveBeforeCompaction(session, [])).toBeUndefined()
     expect(existsSync(join(dir, 'memory-palace'))).toBe(false)
@@ -55,6 +79,12 @@ describe('archive before compaction', () => {
     expect(await palace.archiveBeforeCompaction(session, [])).toBeUndefined()
     await palace.workspace(dir).updateSettings(session.id, 'session', { archiveBeforeCompaction: true, enabled: false })
     expect(await palace.archiveBeforeCompaction(session, [])).toBeUndefined()
+  })
+
+  it('names no session when a compaction has nothing to archive', async () => {
+    const { palace, session, dir } = setup()
+    expect(await palace.archiveBeforeCompaction(session, [])).toBeUndefined()
+    expect(existsSync(join(dir, 'memory-palace'))).toBe(false)
   })
 })
 
@@ -86,11 +116,21 @@ describe('steering', () => {
     expect((await palace.steeringFor(session, high))?.note).toMatch(/^\[memory palace\]/)
   })
 
-  it('asks an unnamed session for a memory name first', async () => {
+  it('tells an unnamed session that its first archive names it, and never to ask a user', async () => {
     const { palace, log, session } = setup({ checkEveryTurns: 1, minBatchTurns: 2 })
     busy(log, 3)
     const steer = await palace.steeringFor(session, async () => ({ historyTokens: 9000, contextWindow: 10_000 }))
-    expect(steer?.note).toContain('This session has no memory name')
+    expect(steer?.note).toContain('this session has no memory name yet: the first archive names it automatically')
+    expect(steer?.note).toContain('palace_archive with segments=')
+    expect(steer?.note).not.toMatch(/ask the user/i)
+  })
+
+  it('with autoName off, asks the model to name the session itself (a headless run has no user to ask)', async () => {
+    const { palace, log, session } = setup({ checkEveryTurns: 1, minBatchTurns: 2, autoName: false })
+    busy(log, 3)
+    const steer = await palace.steeringFor(session, async () => ({ historyTokens: 9000, contextWindow: 10_000 }))
+    expect(steer?.note).toContain('This session has no memory name, so nothing can be archived yet. Name it with palace_config with action="set" and namespace="…"')
+    expect(steer?.note).not.toMatch(/ask the user/i)
   })
 
   it('stays silent with enableSteer or injectNotice off', async () => {
@@ -112,6 +152,29 @@ describe('recall guidance', () => {
     expect(texts.high).toContain('at most 3 search rounds and 6 keywords')
     expect(texts.forced).toContain('Search the palace before answering every user message')
     expect(texts.forced).toContain('do not invent')
+  })
+
+  it('claims an archive in the system prompt only once one is there', async () => {
+    const claim = 'Earlier turns of this session are archived verbatim'
+    const { palace, log, session, dir } = setup()
+    const before = await palace.recallSection(session)
+    expect(before).not.toContain(claim)
+    expect(before).toContain('Nothing of this session is archived yet; turns the host compacts out of context are archived verbatim first')
+    expect(palace.defaultRecallSection()).toBe(before)
+    await palace.archiveBeforeCompaction(session, messageIdsOf(log, log.exchange('q', 'a')))
+    expect(await palace.recallSection(session)).toContain(claim)
+    // Another session of the workspace has archived nothing of its own.
+    expect(await palace.recallSection({ ...session, id: 'session-2' })).not.toContain(claim)
+    expect(existsSync(join(dir, 'memory-palace'))).toBe(true)
+
+    const manual = setup({ archiveBeforeCompaction: false })
+    expect(await manual.palace.recallSection(manual.session)).toContain('Nothing of this session is archived yet; palace_archive archives turns')
+    const unnamed = setup({ autoName: false })
+    const text = await unnamed.palace.recallSection(unnamed.session)
+    expect(text).toContain('Nothing of this session is archived: it has no memory name (palace_config with action="set"')
+    expect(text).not.toMatch(/ask the user/i)
+    expect(unnamed.palace.defaultRecallSection()).toBe(text)
+    expect(await setup({ recallStrength: 'off' }).palace.recallSection(session)).toBe('')
   })
 
   it('sends the forced-recall instruction, saying so when the archive is empty', async () => {

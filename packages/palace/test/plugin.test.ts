@@ -6,6 +6,7 @@ import MemoryStoreService from '@dsh-memory/store/plugin'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { ArchivedEvent } from '../src/plugin.js'
 import * as palace from '../src/plugin.js'
+import { automaticNamespace } from '../src/index.js'
 import { EventLog, tempDir } from './fixtures.js'
 import { hostAgent, ScriptedAdapter, testHost, type HostRecord } from './host.js'
 
@@ -136,6 +137,28 @@ describe('memory-palace plugin on a real Cordis context', () => {
     // An ordinary (non-compaction) call is not delayed or touched.
     await root.llm.stream({ provider: 'scripted', model: 'small', messages: replayed.slice(0, 1) })[Symbol.asyncIterator]().next()
     expect(announced).toEqual([true])
+  })
+
+  it('archives a never-named session under an automatic name, and the prompt claims the archive only then', async () => {
+    await boot()
+    const log = new EventLog()
+    for (let i = 0; i < 3; i++) log.exchange(`headless step ${i}`, `tool output ${i}: ${'x'.repeat(200)}`)
+    const agent = hostAgent('s1', workspace, log.events)
+    emit('agent/created', { agent })
+    await preStep(agent)
+    const section = (): string => record.sections.get('memory-palace:recall')!.text({ agent })
+    expect(section()).toContain('Nothing of this session is archived yet')
+    expect(section()).not.toContain('Earlier turns of this session are archived')
+    const named: string[] = []
+    root.on('palace/archived', (event: ArchivedEvent) => void named.push(event.namespace))
+    const replayed = messagesOf(log, 4)
+    expect(await compactionCall(agent, replayed)).toBe('summary')
+    const automatic = automaticNamespace(workspace, 's1')
+    expect(named).toEqual([automatic])
+    const onDisk = volumes(join(workspace, 'memory-palace', automatic))
+    for (const message of replayed) expect(onDisk).toContain((message.content[0] as { text: string }).text)
+    await preStep(agent)
+    expect(section()).toContain('Earlier turns of this session are archived verbatim')
   })
 
   it('lets the compaction go on when the archive is slow or fails', async () => {

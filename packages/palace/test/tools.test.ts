@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createPalaceTools, Palace, resolvePalaceOptions, StorePalaceIndex, type PalaceTool, type SessionView, type ToolReply } from '../src/index.js'
+import { automaticNamespace, createPalaceTools, Palace, resolvePalaceOptions, StorePalaceIndex, type PalaceTool, type SessionView, type ToolReply } from '../src/index.js'
 import { EventLog, FakeClock, sessionOf, tempDir } from './fixtures.js'
 
 let temp: ReturnType<typeof tempDir>
@@ -46,12 +46,54 @@ describe('palace tools', () => {
     }
   })
 
-  it('refuses to archive an unnamed session and produces no files', async () => {
+  it('with autoName off, refuses to archive an unnamed session, produces no files, and asks no user', async () => {
+    const strict = new Palace(resolvePalaceOptions({ autoName: false }), { now: new FakeClock().now, index: new StorePalaceIndex(store) })
+    const archive = createPalaceTools(strict).find((tool) => tool.name === 'palace_archive')!
     const turns = conversation()
-    const reply = await call('palace_archive', { segments: [{ category: 'a', fromTurn: turns[0], toTurn: turns[1] }], summary: 'x' })
+    const reply = await archive.run({ segments: [{ category: 'a', fromTurn: turns[0], toTurn: turns[1] }], summary: 'x' }, { session })
     expect(reply).toMatchObject({ ok: false, code: 'unnamed-session' })
-    expect(reply.text).toMatch(/palace_config with action="set", namespace=/)
+    expect(reply.text).toMatch(/Name it with palace_config with action="set", namespace=/)
+    expect(reply.text).not.toMatch(/ask the user/i)
     expect(existsSync(join(temp.dir, 'work', 'memory-palace'))).toBe(false)
+  })
+
+  it('archives an unnamed session under an automatic name, and a rename keeps every turn readable and searchable', async () => {
+    const turns = conversation()
+    const before = await call('palace_config', {})
+    expect(before.text).toContain('Memory name: (unnamed — it gets an automatic name at its first archive)')
+    expect((await call('palace_summary', {})).text).toContain('nothing of this session is archived yet (歸檔記憶爲空)')
+    // A refused plan names nothing.
+    expect((await call('palace_archive', { segments: [{ category: 'a', fromTurn: turns[1], toTurn: turns[2] }], summary: 'x' })).code).toBe('gap')
+    expect(existsSync(join(temp.dir, 'work', 'memory-palace'))).toBe(false)
+
+    const automatic = automaticNamespace(session.cwd!, session.id)
+    const archived = await call('palace_archive', { segments: [{ category: '部署', fromTurn: turns[0], toTurn: turns[3] }], summary: '部署与数据库迁移' })
+    expect(archived.ok).toBe(true)
+    expect(archived.text).toContain(`This session had no memory name; it is now "${automatic}"`)
+    expect((await call('palace_config', {})).text).toContain(`Memory name: "${automatic}" (automatic; action="set" namespace="…" renames it)`)
+    await palace.idle()
+
+    const renamed = await call('palace_config', { action: 'set', namespace: 'Billing Ops' })
+    expect(renamed.text).toContain(`Renamed memory "${automatic}" to "Billing Ops" (its folder moved).`)
+    expect(renamed.text).toContain('Memory name: "Billing Ops";')
+    expect(existsSync(join(session.cwd!, 'memory-palace', automatic))).toBe(false)
+    expect((await call('palace_read', { fromTurn: turns[2], toTurn: turns[2] })).text).toContain('我们的数据库迁移计划是什么？')
+    const found = await call('palace_search', { keyword: '数据库 迁移' })
+    expect(found.text).toContain(`turn ${turns[2]}`)
+    expect(found.text).toContain('Billing Ops/2026-11/部署/')
+    expect((await call('palace_summary', { month: '2026-11', category: '部署' })).text).toContain('部署与数据库迁移')
+    // The old name is gone; the workspace lists the new one only.
+    expect((await call('palace_read', { fromTurn: turns[0], namespace: automatic })).code).toBe('not-found')
+    // Later archives continue under the new name.
+    expect((await call('palace_archive', { segments: [{ category: '部署', fromTurn: turns[4], toTurn: turns[5] }], summary: 'office move' })).text).toMatch(/^Archived 2 turns into memory "Billing Ops"/)
+  })
+
+  it('gives an unnamed session an automatic name when it changes its own settings', async () => {
+    const reply = await call('palace_config', { action: 'set', recallStrength: 'medium' })
+    const automatic = automaticNamespace(session.cwd!, session.id)
+    expect(reply.text).toContain(`This session had no memory name; it is now "${automatic}".`)
+    expect(reply.text).toContain('Updated this session\'s settings: recallStrength.')
+    expect(JSON.parse(readFileSync(join(session.cwd!, 'memory-palace', automatic, 'config.json'), 'utf8'))).toMatchObject({ automatic: true, recallStrength: 'medium' })
   })
 
   it('names the session, archives by segments, and finds and reads the turns back (CJK included)', async () => {

@@ -450,6 +450,35 @@ describe('recall plugin in an in-process host', () => {
       expect(await store(host).memories.history(id)).toEqual([])
     })
 
+    it('takes the reference\'s layer forms: remember/correct/forget workspace|global', async () => {
+      host = await startHost()
+      const agent = await host.createAgent('/work/alpha')
+      const local = await host.command(agent, '/memory remember workspace Staging deploys go out with Kamal.')
+      expect(local?.text).toMatch(/^Remembered \(workspace\): /)
+      const global = await host.command(agent, '/memory remember GLOBAL 用户喜欢简洁的回答。')
+      expect(global?.text).toMatch(/^Remembered \(global\): /)
+      const list = (await host.command(agent, '/memory list'))!.text!
+      expect(list).toContain('[workspace/fact]  Staging deploys go out with Kamal.')
+      expect(list).toContain('[global/fact]  用户喜欢简洁的回答。')
+      const localId = /^(\S+)\s+\[workspace/m.exec(list)![1]!
+      const globalId = /^(\S+)\s+\[global/m.exec(list)![1]!
+
+      // The wrong layer is refused, naming the right one, and nothing changes.
+      const wrong = await host.command(agent, `/memory correct global ${localId} Staging deploys use Capistrano.`)
+      expect(wrong).toEqual({ kind: 'error', text: `memory ${localId} is in the workspace layer, not global: /memory correct workspace ${localId} <text>` })
+      expect((await host.command(agent, `/memory forget workspace ${globalId}`))?.text).toMatch(/is in the global layer, not workspace: \/memory forget global /)
+      expect((await store(host).memories.history(localId)).map((memory: any) => memory.text)).toEqual(['Staging deploys go out with Kamal.'])
+
+      const corrected = await host.command(agent, `/memory correct workspace ${localId.slice(-8)} Staging deploys go out with Kamal 2.`)
+      expect(corrected?.kind).toBe('success')
+      expect((await store(host).memories.history(localId)).map((memory: any) => memory.text)).toEqual(['Staging deploys go out with Kamal.', 'Staging deploys go out with Kamal 2.'])
+      const forgot = await host.command(agent, `/memory forget global ${globalId}`)
+      expect(forgot?.text).toBe(`Forgot ${globalId}: 用户喜欢简洁的回答。`)
+      expect((await host.command(agent, '/memory forget workspace'))?.kind).toBe('error')
+      expect((await host.command(agent, '/memory remember global'))?.text).toMatch(/^remember needs the text/)
+      expect((await host.command(agent, `/memory correct workspace ${localId}`))?.kind).toBe('error')
+    })
+
     it('rejects bad input with usage help and changes nothing', async () => {
       host = await startHost()
       const agent = await host.createAgent('/work/alpha')

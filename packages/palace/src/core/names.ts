@@ -1,4 +1,5 @@
-import { isAbsolute, normalize, relative, resolve, sep } from 'node:path'
+import { createHash } from 'node:crypto'
+import { basename, isAbsolute, normalize, relative, resolve, sep } from 'node:path'
 import { PalaceError } from './errors.js'
 
 /** Longest memory name (namespace folder), as the reference allows. */
@@ -44,6 +45,28 @@ export function isValidNamespace(name: unknown): name is string {
   } catch {
     return false
   }
+}
+
+/** Longest workspace part of an automatic memory name, so the hash and a `-NN` suffix still fit in 32. */
+const AUTO_SLUG_LENGTH = 20
+
+/**
+ * The automatic memory name of a session that was never named: the workspace folder's name
+ * as ASCII (`shop-api`; full-width letters and accents folded, anything else a `-`), or
+ * `session` when nothing ASCII is left (a folder named `项目` or `プロジェクト`), then 8 hex
+ * characters of a hash of the session id, so two sessions of one workspace never share a
+ * name. `attempt` > 0 appends `-2`, `-3`, … for the rare clash with a name already taken.
+ * Always a valid name ({@link validateNamespace}).
+ */
+export function automaticNamespace(workspace: string, sessionId: string, attempt = 0): string {
+  const ascii = basename(workspace)
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .slice(0, AUTO_SLUG_LENGTH)
+    .replace(/^-+|-+$/g, '')
+  const hash = createHash('sha256').update(sessionId).digest('hex').slice(0, 8)
+  return validateNamespace(`${ascii || 'session'}-${hash}${attempt > 0 ? `-${attempt + 1}` : ''}`)
 }
 
 /**

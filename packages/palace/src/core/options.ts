@@ -49,6 +49,12 @@ export interface PalaceSettings {
   readonly archiveBeforeCompaction: boolean
   /** Category of turns archived automatically before a compaction. */
   readonly autoArchiveCategory: string
+  /**
+   * Give a session that was never named an automatic memory name (workspace folder + a hash
+   * of the session id) when it first archives, so nothing is lost by default. Off restores
+   * the reference: an unnamed session archives nothing.
+   */
+  readonly autoName: boolean
 }
 
 /** Options of the whole plugin: the settings defaults plus process-wide fields. */
@@ -80,6 +86,7 @@ export const DEFAULT_PALACE_OPTIONS: PalaceOptions = Object.freeze({
   recallBudgetKeywords: 6,
   archiveBeforeCompaction: true,
   autoArchiveCategory: 'auto',
+  autoName: true,
   archiveTimeoutMs: 20_000,
 })
 
@@ -103,6 +110,7 @@ export const SETTING_KEYS: readonly (keyof PalaceSettings)[] = Object.freeze([
   'recallBudgetKeywords',
   'archiveBeforeCompaction',
   'autoArchiveCategory',
+  'autoName',
 ])
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,31}$/
@@ -132,6 +140,7 @@ export const settingsLayerSchema = z
     recallBudgetKeywords: z.number().int().gte(1).lte(50),
     archiveBeforeCompaction: z.boolean(),
     autoArchiveCategory: z.string().regex(CATEGORY_SHAPE, 'a category name (letters, digits, space, "_", "-", ≤ 40)'),
+    autoName: z.boolean(),
   })
   .partial()
   .strict()

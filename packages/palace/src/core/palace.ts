@@ -6,9 +6,10 @@ import { isAbsolute } from 'node:path'
 import { describeError, PalaceError } from './errors.js'
 import type { CrashHook } from './fs.js'
 import { CheckCadence, evaluateGates, retainBudget, splitArchivable, type GateResult } from './gates.js'
-import { forcedRecallNote, postCompactionNote, steeringNote } from './guidance.js'
+import { forcedRecallNote, postCompactionNote, recallGuidance, steeringNote, type ArchiveStatus } from './guidance.js'
 import { monthOf } from './layout.js'
 import type { ArchiveOutcome } from './namespace.js'
+import { automaticNamespace } from './names.js'
 import type { PalaceOptions, PalaceSettings } from './options.js'
 import { inRanges, type TurnRange } from './ranges.js'
 import { planAutoArchive } from './segments.js'
@@ -143,11 +144,6 @@ export class Palace {
   async archiveBeforeCompaction(session: SessionView, shadowedMessageIds: readonly string[]): Promise<ArchiveOutcome | undefined> {
     const context = await this.context(session)
     if (!context || !context.settings.effective.archiveBeforeCompaction) return undefined
-    const namespace = context.settings.namespace
-    if (namespace === undefined) {
-      this.deps.logger?.debug?.(`session ${session.id} is unnamed: nothing archived before compaction`)
-      return undefined
-    }
     const settings = context.settings.effective
     const turns = this.turns(session, settings.includeReasoning)
     const ids = new Set(shadowedMessageIds)
@@ -162,7 +158,62 @@ export class Palace {
       summarize: autoSummary,
     })
     if (!plan) return undefined
+    // Named only now, when there is something to archive: a session that never compacts
+    // leaves no folder behind.
+    const namespace = await this.archiveNamespace(session, context)
+    if (namespace === undefined) {
+      this.deps.logger?.warn(`session ${session.id} has no memory name and autoName is off: the ${plan.groups[0]?.turns.length ?? 0} turns this compaction drops are not archived`)
+      return undefined
+    }
     return this.commitArchive(session, context, namespace, plan)
+  }
+
+  /**
+   * The memory name to archive a session under: its own, or, when it has none and `autoName`
+   * is on, an automatic one given now ({@link automaticNamespace}); undefined when the
+   * session is unnamed and `autoName` is off.
+   */
+  async archiveNamespace(session: SessionView, context: SessionContext): Promise<string | undefined> {
+    if (context.settings.namespace !== undefined) return context.settings.namespace
+    if (!context.settings.effective.autoName) return undefined
+    const { namespace, created } = await context.workspace.ensureNamespace(session.id, (attempt) => automaticNamespace(context.workspace.workspace, session.id, attempt))
+    if (created) this.deps.logger?.debug?.(`session ${session.id} has no memory name: archiving under the automatic name "${namespace}"`)
+    return namespace
+  }
+
+  /**
+   * What the system-prompt guidance may say about this session's archive: `archived` when
+   * its memory holds turns, `on-compaction` when turns will be archived before a compaction
+   * drops them (named or `autoName`, and `archiveBeforeCompaction`), otherwise `unnamed`
+   * (no name and no `autoName`) or `manual` (only `palace_archive` archives).
+   */
+  async archiveStatus(session: SessionView): Promise<{ settings: PalaceSettings; status: ArchiveStatus }> {
+    const settings = await this.settingsOrDefault(session)
+    let namespace: string | undefined
+    let archived = false
+    try {
+      const workspace = session.cwd ? this.workspace(session.cwd) : undefined
+      namespace = workspace ? await workspace.namespaceOf(session.id) : undefined
+      archived = workspace !== undefined && namespace !== undefined && (await workspace.hasArchives(namespace))
+    } catch {
+      // A broken .namespaces.json: claim nothing.
+    }
+    if (archived) return { settings, status: 'archived' }
+    if (namespace === undefined && !settings.autoName) return { settings, status: 'unnamed' }
+    return { settings, status: settings.archiveBeforeCompaction ? 'on-compaction' : 'manual' }
+  }
+
+  /** The system-prompt guidance of a session: its recall strength and what is archived. */
+  async recallSection(session: SessionView): Promise<string> {
+    const { settings, status } = await this.archiveStatus(session)
+    return recallGuidance(settings.enabled ? settings.recallStrength : 'off', { rounds: settings.recallBudgetRounds, keywords: settings.recallBudgetKeywords }, status)
+  }
+
+  /** The guidance for a session not looked at yet (plugin defaults; claims no archive). */
+  defaultRecallSection(): string {
+    const o = this.options
+    const status: ArchiveStatus = !o.autoName ? 'unnamed' : o.archiveBeforeCompaction ? 'on-compaction' : 'manual'
+    return recallGuidance(o.enabled ? o.recallStrength : 'off', { rounds: o.recallBudgetRounds, keywords: o.recallBudgetKeywords }, status)
   }
 
   /** Commit a plan, index it, announce it. */
@@ -245,6 +296,7 @@ export class Palace {
       gates,
       note: steeringNote({
         namespace: context.settings.namespace,
+        autoName: settings.autoName,
         gates,
         firstTurn: first.turn,
         lastTurn: last.turn,

@@ -135,6 +135,8 @@ interface Resolved {
   readonly session: SessionView
   readonly workspace: PalaceWorkspace
   readonly namespace: string | undefined
+  /** What to tell the model when the session has no memory name. */
+  readonly unnamed: string
 }
 
 async function resolveSession(palace: Palace, call: ToolCallContext): Promise<Resolved> {
@@ -142,7 +144,23 @@ async function resolveSession(palace: Palace, call: ToolCallContext): Promise<Re
   if (!session) throw new PalaceError('invalid-argument', 'this tool needs the calling agent\'s session, which the host did not provide')
   if (!session.cwd) throw new PalaceError('invalid-argument', 'this session has no workspace folder, so it has no memory palace')
   const workspace = palace.workspace(session.cwd)
-  return { session, workspace, namespace: await workspace.namespaceOf(session.id) }
+  const namespace = await workspace.namespaceOf(session.id)
+  const autoName = namespace === undefined && (await palace.settingsOrDefault(session)).autoName
+  return { session, workspace, namespace, unnamed: autoName ? UNNAMED_AUTO : UNNAMED }
+}
+
+/**
+ * The session's own memory name for a write (archive, note, session settings), given
+ * automatically when it has none and `autoName` is on.
+ * @throws PalaceError `unnamed-session` (autoName off), `disabled`
+ */
+async function ownNamespace(palace: Palace, resolved: Resolved): Promise<{ namespace: string; automatic: boolean }> {
+  if (resolved.namespace !== undefined) return { namespace: resolved.namespace, automatic: false }
+  const context = await palace.context(resolved.session)
+  if (!context) throw new PalaceError('disabled', DISABLED)
+  const namespace = await palace.archiveNamespace(resolved.session, context)
+  if (namespace === undefined) throw new PalaceError('unnamed-session', resolved.unnamed)
+  return { namespace, automatic: true }
 }
 
 /** A namespace given by the model: valid, and existing in this workspace. */
@@ -153,7 +171,10 @@ async function existingNamespace(workspace: PalaceWorkspace, name: string): Prom
   return name
 }
 
-const UNNAMED = 'this session has no memory name, so nothing is archived for it. Ask the user for one and call palace_config with action="set", namespace="…" (English letters, digits, space, "_", "-"; at most 32).'
+// No "ask the user": a headless run has nobody to ask.
+const UNNAMED = 'this session has no memory name, so nothing is archived for it. Name it with palace_config with action="set", namespace="…" (a short English name for this work, the user\'s if they gave one: letters, digits, space, "_", "-"; at most 32).'
+const UNNAMED_AUTO = 'nothing of this session is archived yet (歸檔記憶爲空): it gets an automatic memory name at its first archive (before a compaction, or palace_archive).'
+const DISABLED = 'the memory palace is switched off for this session (palace_config enabled=true turns it on)'
 
 /** Build the six tools over a palace. */
 export function createPalaceTools(palace: Palace): PalaceTool[] {
@@ -161,7 +182,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
     {
       name: 'palace_archive',
       description:
-        'Archive turns of this session verbatim into the memory palace (workspace folder memory-palace/). Give segments=[{category, fromTurn, toTurn}, …]: every turn gets exactly one category, ranges must not overlap, and together they must start at the first unarchived turn and leave no unarchived turn in between (a category may take several segments; its turns go into one file per month). Give summaries=[{category, text}, …] with one short paragraph per category describing only those turns (appended to the month\'s _summary.md), or summary="…" when there is a single category. selfName sets the file-name prefix. Turn numbers come from palace_turns. Refused for sessions without a memory name.',
+        'Archive turns of this session verbatim into the memory palace (workspace folder memory-palace/). Give segments=[{category, fromTurn, toTurn}, …]: every turn gets exactly one category, ranges must not overlap, and together they must start at the first unarchived turn and leave no unarchived turn in between (a category may take several segments; its turns go into one file per month). Give summaries=[{category, text}, …] with one short paragraph per category describing only those turns (appended to the month\'s _summary.md), or summary="…" when there is a single category. selfName sets the file-name prefix. Turn numbers come from palace_turns. A session without a memory name gets an automatic one (unless autoName is off).',
       parameters: {
         type: 'object',
         properties: {
@@ -198,10 +219,11 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
       async run(args, call) {
         try {
           const input = parse(archiveArgs, args, 'palace_archive')
-          const { session, namespace } = await resolveSession(palace, call)
-          if (namespace === undefined) throw new PalaceError('unnamed-session', UNNAMED)
+          const resolved = await resolveSession(palace, call)
+          const { session } = resolved
           const context = await palace.context(session)
-          if (!context) throw new PalaceError('disabled', 'the memory palace is switched off for this session (palace_config enabled=true turns it on)')
+          if (!context) throw new PalaceError('disabled', DISABLED)
+          if (resolved.namespace === undefined && !context.settings.effective.autoName) throw new PalaceError('unnamed-session', resolved.unnamed)
           const settings = context.settings.effective
           const turns = palace.turns(session, settings.includeReasoning)
           const ranges = await palace.archivedRanges(context)
@@ -216,8 +238,11 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
             (turn) => inRanges(ranges, turn),
             { maxFileBytes: settings.maxFileBytes },
           )
+          // Named only once the plan is valid, so a refused archive leaves no folder behind.
+          const { namespace, automatic } = await ownNamespace(palace, resolved)
           const outcome = await palace.commitArchive(session, context, namespace, plan)
           const lines = [
+            ...(automatic ? [`This session had no memory name; it is now "${namespace}" (palace_config action="set" namespace="…" renames it, moving its files).`] : []),
             `Archived ${outcome.turns.length} turns into memory "${namespace}" (${outcome.month}); archived now: ${formatRanges(outcome.state.ranges)}.`,
             ...outcome.files.map((file) => `- ${namespace}/${file.path}: ${file.category}, turns ${formatRanges([[Math.min(...file.turns), Math.max(...file.turns)]])} (${file.created ? 'new volume' : 'appended'})`),
             `Summaries appended to ${namespace}/${outcome.month}/_summary.md.`,
@@ -249,6 +274,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
           const { session, workspace, namespace } = await resolveSession(palace, call)
           const settings = (await workspace.settings(session.id)).effective
           const turns = palace.turns(session, settings.includeReasoning)
+          const unnamedLabel = settings.autoName ? '(unnamed: the first archive names it automatically)' : '(unnamed: archiving is refused until it has a name)'
           const ranges = namespace !== undefined ? await (await workspace.openArchive(namespace)).ranges() : []
           const sample = call.pressure ? await call.pressure().catch(() => undefined) : undefined
           const split = splitArchivable(turns, (turn) => inRanges(ranges, turn), retainBudget(sample?.contextWindow, settings))
@@ -262,7 +288,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
           const limit = input.limit ?? 80
           const shown = listed.slice(0, limit)
           const header = [
-            `${turns.length} turns in this session; memory ${namespace !== undefined ? `"${namespace}"` : '(unnamed: archiving is refused until it has a name)'}; archived: ${formatRanges(ranges)}.`,
+            `${turns.length} turns in this session; memory ${namespace !== undefined ? `"${namespace}"` : unnamedLabel}; archived: ${formatRanges(ranges)}.`,
             split.firstUnarchived ? `First unarchived turn: ${split.firstUnarchived.turn}. Archivable now: ${split.archivable.length} turns${split.archivable.length > 0 ? ` (${split.archivable[0]!.turn}–${split.archivable[split.archivable.length - 1]!.turn})` : ''}.` : 'Every turn is archived.',
           ]
           if (retained.size > 0) header.push(`Turns marked "kept" fit the retained budget and stay in context.`)
@@ -298,19 +324,20 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
       async run(args, call) {
         try {
           const input = parse(summaryArgs, args, 'palace_summary')
-          const { workspace, namespace: own } = await resolveSession(palace, call)
+          const resolved = await resolveSession(palace, call)
+          const { workspace, namespace: own } = resolved
           if (input.append !== undefined) {
-            if (own === undefined) throw new PalaceError('unnamed-session', UNNAMED)
             if (input.namespace !== undefined && input.namespace !== own) throw new PalaceError('invalid-argument', 'append writes to this session\'s own memory only; drop namespace')
             if (input.fromTurn === undefined || input.toTurn === undefined) throw new PalaceError('invalid-argument', 'append needs fromTurn and toTurn (the turns the note is about)')
             if (input.fromTurn > input.toTurn) throw new PalaceError('invalid-argument', `fromTurn ${input.fromTurn} is after toTurn ${input.toTurn}`)
             if (input.append.trim().length === 0 || input.append.length > 4000) throw new PalaceError('invalid-argument', 'append must be 1–4000 characters')
             const category = input.category !== undefined ? validateCategory(input.category) : 'note'
-            const written = await workspace.appendNote(own, { category, fromTurn: input.fromTurn, toTurn: input.toTurn, body: input.append })
-            return { ok: true, text: `Appended a note about turns ${input.fromTurn}–${input.toTurn} to ${own}/${written.path}.` }
+            const { namespace: mine } = await ownNamespace(palace, resolved)
+            const written = await workspace.appendNote(mine, { category, fromTurn: input.fromTurn, toTurn: input.toTurn, body: input.append })
+            return { ok: true, text: `Appended a note about turns ${input.fromTurn}–${input.toTurn} to ${mine}/${written.path}.` }
           }
           const namespace = input.namespace !== undefined ? await existingNamespace(workspace, input.namespace) : own
-          if (namespace === undefined) throw new PalaceError('unnamed-session', UNNAMED)
+          if (namespace === undefined) throw new PalaceError('unnamed-session', resolved.unnamed)
           const archive = await workspace.openArchive(namespace)
           if (input.month === undefined) {
             if (input.category !== undefined) throw new PalaceError('invalid-argument', 'category needs a month (month="YYYY-MM")')
@@ -364,14 +391,14 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
           const input = parse(searchArgs, args, 'palace_search')
           const query = parseQuery(input.keyword)
           if (query.keywords.length === 0) throw new PalaceError('invalid-argument', 'keyword must contain at least one word or "phrase"')
-          const { session, workspace, namespace: own } = await resolveSession(palace, call)
+          const { session, workspace, namespace: own, unnamed } = await resolveSession(palace, call)
           const settings = (await workspace.settings(session.id)).effective
           if (input.all === true && input.namespace !== undefined) throw new PalaceError('invalid-argument', 'give either namespace or all=true, not both')
           let names: string[]
           if (input.all === true) names = await workspace.listNamespaces()
           else if (input.namespace !== undefined) names = [await existingNamespace(workspace, input.namespace)]
           else if (own !== undefined) names = [own]
-          else throw new PalaceError('unnamed-session', `${UNNAMED} To search other memories of this workspace use all=true or namespace="…".`)
+          else throw new PalaceError('unnamed-session', `${unnamed} To search other memories of this workspace use all=true or namespace="…".`)
           if (names.length === 0) return { ok: true, text: 'This workspace has no archived memory yet (歸檔記憶爲空).' }
           const category = input.category !== undefined ? validateCategory(input.category) : undefined
           const sessions = await workspace.sessions()
@@ -417,7 +444,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
           if (input.fromTurn === undefined && input.toTurn === undefined && input.path === undefined) {
             throw new PalaceError('invalid-argument', 'give fromTurn/toTurn, a path, or both')
           }
-          const { workspace, namespace: own } = await resolveSession(palace, call)
+          const { workspace, namespace: own, unnamed } = await resolveSession(palace, call)
           let namespace = input.namespace !== undefined ? await existingNamespace(workspace, input.namespace) : own
           // A search path names its memory first: "<memory>/<YYYY-MM>/…".
           if (input.namespace === undefined && input.path !== undefined) {
@@ -425,7 +452,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
             const known = await workspace.listNamespaces()
             if (known.includes(first) && !/^\d{4}-\d{2}$/.test(first)) namespace = first
           }
-          if (namespace === undefined) throw new PalaceError('unnamed-session', `${UNNAMED} To read another memory pass namespace="…".`)
+          if (namespace === undefined) throw new PalaceError('unnamed-session', `${unnamed} To read another memory pass namespace="…".`)
           const archive: NamespaceArchive = await workspace.openArchive(namespace)
           const result = await readArchive(archive, {
             ...(input.fromTurn !== undefined ? { fromTurn: input.fromTurn } : {}),
@@ -443,7 +470,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
     {
       name: 'palace_config',
       description:
-        `View or change the memory palace settings of this session. action="get" (default) shows the effective settings, the workspace defaults and this session's own. action="set" with namespace="…" names this session's memory (English letters, digits, space, "_", "-", at most 32; renaming moves its folder), and/or with settings (${SETTING_KEYS.join(', ')}) changes them for this session, or with scope="workspace" the defaults of new sessions.`,
+        `View or change the memory palace settings of this session. action="get" (default) shows the effective settings, the workspace defaults and this session's own. action="set" with namespace="…" names this session's memory (English letters, digits, space, "_", "-", at most 32; renaming, an automatic name too, moves its folder with everything archived), and/or with settings (${SETTING_KEYS.join(', ')}) changes them for this session, or with scope="workspace" the defaults of new sessions.`,
       parameters: {
         type: 'object',
         properties: {
@@ -468,6 +495,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
           recallBudgetKeywords: { type: 'integer' },
           archiveBeforeCompaction: { type: 'boolean' },
           autoArchiveCategory: { type: 'string' },
+          autoName: { type: 'boolean' },
         },
         additionalProperties: false,
       },
@@ -476,7 +504,8 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
           const input = parse(configArgs, args, 'palace_config')
           const { action = 'get', scope = 'session', namespace, ...rest } = input
           const patch: SettingsLayer = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined))
-          const { session, workspace } = await resolveSession(palace, call)
+          const resolved = await resolveSession(palace, call)
+          const { session, workspace } = resolved
           const notes: string[] = []
           if (action === 'get') {
             if (namespace !== undefined || Object.keys(patch).length > 0) throw new PalaceError('invalid-argument', 'action="get" takes no settings; use action="set" to change them')
@@ -488,14 +517,27 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
               notes.push(previous === undefined ? `This session's memory is now named "${namespace}".` : previous === namespace ? `The memory name stays "${namespace}".` : `Renamed memory "${previous}" to "${namespace}" (its folder moved).`)
             }
             if (Object.keys(patch).length > 0) {
+              if (scope === 'session' && (await workspace.namespaceOf(session.id)) === undefined) {
+                // This session's settings live in its memory folder: with autoName it gets its name now.
+                const { namespace: given } = await ownNamespace(palace, resolved)
+                notes.push(`This session had no memory name; it is now "${given}".`)
+              }
               await workspace.updateSettings(session.id, scope, patch)
               notes.push(`Updated ${scope === 'workspace' ? 'the workspace defaults' : 'this session\'s settings'}: ${Object.keys(patch).join(', ')}.`)
             }
           }
           const current = await workspace.settings(session.id)
+          const name =
+            current.namespace === undefined
+              ? current.effective.autoName
+                ? '(unnamed — it gets an automatic name at its first archive)'
+                : '(unnamed — nothing is archived until it has one)'
+              : (await workspace.isAutomatic(current.namespace))
+                ? `"${current.namespace}" (automatic; action="set" namespace="…" renames it)`
+                : `"${current.namespace}"`
           const lines = [
             ...notes,
-            `Memory name: ${current.namespace !== undefined ? `"${current.namespace}"` : '(unnamed — nothing is archived until it has one)'}; session ${session.id}; palace ${workspace.root}.`,
+            `Memory name: ${name}; session ${session.id}; palace ${workspace.root}.`,
             `Effective: ${JSON.stringify(current.effective)}`,
             `Workspace defaults (${workspace.options.rootDirName}/config.json): ${JSON.stringify(current.workspace)}`,
             `This session (${current.namespace !== undefined ? `${workspace.options.rootDirName}/${current.namespace}/config.json` : 'no file until named'}): ${JSON.stringify(current.session)}`,

@@ -35,7 +35,9 @@ export interface PalaceWorkspaceDeps {
   readonly lockTimeoutMs?: number
 }
 
-const RESERVED_CONFIG_KEYS = ['version', 'namespace', 'sessionId'] as const
+const RESERVED_CONFIG_KEYS = ['version', 'namespace', 'sessionId', 'automatic'] as const
+/** Automatic names tried (`name`, `name-2`, … `name-99`) before giving up. */
+const AUTO_NAME_ATTEMPTS = 98
 
 /** The palace of one workspace. */
 export class PalaceWorkspace {
@@ -108,8 +110,10 @@ export class PalaceWorkspace {
   }
 
   /**
-   * Give a session its memory name. Renaming a named session moves its folder (one atomic
-   * rename), so its archives follow it.
+   * Give a session its memory name. Renaming a named session (an automatic name included)
+   * moves its folder (one atomic rename), so its volumes, summaries, index and state follow
+   * it; the store index is keyed by session, so search keeps finding them. The old name no
+   * longer resolves.
    * @throws PalaceError `invalid-name`, `namespace-taken`
    */
   async setNamespace(sessionId: string, name: string): Promise<{ namespace: string; previous: string | undefined }> {
@@ -118,15 +122,13 @@ export class PalaceWorkspace {
       const file = await this.readNamespaces()
       const previous = file.sessions[sessionId]
       if (previous === name) {
-        await this.writeSessionConfig(name, sessionId, await this.sessionLayer(name))
+        // Choosing the name it already has makes an automatic name a chosen one.
+        await this.writeSessionConfig(name, sessionId, await this.sessionLayer(name), false)
         return { namespace: name, previous }
       }
-      const lower = name.toLowerCase()
-      const owner = Object.entries(file.sessions).find(([id, other]) => id !== sessionId && other.toLowerCase() === lower)
-      if (owner) throw new PalaceError('namespace-taken', `memory name "${name}" is already used by session ${owner[0]}; choose another name`)
       const folders = await readdir(this.root).catch(() => [] as string[])
-      const clash = folders.find((folder) => folder.toLowerCase() === lower && folder !== previous)
-      if (clash) throw new PalaceError('namespace-taken', `a folder "${clash}" already exists in ${this.root}; choose another name`)
+      const taken = this.takenBy(file, folders, sessionId, name, previous)
+      if (taken) throw new PalaceError('namespace-taken', `${taken}; choose another name`)
       if (previous !== undefined && folders.includes(previous)) {
         await rename(this.layout.namespaceDir(previous), this.layout.namespaceDir(name))
         this.archives.delete(previous)
@@ -139,13 +141,65 @@ export class PalaceWorkspace {
       file.sessions[sessionId] = name
       await writeFileAtomic(this.layout.namespacesFile, `${JSON.stringify(file, null, 2)}\n`)
       const layer = previous !== undefined ? await this.sessionLayer(name).catch(() => ({})) : {}
-      await this.writeSessionConfig(name, sessionId, layer)
+      await this.writeSessionConfig(name, sessionId, layer, false)
       return { namespace: name, previous }
     })
   }
 
-  private async writeSessionConfig(namespace: string, sessionId: string, layer: SettingsLayer): Promise<void> {
-    await writeFileAtomic(join(this.layout.namespaceDir(namespace), CONFIG_FILE), `${JSON.stringify({ version: FORMAT_VERSION, namespace, sessionId, ...layer }, null, 2)}\n`)
+  /**
+   * The memory name of a session, giving it an automatic one first when it has none: the
+   * first of `candidate(0)`, `candidate(1)`, … that no other session holds and no folder
+   * uses (compared ignoring case, as on case-insensitive file systems). Decided under the
+   * lock, so two processes never hand out one name twice.
+   * @returns the name, and whether it was given now.
+   * @throws PalaceError `namespace-taken` when every candidate is taken
+   */
+  async ensureNamespace(sessionId: string, candidate: (attempt: number) => string): Promise<{ namespace: string; created: boolean }> {
+    const known = await this.namespaceOf(sessionId)
+    if (known !== undefined) return { namespace: known, created: false }
+    return this.exclusive(async () => {
+      const file = await this.readNamespaces()
+      const raced = file.sessions[sessionId]
+      if (raced !== undefined) return { namespace: raced, created: false }
+      const folders = await readdir(this.root).catch(() => [] as string[])
+      for (let attempt = 0; attempt < AUTO_NAME_ATTEMPTS; attempt++) {
+        const name = validateNamespace(candidate(attempt))
+        if (this.takenBy(file, folders, sessionId, name, undefined)) continue
+        file.sessions[sessionId] = name
+        await writeFileAtomic(this.layout.namespacesFile, `${JSON.stringify(file, null, 2)}\n`)
+        await this.writeSessionConfig(name, sessionId, {}, true)
+        return { namespace: name, created: true }
+      }
+      throw new PalaceError('namespace-taken', `no free automatic memory name for session ${sessionId} in ${this.root} (tried ${AUTO_NAME_ATTEMPTS}); name it with palace_config`)
+    })
+  }
+
+  /** Why `name` cannot be `sessionId`'s (another session holds it, or a folder uses it), or undefined. */
+  private takenBy(file: NamespacesFile, folders: readonly string[], sessionId: string, name: string, previous: string | undefined): string | undefined {
+    const lower = name.toLowerCase()
+    const owner = Object.entries(file.sessions).find(([id, other]) => id !== sessionId && other.toLowerCase() === lower)
+    if (owner) return `memory name "${name}" is already used by session ${owner[0]}`
+    const clash = folders.find((folder) => folder.toLowerCase() === lower && folder !== previous)
+    if (clash) return `a folder "${clash}" already exists in ${this.root}`
+    return undefined
+  }
+
+  /** True when the session's memory name was given automatically (not chosen). */
+  async isAutomatic(namespace: string): Promise<boolean> {
+    validateNamespace(namespace)
+    const raw = await readTextIfExists(join(this.layout.namespaceDir(namespace), CONFIG_FILE))
+    try {
+      return raw !== undefined && (JSON.parse(raw) as { automatic?: unknown }).automatic === true
+    } catch {
+      return false
+    }
+  }
+
+  /** @param automatic - marks a name the palace chose; `keep` (a settings change) leaves the mark as it is, a chosen name drops it. */
+  private async writeSessionConfig(namespace: string, sessionId: string, layer: SettingsLayer, automatic: boolean | 'keep' = 'keep'): Promise<void> {
+    const keep = automatic === 'keep' ? await this.isAutomatic(namespace) : automatic
+    const head = { version: FORMAT_VERSION, namespace, sessionId, ...(keep ? { automatic: true } : {}) }
+    await writeFileAtomic(join(this.layout.namespaceDir(namespace), CONFIG_FILE), `${JSON.stringify({ ...head, ...layer }, null, 2)}\n`)
   }
 
   private async readLayer(path: string): Promise<SettingsLayer> {

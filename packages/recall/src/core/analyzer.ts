@@ -11,7 +11,7 @@ import { stemmer } from 'stemmer'
  * Changes whenever the terms produced for some input change. Caches of analyzed text key on
  * it, so a new analyzer never compares against stale terms.
  */
-export const ANALYZER_VERSION = 'store-tokenize+porter/1'
+export const ANALYZER_VERSION = 'store-tokenize+porter/2'
 
 // Words the store keeps (it drops classic function words only) that carry no topic in
 // questions and chat turns; measured on the LoCoMo dev split (see apps/cli/README.md).

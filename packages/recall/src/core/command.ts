@@ -2,7 +2,7 @@
  * The `/memory` slash command as a pure function of its input: parse, run against the
  * engine, return the text the UI shows. Command output never reaches the model.
  */
-import { errorMessage, isRecallError } from './errors.ts'
+import { errorMessage, isRecallError, RecallError } from './errors.ts'
 import { isLayerName, LAYER_NAMES, type LayerName } from './layers.ts'
 import type { InjectSwitch, MemoryMode } from './options.ts'
 import type { RecallEngine, RecallScope } from './recall-engine.ts'
@@ -44,9 +44,9 @@ export const MEMORY_COMMAND_USAGE = [
   'Usage: /memory <subcommand>',
   '  status                 mode, injection and what this workspace remembers',
   '  list [n]               the newest n memories visible here (default 20)',
-  '  remember [--global] <text>   save a memory (this workspace, or global)',
-  '  correct <id> <text>    replace a memory\'s text (the old version is kept as history)',
-  '  forget <id>            delete a memory and its older versions',
+  '  remember [global|workspace|--global] <text>   save a memory (this workspace by default, or global)',
+  '  correct [global|workspace] <id> <text>   replace a memory\'s text (the old version is kept as history)',
+  '  forget [global|workspace] <id>   delete a memory and its older versions',
   `  mode <${MEMORY_MODES.join('|')}>   this session's memory mode`,
   `  inject <${INJECT_SWITCHES.join('|')}>   automatic injection: follow the config, force on, or write-only`,
   `  enable <${LAYER_NAMES.join('|')}>   explicit mode: load that layer's index into this session`,
@@ -89,25 +89,31 @@ export async function runMemoryCommand(engine: RecallEngine, scope: RecallScope,
         return { kind: 'success', text: memories.map((memory) => `${memory.id}  [${memory.scope}/${memory.kind}]  ${line(memory.text)}`).join('\n') }
       }
       case 'remember': {
-        const global = argument.startsWith('--global')
-        const text = global ? argument.slice('--global'.length).trim() : argument
-        if (!text) return { kind: 'error', text: 'remember needs the text to save: /memory remember [--global] <text>' }
+        // Ours: `remember [--global] <text>`; the reference's: `remember <global|workspace> <text>`.
+        const layer = argument.startsWith('--global') ? 'global' : layerOf(rest[0])
+        const text = argument.startsWith('--global') ? argument.slice('--global'.length).trim() : afterWords(argument, layer ? 1 : 0)
+        if (!text) return { kind: 'error', text: 'remember needs the text to save: /memory remember [global|workspace] <text>' }
         const redacted = engine.checkWritable(text, 'text')
-        const memory = await engine.addMemory({ text, kind: 'fact', scope: global ? 'global' : undefined }, scope, 'user')
+        const memory = await engine.addMemory({ text, kind: 'fact', ...(layer ? { scope: layer } : {}) }, scope, 'user')
         hooks.onMemoryChanged?.({ op: 'add', id: memory.id, sessionId: scope.sessionId })
         return { kind: 'success', text: `Remembered (${memory.scope}): ${memory.id}${redacted ? ` (${redacted} secret${redacted === 1 ? ' was' : 's were'} redacted)` : ''}` }
       }
       case 'correct': {
-        const id = rest[0]
-        const text = id === undefined ? '' : argument.slice(id.length).trim()
-        if (!id || !text) return { kind: 'error', text: 'correct needs an id and the new text: /memory correct <id> <text>' }
+        const layer = layerOf(rest[0])
+        const id = rest[layer ? 1 : 0]
+        const text = id === undefined ? '' : afterWords(argument, layer ? 2 : 1)
+        if (!id || !text) return { kind: 'error', text: 'correct needs an id and the new text: /memory correct [global|workspace] <id> <text>' }
+        if (layer) await inLayer(engine, id, layer, scope, 'correct')
         const { old, current } = await engine.correctMemory(id, text, scope, 'user')
         hooks.onMemoryChanged?.({ op: 'correct', id: current.id, sessionId: scope.sessionId })
         return { kind: 'success', text: `Corrected ${old.id} → ${current.id} (the old version is kept as history).` }
       }
       case 'forget': {
-        const id = rest[0]
-        if (!id || rest.length > 1) return { kind: 'error', text: 'forget takes exactly one memory id: /memory forget <id>' }
+        const layer = layerOf(rest[0])
+        const ids = layer ? rest.slice(1) : rest
+        const id = ids[0]
+        if (!id || ids.length > 1) return { kind: 'error', text: 'forget takes exactly one memory id: /memory forget [global|workspace] <id>' }
+        if (layer) await inLayer(engine, id, layer, scope, 'forget')
         const memory = await engine.deleteMemory(id, scope, 'user')
         hooks.onMemoryChanged?.({ op: 'delete', id: memory.id, sessionId: scope.sessionId })
         return { kind: 'success', text: `Forgot ${memory.id}: ${line(memory.text)}` }
@@ -169,6 +175,32 @@ export async function runMemoryCommand(engine: RecallEngine, scope: RecallScope,
     }
   } catch (error) {
     return { kind: 'error', text: isRecallError(error) ? error.message : `memory command failed: ${errorMessage(error)}` }
+  }
+}
+
+/** The layer word of the reference's forms (`global` / `workspace`, any case), or undefined. */
+function layerOf(word: string | undefined): LayerName | undefined {
+  const lower = word?.toLowerCase()
+  return isLayerName(lower) ? lower : undefined
+}
+
+/** `text` without its first `count` whitespace-separated words (inner spacing kept). */
+function afterWords(text: string, count: number): string {
+  let rest = text.trim()
+  for (let i = 0; i < count; i++) rest = rest.replace(/^\S+\s*/, '')
+  return rest
+}
+
+/**
+ * Refuse an edit through the wrong layer: `workspace` names the memories kept for this
+ * workspace (its session-scoped ones too), `global` the global ones.
+ * @throws RecallError `invalid-argument` (path `layer`) naming the layer the memory is in
+ */
+async function inLayer(engine: RecallEngine, id: string, layer: LayerName, scope: RecallScope, verb: string): Promise<void> {
+  const memory = await engine.resolveMemory(id, scope)
+  const actual: LayerName = memory.scope === 'global' ? 'global' : 'workspace'
+  if (actual !== layer) {
+    throw new RecallError('invalid-argument', `memory ${memory.id} is in the ${actual} layer, not ${layer}: /memory ${verb} ${actual} ${memory.id}${verb === 'correct' ? ' <text>' : ''}`, { path: 'layer' })
   }
 }
 

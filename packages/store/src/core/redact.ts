@@ -30,6 +30,22 @@ export function redactionMarker(kind: SecretKind): string {
   return `[REDACTED:${kind}]`
 }
 
+/**
+ * Any redaction marker (`[REDACTED:api-key]`, `[REDACTED:env-secret]`, …), matched by shape
+ * rather than by the kinds above so markers of a later version are covered too. Global:
+ * reset `lastIndex` or use it through `String.prototype.replace`.
+ */
+export const REDACTION_MARKER_PATTERN = /\[REDACTED:[a-z][a-z0-9-]*\]/g
+
+/**
+ * `text` with every redaction marker replaced by a space. A marker says only that a secret
+ * was there; its words (`redacted`, `api`, `key`, `token`, `password`) are not the text's
+ * topic, so search must never match them.
+ */
+export function withoutRedactionMarkers(text: string): string {
+  return text.includes('[REDACTED:') ? text.replace(REDACTION_MARKER_PATTERN, ' ') : text
+}
+
 interface Rule {
   kind: SecretKind
   pattern: RegExp

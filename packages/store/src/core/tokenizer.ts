@@ -7,15 +7,18 @@
  * (`snake_case`, `camelCase`, `a.b`) → lower-case → English stop words dropped; plus
  * overlapping character bigrams over every CJK run, because the segmenter often cuts a
  * compound differently in a short query than in a long document ("数据库" vs "数据|库").
- * The choice is measured in `bench/tokenizer.ts` (see the README).
+ * The choice is measured in `bench/tokenizer.ts` (see the README). Redaction markers
+ * (`[REDACTED:api-key]`) produce no terms: the store writes them in place of secrets, and
+ * their words would make a question about "our API" find every redacted key.
  */
+import { withoutRedactionMarkers } from './redact.ts'
 
 /**
  * Changes whenever the tokens produced for some input change. Persisted indexes record it
  * and are rebuilt when it differs. The ICU version is recorded separately (it changes
  * segmentation of CJK text too).
  */
-export const TOKENIZER_VERSION = 'icu-words+cjk-bigrams/1'
+export const TOKENIZER_VERSION = 'icu-words+cjk-bigrams+no-redaction-markers/2'
 
 /** Which token sources to emit; the default tokenizer emits both. Used by the benchmark. */
 export interface TokenizerVariant {
@@ -74,7 +77,7 @@ const CJK_STOP_CHARACTERS: ReadonlySet<string> = new Set([
  *
  * Contract: deterministic (same input, same output, on any machine with the same ICU);
  * every term is non-empty, NFKC-normalised and lower-cased; every ASCII word of two or more
- * characters that is not an English stop word appears (whole and, for identifiers, by
+ * characters that is not an English stop word nor inside a redaction marker appears (whole and, for identifiers, by
  * parts); duplicates are kept because term frequency matters to ranking.
  */
 export function tokenize(text: string): string[] {
@@ -87,7 +90,8 @@ export function tokenize(text: string): string[] {
  */
 export function tokenizeWith(text: string, variant: TokenizerVariant): string[] {
   if (typeof text !== 'string' || text.length === 0) return []
-  const normalized = text.normalize('NFKC')
+  // Markers are matched before NFKC, exactly as the store writes them (ASCII).
+  const normalized = withoutRedactionMarkers(text).normalize('NFKC')
   const tokens: string[] = []
 
   for (const { segment, isWordLike } of SEGMENTER.segment(normalized)) {
