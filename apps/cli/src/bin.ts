@@ -5,5 +5,5 @@
 import { handleProcessExits } from './process-exit.ts'
 import { runCli } from './program.ts'
 
-const finalStatus = handleProcessExits()
-process.exitCode = finalStatus(await runCli(process.argv.slice(2)))
+handleProcessExits()
+process.exitCode = await runCli(process.argv.slice(2))

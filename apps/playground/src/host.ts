@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { installPlugins, packWorkspaces as packCheckout } from 'dsh-memory'
+import { installPlugins, packWorkspaces as packCheckout, runProgram } from 'dsh-memory'
 
 /** apps/playground (works from src/ under vitest and from dist/ when built). */
 export const PLAYGROUND_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -155,32 +154,9 @@ export class DshHome {
     return out
   }
 
-  private spawn(
-    args: readonly string[],
-    options: { cwd: string; timeoutMs: number; env?: Record<string, string> },
-  ): Promise<DshRunResult> {
-    return new Promise((resolvePromise, reject) => {
-      const child = spawn(process.execPath, [dshEntry(), ...args], {
-        cwd: options.cwd,
-        env: this.env(options.env),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      let stdout = ''
-      let stderr = ''
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL')
-        reject(new HostError('timeout', `dsh ${args.join(' ')} did not finish in ${options.timeoutMs} ms\n${stdout}\n${stderr}`))
-      }, options.timeoutMs)
-      child.on('error', (error) => {
-        clearTimeout(timer)
-        reject(error)
-      })
-      child.on('close', (code) => {
-        clearTimeout(timer)
-        resolvePromise({ code, stdout, stderr })
-      })
-    })
+  private async spawn(args: readonly string[], options: { cwd: string; timeoutMs: number; env?: Record<string, string> }): Promise<DshRunResult> {
+    const result = await runProgram(process.execPath, [dshEntry(), ...args], { cwd: options.cwd, env: this.env(options.env), timeoutMs: options.timeoutMs })
+    if (result.timedOut) throw new HostError('timeout', `dsh ${args.join(' ')} did not finish in ${options.timeoutMs} ms\n${result.stdout}\n${result.stderr}`)
+    return { code: result.code, stdout: result.stdout, stderr: result.stderr }
   }
 }

@@ -216,7 +216,7 @@ function installedRows(profileDir: string, name: string): LoaderRow[] {
  * would then talk to a different Cordis than the host's and fail in confusing ways.
  * @throws InstallError `second-cordis`
  */
-function checkSingleCordis(profileDir: string): void {
+export function checkSingleCordis(profileDir: string): void {
   const found: string[] = []
   const walk = (dir: string, depth: number) => {
     if (depth > 6 || found.length > 3) return

@@ -24,6 +24,8 @@ export interface RunResult {
   readonly code: number | null
   readonly stdout: string
   readonly stderr: string
+  /** Killed after `timeoutMs`. */
+  readonly timedOut: boolean
 }
 
 /** Find an executable on `PATH` (no shell, no `which`). */
@@ -61,16 +63,18 @@ export function findLauncher(option: string | undefined, env: NodeJS.ProcessEnv,
   return /\.[cm]?js$/.test(real) ? { path: named, command: 'node', prefix: [real] } : { path: named, command: real, prefix: [] }
 }
 
-/** Run a program to the end, collecting its output; `stdin` is closed. */
+/** Run a program to the end, collecting its output; `stdin` is closed. Used by the e2e harness too. */
 export function runProgram(command: string, args: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
+    let timedOut = false
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
     const timer = options.timeoutMs
       ? setTimeout(() => {
+          timedOut = true
           child.kill('SIGKILL')
           stderr += `\n(killed after ${options.timeoutMs} ms)`
         }, options.timeoutMs)
@@ -81,7 +85,7 @@ export function runProgram(command: string, args: readonly string[], options: { 
     })
     child.on('close', (code) => {
       clearTimeout(timer)
-      resolvePromise({ code, stdout, stderr })
+      resolvePromise({ code, stdout, stderr, timedOut })
     })
   })
 }

@@ -100,24 +100,22 @@ function parse(text: string, file: string): Document {
 }
 
 function mapAt(doc: Document, key: string, file: string): YAMLMap {
-  const node = doc.get(key)
-  if (node === undefined || node === null) {
-    const created = new YAMLMap()
-    doc.set(key, created)
-    return created
-  }
-  if (!isMap(node)) throw new InstallError('profile-broken', `${file}: $.${key} must be a mapping, found ${describe(doc.toJS()[key])}`, `fix the file by hand`)
-  return node
+  return collectionAt(doc, key, file, isMap, () => new YAMLMap(), 'a mapping')
 }
 
 function seqAt(doc: Document, key: string, file: string): YAMLSeq {
+  return collectionAt(doc, key, file, isSeq, () => new YAMLSeq(), 'a list')
+}
+
+/** The collection at a top-level key, created when absent; a value of another shape is refused. */
+function collectionAt<T>(doc: Document, key: string, file: string, is: (node: unknown) => node is T, create: () => T, shape: string): T {
   const node = doc.get(key)
   if (node === undefined || node === null) {
-    const created = new YAMLSeq()
+    const created = create()
     doc.set(key, created)
     return created
   }
-  if (!isSeq(node)) throw new InstallError('profile-broken', `${file}: $.${key} must be a list, found ${describe(doc.toJS()[key])}`, `fix the file by hand`)
+  if (!is(node)) throw new InstallError('profile-broken', `${file}: $.${key} must be ${shape}, found ${describe((doc.toJS() as Record<string, unknown>)[key])}`, 'fix the file by hand')
   return node
 }
 
