@@ -18,9 +18,10 @@ for dir in packages/* apps/cli; do
   echo "[publish] publint + attw: $dir"
   npx --no-install publint --strict "$dir"
   # ESM only by design (type: module, import conditions): CommonJS resolution is not a target.
-  # A package without a JavaScript entry (the preset is a bundle patch only) has nothing to type.
+  # A package without a JavaScript entry (the preset is a bundle patch only) has nothing to type;
+  # the bundle patch export is YAML for the DSH loader, not a module.
   if [ "$(node -p "Object.values(require('./$dir/package.json').exports ?? {}).some((entry) => typeof entry === 'object')")" = true ]; then
-    npx --no-install attw --pack "$dir" --profile esm-only --format table-flipped
+    npx --no-install attw --pack "$dir" --profile esm-only --format ascii --exclude-entrypoints ./cordis.patch.yml
   fi
 done
 echo "[publish] ok"

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
+import { readOverrides, TARBALL_FOLDER } from 'dsh-memory'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DshHome, HOST_DIR, REPO_ROOT } from '../src/host.js'
 import { lastUserText, startModelServer, type ModelServer } from '../src/model-server.js'
@@ -68,7 +69,8 @@ describe('installing from the README into a fresh DSH home', () => {
     expect(profileBundles(dsh, 'web')).toEqual(['@deepseek-ai/dsh-base', '@deepseek-ai/dsh-web-app', '@dsh-memory/preset'])
     expect(profileBundles(dsh, 'headless')).toEqual(['@deepseek-ai/dsh-base', '@deepseek-ai/dsh-headless', '@dsh-memory/preset'])
     const workspace = readFileSync(join(dsh.dir, 'profiles', 'web', 'pnpm-workspace.yaml'), 'utf8')
-    for (const line of ['packages:', '  - .', 'nodeLinker: hoisted', 'autoInstallPeers: false', "'@dsh-memory/store': file:"]) expect(workspace).toContain(line)
+    for (const line of ['packages:', '  - .', 'nodeLinker: hoisted', 'autoInstallPeers: false']) expect(workspace).toContain(line)
+    expect(readOverrides(workspace)['@dsh-memory/store']).toMatch(new RegExp(`^file:${join(dsh.dir, 'profiles', 'web', TARBALL_FOLDER)}/dsh-memory-store-.+\\.tgz$`))
 
     const prompt = '请记住：我们的发布日是每周二。 Release day is Tuesday.'
     const turn = await dsh.run({ profile: 'headless', cwd: join(root, 'work', 'shop'), modelUrl: server.url, args: [prompt] })

@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process'
 import { accessSync, constants, realpathSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { delimiter, isAbsolute, join, resolve } from 'node:path'
 import { InstallError } from './errors.ts'
 
@@ -117,9 +118,15 @@ export async function checkTools(launcher: Launcher, env: NodeJS.ProcessEnv, cwd
     throw new InstallError('node-too-old', `dsh needs Node ${MIN_NODE.join('.')} or newer; the node on PATH is ${node || 'unknown'}`, `install Node 22 (e.g. \`npm install -g node@22\`, nvm, or your package manager) and put it first on PATH`)
   }
   const pnpmPath = onPath('pnpm', env)
-  const pnpm = pnpmPath ? (await runProgram(pnpmPath, ['--version'], { cwd, env }).catch(() => ({ stdout: '' }))).stdout.trim() : ''
-  if (!pnpm) {
+  if (!pnpmPath) {
     throw new InstallError('pnpm-missing', '`dsh plugin add` needs pnpm on PATH and there is none', 'install it (`npm install -g pnpm@10`, or `corepack enable pnpm`) and rerun')
+  }
+  // Asked from a neutral folder: inside a project whose package.json names another package
+  // manager (`packageManager`), pnpm refuses to run at all.
+  const version = await runProgram(pnpmPath, ['--version'], { cwd: tmpdir(), env }).catch((error: Error) => ({ code: 1, stdout: '', stderr: error.message }))
+  const pnpm = version.stdout.trim()
+  if (version.code !== 0 || !pnpm) {
+    throw new InstallError('pnpm-missing', `pnpm at ${pnpmPath} does not run: ${version.stderr.trim().split('\n')[0] ?? ''}`, 'reinstall pnpm (`npm install -g pnpm@10`) and rerun')
   }
   return { node, pnpm }
 }
