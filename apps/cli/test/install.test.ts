@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { checkSingleCordis, dataDirOf } from '../src/install/installer.ts'
+import { checkSingleCordis, dataDirOf, resolveDshHome } from '../src/install/installer.ts'
 import { InstallError } from '../src/install/errors.ts'
 import { nodeVersionOk } from '../src/install/launcher.ts'
 import { checkoutRoot, parsePluginList, publishablePackages, tarballsIn } from '../src/install/packages.ts'
@@ -176,5 +177,14 @@ describe('install inputs on disk', () => {
     expect(noPnpm.status).toBe(1)
     expect(noPnpm.stderr).toContain('needs pnpm on PATH')
     expect(noPnpm.stderr).not.toMatch(/\n\s+at /)
+  })
+})
+
+describe('the DSH home', () => {
+  it('is --dsh-home, else $DSH_HOME, else ~/.dsh', () => {
+    expect(resolveDshHome('/srv/dsh', { DSH_HOME: '/elsewhere' })).toBe('/srv/dsh')
+    expect(resolveDshHome(undefined, { DSH_HOME: '/elsewhere' })).toBe('/elsewhere')
+    expect(resolveDshHome(undefined, { HOME: homedir() })).toBe(join(homedir(), '.dsh'))
+    expect(resolveDshHome('~/dsh-home', {})).toBe(join(homedir(), 'dsh-home'))
   })
 })
