@@ -70,7 +70,7 @@ describe('installing from the README into a fresh DSH home', () => {
     expect(profileBundles(dsh, 'headless')).toEqual(['@deepseek-ai/dsh-base', '@deepseek-ai/dsh-headless', '@dsh-memory/preset'])
     const workspace = readFileSync(join(dsh.dir, 'profiles', 'web', 'pnpm-workspace.yaml'), 'utf8')
     for (const line of ['packages:', '  - .', 'nodeLinker: hoisted', 'autoInstallPeers: false']) expect(workspace).toContain(line)
-    expect(readOverrides(workspace)['@dsh-memory/store']).toMatch(new RegExp(`^file:${join(dsh.dir, 'profiles', 'web', TARBALL_FOLDER)}/dsh-memory-store-.+\\.tgz$`))
+    expect(readOverrides(workspace)['@dsh-memory/store']).toMatch(new RegExp(`^file:${join(dsh.dir, 'profiles', 'web', TARBALL_FOLDER)}/[0-9a-f]{12}/dsh-memory-store-.+\\.tgz$`))
 
     const prompt = '请记住：我们的发布日是每周二。 Release day is Tuesday.'
     const turn = await dsh.run({ profile: 'headless', cwd: join(root, 'work', 'shop'), modelUrl: server.url, args: [prompt] })
@@ -100,7 +100,7 @@ describe('installing from the README into a fresh DSH home', () => {
     expect(dump.output).not.toContain('id: memory-')
     expect(readFileSync(join(dsh.dir, 'profiles', 'web', 'pnpm-workspace.yaml'), 'utf8')).toContain('nodeLinker: hoisted')
     expect(existsSync(join(dsh.dir, 'memory', 'memory.db'))).toBe(true)
-  })
+  }, 900_000) // two profile installs, a turn and an uninstall on a shared 2-core machine
 
   it('the manual steps, in the README order, install a profile that boots', async () => {
     const manual = readmeInstallBlocks().find((block) => block.includes('npm pack'))
@@ -110,7 +110,7 @@ describe('installing from the README into a fresh DSH home', () => {
     expect(run.code, run.output).toBe(0)
     expect(run.output).toContain('id: memory-preset-capture')
     expect(run.output).toContain(join(dsh.dir, 'memory', 'memory.db'))
-  })
+  }, 600_000)
 
   it('refuses a profile whose pnpm settings another tool wrote, says what to do, and changes nothing', async () => {
     const { home: dsh } = await home('broken')

@@ -5,10 +5,10 @@
  * The end-to-end harness installs through {@link installPlugins} too, so the tests exercise
  * exactly this path.
  */
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
-import { basename, join, resolve } from 'node:path'
-import { mkdtempSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
 import { parse } from 'yaml'
 import { InstallError } from './errors.ts'
 import { checkTools, findLauncher, type Launcher, runLauncher, type RunResult } from './launcher.ts'
@@ -157,6 +157,7 @@ export async function installPlugins(options: InstallOptions): Promise<InstallRe
     )
   }
   checkSingleCordis(profileDir)
+  removeOtherBuilds(profileDir, Object.values(tarballs))
 
   // 5. Verify: the composed tree lists our rows, and a boot loads them.
   const rows = options.packages.flatMap((name) => installedRows(profileDir, name))
@@ -179,8 +180,13 @@ export async function installPlugins(options: InstallOptions): Promise<InstallRe
 }
 
 async function locateTarballs(options: InstallOptions, profileDir: string, step: (line: string) => void): Promise<{ source: InstallReport['source']; tarballs: Record<string, string> }> {
-  const keep = join(profileDir, TARBALL_FOLDER)
+  // One subfolder per build (a hash of the tarballs): pnpm keys a `file:` pin by its path and
+  // reuses what it installed before, so a rebuilt package with an unchanged version would
+  // otherwise never reach the profile.
   const copyIn = (found: Readonly<Record<string, string>>) => {
+    const hash = createHash('sha256')
+    for (const name of Object.keys(found).sort()) hash.update(name).update(readFileSync(found[name]!))
+    const keep = join(profileDir, TARBALL_FOLDER, hash.digest('hex').slice(0, 12))
     mkdirSync(keep, { recursive: true })
     return Object.fromEntries(
       Object.entries(found).map(([name, file]) => {
@@ -201,6 +207,14 @@ async function locateTarballs(options: InstallOptions, profileDir: string, step:
   } finally {
     rmSync(scratch, { recursive: true, force: true })
   }
+}
+
+/** Drop the tarball folders of earlier installs, now that pnpm no longer points at them. */
+function removeOtherBuilds(profileDir: string, current: readonly string[]): void {
+  const root = join(profileDir, TARBALL_FOLDER)
+  if (!existsSync(root)) return
+  const keep = new Set(current.map((file) => basename(dirname(file))))
+  for (const entry of readdirSync(root)) if (!keep.has(entry)) rmSync(join(root, entry), { recursive: true, force: true })
 }
 
 /** Rows a package installed in the profile adds, from its own bundle patch. */
