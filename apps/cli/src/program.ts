@@ -8,6 +8,7 @@ import { registerBench } from './commands/bench.ts'
 import { registerDoctor } from './commands/doctor.ts'
 import { registerExport } from './commands/export.ts'
 import { registerImport } from './commands/import.ts'
+import { registerInstall } from './commands/install.ts'
 import { registerRecords } from './commands/records.ts'
 import { registerServe } from './commands/serve.ts'
 import { registerReembed } from './commands/reembed.ts'
@@ -15,7 +16,7 @@ import { registerStatus } from './commands/status.ts'
 import { CliError, type CliIO, EXIT, processIO } from './io.ts'
 
 /** Registration functions of every command group, in help order. */
-export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerReembed, registerDoctor, registerBench, registerServe]
+export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerReembed, registerDoctor, registerBench, registerServe, registerInstall]
 
 /** Build the program; `io` receives every byte it prints. */
 export function createProgram(io: CliIO = processIO()): Command {

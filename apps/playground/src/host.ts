@@ -1,11 +1,8 @@
-import { execFile, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
-
-const execFileAsync = promisify(execFile)
+import { installPlugins, packWorkspaces as packCheckout, runProgram } from 'dsh-memory'
 
 /** apps/playground (works from src/ under vitest and from dist/ when built). */
 export const PLAYGROUND_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -17,7 +14,7 @@ export const HOST_DIR = join(PLAYGROUND_DIR, 'host')
 /** Error raised by the harness with a stable code. */
 export class HostError extends Error {
   constructor(
-    readonly code: 'host-missing' | 'pack-failed' | 'install-failed' | 'timeout',
+    readonly code: 'host-missing' | 'timeout',
     message: string,
   ) {
     super(message)
@@ -40,20 +37,12 @@ export function hostPath(): string {
 }
 
 /**
- * `npm pack` workspace packages into `outDir`, as a user would get them from the registry.
+ * `npm pack` workspace packages into `outDir`, as a user would get them from the registry
+ * (the same packing `dsh-memory install` does in a checkout).
  * @returns package name → absolute tarball path.
  */
-export async function packWorkspaces(names: readonly string[], outDir: string): Promise<Record<string, string>> {
-  await mkdir(outDir, { recursive: true })
-  const args = ['pack', '--json', '--pack-destination', outDir, ...names.flatMap((name) => ['-w', name])]
-  let stdout: string
-  try {
-    ;({ stdout } = await execFileAsync('npm', args, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 }))
-  } catch (error) {
-    throw new HostError('pack-failed', `npm pack failed: ${(error as Error).message}`)
-  }
-  const packed = JSON.parse(stdout) as { name: string; filename: string }[]
-  return Object.fromEntries(packed.map((entry) => [entry.name, join(outDir, entry.filename.replace(/^@/, '').replace('/', '-'))]))
+export function packWorkspaces(names: readonly string[], outDir: string): Promise<Record<string, string>> {
+  return packCheckout(REPO_ROOT, names, outDir)
 }
 
 /** One run of the `dsh` launcher. */
@@ -110,9 +99,11 @@ export class DshHome {
   }
 
   /**
-   * Create a headless profile and install packed packages into it the way a user does,
-   * with `dsh plugin --profile <name> add <tarball…>`. Tarballs of our own packages that
-   * depend on each other are pinned through pnpm `overrides` (they are not on a registry).
+   * Create a headless profile and install packed packages into it the way a user does, through
+   * the code of `dsh-memory install` (pin the tarballs in the profile's pnpm settings, then
+   * `dsh plugin --profile <name> add <tarball…>`, then check `--dump-config` lists the rows).
+   * Only the manifest is hand-made: DSH creates `web` and `headless` profiles from templates,
+   * and tests need many headless profiles with other names.
    */
   async createProfile(name: string, tarballs: Record<string, string>, install: readonly string[]): Promise<string> {
     const profileDir = join(this.dir, 'profiles', name)
@@ -132,35 +123,8 @@ export class DshHome {
       ),
     )
     await writeFile(join(profileDir, 'cordis.patch.yml'), '[]\n')
-    const overrides = Object.entries(tarballs)
-      .map(([pkg, file]) => `  '${pkg}': 'file:${file}'`)
-      .join('\n')
-    await writeFile(
-      join(profileDir, 'pnpm-workspace.yaml'),
-      [
-        'packages:',
-        '  - .',
-        'nodeLinker: hoisted',
-        'autoInstallPeers: false',
-        'onlyBuiltDependencies:',
-        '  - better-sqlite3',
-        'overrides:',
-        overrides,
-        '',
-      ].join('\n'),
-    )
-    const specs = install.map((pkg) => {
-      const file = tarballs[pkg]
-      if (!file) throw new HostError('install-failed', `no tarball for ${pkg}`)
-      return file
-    })
-    const result = await this.spawn(['plugin', '--profile', name, 'add', ...specs], {
-      cwd: profileDir,
-      timeoutMs: 300_000,
-    })
-    if (result.code !== 0) {
-      throw new HostError('install-failed', `dsh plugin add failed (${result.code}):\n${result.stdout}\n${result.stderr}`)
-    }
+    // `repair` writes the pnpm settings DSH's own scaffold would have written for this manifest.
+    await installPlugins({ dshHome: this.dir, profile: name, dsh: dshEntry(), env: this.env(), cwd: profileDir, packages: install, tarballs, repair: true, skipBoot: true })
     return profileDir
   }
 
@@ -190,32 +154,9 @@ export class DshHome {
     return out
   }
 
-  private spawn(
-    args: readonly string[],
-    options: { cwd: string; timeoutMs: number; env?: Record<string, string> },
-  ): Promise<DshRunResult> {
-    return new Promise((resolvePromise, reject) => {
-      const child = spawn(process.execPath, [dshEntry(), ...args], {
-        cwd: options.cwd,
-        env: this.env(options.env),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
-      let stdout = ''
-      let stderr = ''
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL')
-        reject(new HostError('timeout', `dsh ${args.join(' ')} did not finish in ${options.timeoutMs} ms\n${stdout}\n${stderr}`))
-      }, options.timeoutMs)
-      child.on('error', (error) => {
-        clearTimeout(timer)
-        reject(error)
-      })
-      child.on('close', (code) => {
-        clearTimeout(timer)
-        resolvePromise({ code, stdout, stderr })
-      })
-    })
+  private async spawn(args: readonly string[], options: { cwd: string; timeoutMs: number; env?: Record<string, string> }): Promise<DshRunResult> {
+    const result = await runProgram(process.execPath, [dshEntry(), ...args], { cwd: options.cwd, env: this.env(options.env), timeoutMs: options.timeoutMs })
+    if (result.timedOut) throw new HostError('timeout', `dsh ${args.join(' ')} did not finish in ${options.timeoutMs} ms\n${result.stdout}\n${result.stderr}`)
+    return { code: result.code, stdout: result.stdout, stderr: result.stderr }
   }
 }

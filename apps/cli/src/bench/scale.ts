@@ -220,6 +220,8 @@ async function bulkImport(store: MemoryStore, count: number, batch: number, reco
       for (let i = start; i < end; i++) yield* records(i)
     }
     await store.importJsonl(lines(), { actor: 'bench' })
+    // The store's calls finish synchronously: yield once a batch so a Ctrl-C handler can run.
+    await new Promise((resolve) => setImmediate(resolve))
   }
 }
 

@@ -2,11 +2,15 @@
  * `dsh-memory bench …`: benchmarks that print numbers. `bench locomo` measures turn-level
  * retrieval with the recall ranking core.
  */
+import { mkdtempSync, rmSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { type Command, Option } from 'commander'
 import { formatLocomoReport, LOCOMO_MODES, type LocomoMode, runLocomoBench } from '../bench/locomo.ts'
 import { LocomoFormatError, parseLocomo } from '../bench/locomo-format.ts'
 import { CliUsageError, type CliIO } from '../io.ts'
+import { onInterrupt } from '../process-exit.ts'
 import { createProgress } from '../progress.ts'
 import { FULL_SIZES, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench } from '../bench/scale.ts'
 import { formatTokenCostReport, runTokenCostBench } from '../bench/token-cost.ts'
@@ -87,7 +91,17 @@ function registerScaleBenches(bench: Command, io: CliIO): void {
       }
       const runs = parseCount('--runs', options.runs)
       const log = options.quiet ? undefined : (line: string) => io.stderr.write(`${line}\n`)
-      const report = await runScaleBench({ sizes, runs: options.quick ? Math.min(runs, 10) : runs, ...(options.quick ? { captureEvents: 200 } : {}), ...(log ? { log } : {}) })
+      // The scratch stores can take gigabytes: Ctrl-C removes them before the process ends.
+      const workDir = mkdtempSync(join(tmpdir(), 'dshm-bench-scale-'))
+      const removeWorkDir = () => rmSync(workDir, { recursive: true, force: true })
+      const release = onInterrupt(removeWorkDir)
+      let report
+      try {
+        report = await runScaleBench({ sizes, workDir, runs: options.quick ? Math.min(runs, 10) : runs, ...(options.quick ? { captureEvents: 200 } : {}), ...(log ? { log } : {}) })
+      } finally {
+        release()
+        removeWorkDir()
+      }
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatScaleReport(report)}\n`)
     })
   bench

@@ -1,11 +1,12 @@
 /**
  * `dsh-memory serve`: the memory browser (`@dsh-memory/web`) over a data dir, on loopback by
- * default, behind a random token printed in the URL. Runs until Ctrl+C (SIGINT) or SIGTERM.
+ * default, behind a random token printed in the URL. Runs until Ctrl+C (exit 130) or SIGTERM (exit 0).
  */
 import type { Command } from 'commander'
 import { DEFAULT_PORT, isWebError, startMemoryBrowser } from '@dsh-memory/web'
 import { existingDatabase, resolveCliDataDir, withDataDir } from '../data/data-dir.ts'
 import { CliError, type CliIO, CliUsageError, println } from '../io.ts'
+import { onInterrupt } from '../process-exit.ts'
 
 interface ServeOptions {
   dataDir?: string
@@ -13,19 +14,6 @@ interface ServeOptions {
   port: string
   allowRemote?: boolean
   palace: string[]
-}
-
-/** Resolves on the first SIGINT or SIGTERM (the listeners are removed afterwards). */
-function untilStopped(): Promise<string> {
-  return new Promise((resolve) => {
-    const stop = (signal: string) => {
-      process.off('SIGINT', stop)
-      process.off('SIGTERM', stop)
-      resolve(signal)
-    }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
 }
 
 /** Register `serve`. */
@@ -56,9 +44,13 @@ export function registerServe(program: Command, io: CliIO): void {
       if (running.host !== '127.0.0.1' && running.host !== 'localhost' && running.host !== '::1') {
         io.stderr.write(`warning: listening on ${running.host}: anyone who can reach this machine and has the token can read and change your memories\n`)
       }
+      // Ctrl-C closes the server first, then exits 130; SIGTERM closes it and exits 0.
+      const stopped = new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()))
+      const release = onInterrupt(() => running.close())
       try {
-        await untilStopped()
+        await stopped
       } finally {
+        release()
         await running.close()
       }
     })
