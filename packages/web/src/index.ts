@@ -3,8 +3,14 @@
  * is what `dsh-memory serve` runs; `createMemoryBrowserHandler` is the `(req, res)` handler
  * the DSH plugin (`@dsh-memory/web/plugin`) mounts under the host's web server.
  *
+ * The bare package is also the host plugin (the same as `@dsh-memory/web/plugin`): DSH finds a
+ * package's browser half (`./client`, see `dsh.client` in package.json) only through a loader
+ * row named after the package itself, so a web profile mounts `name: '@dsh-memory/web'`.
+ *
  * @module @dsh-memory/web
  */
+export { apply, Config, inject, name, URL_FILE } from './plugin.ts'
+export type { WebServerLike } from './plugin.ts'
 export { MemoryBrowser, PAGE_SIZE, RECENT_CONVERSATIONS, SEARCH_CAP } from './core/browser.ts'
 export type {
   CueView,
