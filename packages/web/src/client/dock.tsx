@@ -45,6 +45,7 @@ export function MemoryDock(props: { session?: { id?: string } | string; sessionI
   if (!sessionId) return null
 
   const choose = async (patch: { mode?: Mode; inject?: 'follow' | 'off' }) => {
+    setMenu(null)
     try {
       setState(await postJson<SessionState>('mode', { session: sessionId, ...patch }))
       setError(null)

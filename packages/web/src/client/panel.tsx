@@ -161,6 +161,7 @@ function Layers(props: { sessionId: string; onError: (text: string) => void }) {
 }
 
 interface PalaceView {
+  readonly session: { readonly namespace: string | null; readonly archived: boolean }
   readonly palace: readonly { namespace: string; turns: number; months: readonly { month: string; volumes: number }[] }[]
   readonly tree: readonly { project: string; mainline: readonly { kind: string; text: string }[]; branches: readonly { id: string; title: string }[] }[]
 }
@@ -168,13 +169,39 @@ interface PalaceView {
 function PalaceAndTree(props: { sessionId: string; onError: (text: string) => void }) {
   const { sessionId, onError } = props
   const [view, setView] = useState<PalaceView | null>(null)
-  useEffect(() => {
+  const [name, setName] = useState('')
+  const load = useCallback(() => {
     getJson<PalaceView>('palace', { session: sessionId }).then(setView, (error: unknown) => onError(messageOf(error)))
   }, [sessionId, onError])
+  useEffect(load, [load])
+  const giveName = async () => {
+    try {
+      await postJson('palace-name', { session: sessionId, name })
+      setName('')
+      load()
+    } catch (error) {
+      onError(messageOf(error))
+    }
+  }
   if (!view) return <p className="dshm-muted">{t('loading')}</p>
   return (
     <div data-testid="dshm-palace">
       <h4>{t('palace')}</h4>
+      {view.session.namespace ? (
+        <p data-testid="dshm-palace-name">
+          {t('memoryName')}: <strong>{view.session.namespace}</strong> · {view.session.archived ? t('archived') : t('notArchived')}
+        </p>
+      ) : (
+        <div className="dshm-field">
+          <span>{t('nameSession')}</span>
+          <div className="dshm-field-control">
+            <input className="dshm-input" data-testid="dshm-palace-name-input" value={name} onChange={(event: any) => setName(event.target.value)} />
+            <button type="button" className="dshm-button" disabled={name.trim() === ''} onClick={() => void giveName()}>
+              {t('save')}
+            </button>
+          </div>
+        </div>
+      )}
       {view.palace.length === 0 ? <p className="dshm-muted">{t('noPalace')}</p> : null}
       <ul className="dshm-list">
         {view.palace.map((name) => (

@@ -147,13 +147,15 @@ export function SettingsCard(props: { scope: ScopeLike; card: CardSpec }) {
               <div className="dshm-field" key={key} data-field={key}>
                 <label htmlFor={`dshm-${field.path.join('-')}`}>{pick(field.label)}</label>
                 <div className="dshm-field-control">
+                  <span className="dshm-field-meta">
+                    {overridden ? <span className="dshm-badge">{t('overridden')}</span> : null}
+                    {overridden || draft ? (
+                      <button type="button" className="dshm-link" disabled={disabled} onClick={() => stage(field, { kind: 'unset' })}>
+                        {t('reset')}
+                      </button>
+                    ) : null}
+                  </span>
                   <FieldControl field={field} shown={shown} disabled={disabled} onChange={(raw) => stage(field, { kind: 'set', raw })} />
-                  {overridden ? <span className="dshm-badge">{t('overridden')}</span> : null}
-                  {overridden || draft ? (
-                    <button type="button" className="dshm-link" disabled={disabled} onClick={() => stage(field, { kind: 'unset' })}>
-                      {t('reset')}
-                    </button>
-                  ) : null}
                 </div>
               </div>
             )

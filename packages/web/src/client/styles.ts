@@ -39,15 +39,17 @@ const CSS = `
 .dshm-button:disabled{opacity:.5;cursor:default}
 .dshm-primary{background:var(--dsw-alias-state-business-primary, #1f6feb);border-color:transparent;color:#fff}
 .dshm-status{white-space:pre-wrap;font-size:12px;background:var(--dsw-alias-interactive-bg-hover, #f6f8fa);padding:8px;border-radius:6px}
-.dshm-card{border:1px solid var(--dsw-alias-border-l1, #d0d7de);border-radius:10px;margin:8px 0;color:var(--dsw-alias-label-primary, #1f2328);font-size:13px}
-.dshm-card-head{display:flex;flex-direction:column;align-items:flex-start;gap:2px;width:100%;border:0;background:none;color:inherit;font:inherit;text-align:left;padding:10px 14px;cursor:pointer}
-.dshm-card-title{font-weight:600}
-.dshm-card-desc{color:var(--dsw-alias-label-tertiary, #57606a);font-size:12px}
+.dshm-card{border:1px solid var(--dsw-alias-border-l1, #d0d7de);border-radius:12px;margin:0 0 10px;color:var(--dsw-alias-label-primary, #1f2328);font-size:13px}
+.dshm-card-head{display:flex;flex-direction:column;align-items:flex-start;gap:2px;width:100%;border:0;background:none;color:inherit;font:inherit;text-align:left;padding:14px 16px;cursor:pointer}
+.dshm-card-title{font-weight:600;font-size:17px}
+.dshm-card-desc{color:var(--dsw-alias-label-tertiary, #57606a);font-size:14px}
 .dshm-badge{font-size:11px;padding:0 6px;border-radius:6px;background:var(--dsw-specific-tip, #fff8c5);color:var(--dsw-alias-label-secondary, #424a53)}
-.dshm-card-body{padding:4px 14px 12px;border-top:1px solid var(--dsw-alias-border-l1, #d0d7de)}
+.dshm-card-body{padding:4px 16px 14px;border-top:1px solid var(--dsw-alias-border-l1, #d0d7de)}
 .dshm-field{display:flex;justify-content:space-between;align-items:center;gap:12px;padding:6px 0}
-.dshm-field-control{display:flex;align-items:center;gap:8px}
-.dshm-field-control .dshm-input{width:220px}
+.dshm-field>label,.dshm-field>span{flex:1;min-width:0}
+.dshm-field-control{display:flex;align-items:center;justify-content:flex-end;gap:8px;flex:none}
+.dshm-field-control .dshm-input{width:200px}
+.dshm-field-meta{display:flex;align-items:center;justify-content:flex-end;gap:6px;width:150px}
 .dshm-actions{display:flex;justify-content:flex-end;gap:8px;margin-top:8px}
 `
 

@@ -488,6 +488,26 @@ export class MemoryBrowser {
     return [...candidates].filter((workspace) => isDirectory(join(workspace, root))).sort()
   }
 
+  /** A session's memory name in its workspace's palace, and whether that name holds archived turns. */
+  async sessionPalace(workspace: string, sessionId: string): Promise<{ namespace: string | null; archived: boolean }> {
+    const palace = this.#palace(workspace)
+    const namespace = await palace.namespaceOf(sessionId).catch(() => undefined)
+    return { namespace: namespace ?? null, archived: namespace !== undefined && (await palace.hasArchives(namespace).catch(() => false)) }
+  }
+
+  /**
+   * Give an unnamed session its memory name, as `palace_config` does (the palace validates
+   * the name and refuses one in use). Renaming is left to `palace_config`: it moves the
+   * folder, which the running palace plugin must do itself.
+   * @throws WebError `invalid-argument` when the session already has a name; PalaceError `invalid-name` / `namespace-taken`
+   */
+  async nameSessionPalace(workspace: string, sessionId: string, name: string): Promise<string> {
+    const palace = this.#palace(workspace)
+    const current = await palace.namespaceOf(sessionId)
+    if (current !== undefined) throw new WebError('invalid-argument', `this session already archives under "${current}"; rename it with the palace_config tool`)
+    return (await palace.setNamespace(sessionId, name.trim())).namespace
+  }
+
   #palace(workspace: string): PalaceWorkspace {
     return new PalaceWorkspace(workspace, resolvePalaceOptions({}), { now: () => new Date(this.#now()) })
   }

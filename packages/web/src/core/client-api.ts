@@ -188,14 +188,28 @@ export function createClientApiHandler(deps: ClientApiDeps, base: string = CLIEN
       if (!result) throw new HttpAnswer(409, 'the session is not running in this host; open it first')
       return result
     },
+    'POST palace-name': async (req) => {
+      const body = await jsonOf(req)
+      const sessionId = text(body.session, 'session')
+      const workspace = await deps.workspaceOf(sessionId)
+      if (!workspace) throw new HttpAnswer(409, 'this session has no workspace, so no palace')
+      try {
+        return { namespace: await browser.nameSessionPalace(workspace, sessionId, text(body.name, 'name')) }
+      } catch (error) {
+        // The palace's own refusals (a bad or taken name) are the user's to fix: say so as 400.
+        throw new HttpAnswer(statusOf(error) === 500 ? 400 : statusOf(error), describeError(error))
+      }
+    },
     'GET palace': async (_req, url) => {
-      const workspace = await deps.workspaceOf(text(url.searchParams.get('session'), 'session'))
+      const sessionId = text(url.searchParams.get('session'), 'session')
+      const workspace = await deps.workspaceOf(sessionId)
       const names = (await browser.palace()).filter((view) => workspace === undefined || view.workspace === workspace)
       const projects = (await browser.treeProjects()) ?? []
       const views = await Promise.all(projects.map((project) => browser.treeProject(project.id)))
       const tree = views.filter((view) => view !== undefined && (workspace === undefined || view.workspaces.includes(workspace)))
       return {
         workspace: workspace ?? null,
+        session: workspace ? await browser.sessionPalace(workspace, sessionId) : { namespace: null, archived: false },
         palace: names.map((view) => ({ namespace: view.namespace, turns: view.turns, months: view.months.map((month) => ({ month: month.month, volumes: month.volumes.length })) })),
         tree: tree.map((view) => ({
           project: view!.project.name,
