@@ -239,6 +239,17 @@ describe('the dsh-memory browser half in the real DSH web client', () => {
     expect(await list.innerText()).not.toContain('PostgreSQL 16 in Frankfurt')
   })
 
+  it('the panel switches an explicit layer for this session through /memory', async () => {
+    const panel = page.getByTestId('dshm-panel')
+    await panel.locator('[data-tab=layers]').click()
+    const status = panel.getByTestId('dshm-layers').locator('.dshm-status')
+    await expect.poll(() => status.innerText(), WAIT).toContain('Layers: none enabled')
+    await panel.locator('[data-layer=global][data-action=enable]').click()
+    await expect.poll(() => status.innerText(), WAIT).toContain('Enabled the global layer for this session')
+    await panel.locator('[data-layer=global][data-action=disable]').click()
+    await expect.poll(() => status.innerText(), WAIT).toContain('Disabled the global layer')
+  })
+
   it('no response the browser received carries a secret', async () => {
     // Reload everything the settings page and the panel read, so the check covers fresh answers too.
     await page.reload()
