@@ -39,8 +39,13 @@ export function clientApiDeps(ctx: Context, browser: MemoryBrowser): ClientApiDe
   }
   const agentOf = (sessionId: string) => optional<{ get(id: string): AgentLike | undefined }>('agents')?.get(sessionId)
   const recalls = new Map<string, LastRecall>()
-  ;(ctx.on as unknown as (name: string, listener: (event: { sessionId?: string; memoryIds?: string[]; chars?: number }) => void) => void)('recall/injected', (event) => {
+  const on = ctx.on.bind(ctx) as unknown as (name: string, listener: (event: { sessionId?: string; memoryIds?: string[]; chars?: number; agent?: { id?: unknown } }) => void) => void
+  on('recall/injected', (event) => {
     if (typeof event?.sessionId === 'string') recalls.set(event.sessionId, { at: Date.now(), memoryIds: event.memoryIds ?? [], chars: event.chars ?? 0 })
+  })
+  // A closed session's pill is gone with it; keep the map to the sessions this host runs.
+  on('agent/disposed', (event) => {
+    if (typeof event?.agent?.id === 'string') recalls.delete(event.agent.id)
   })
   return {
     browser,

@@ -21,6 +21,21 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!()
 })
 
+/** A Cordis context with the real store service over the web fixture and the host's real web server on a free port. */
+async function hostWithStore(label: string, prepare: (ctx: Context) => void = () => {}) {
+  expect(existsSync(HOST_WEBSERVER), `the pinned DSH host is installed (${HOST_WEBSERVER})`).toBe(true)
+  const { default: WebServer } = (await import(pathToFileURL(HOST_WEBSERVER).href)) as { default: Parameters<Context['plugin']>[0] }
+  const temp = scratch(label)
+  cleanups.push(temp.cleanup)
+  const fixture = await buildWebFixture(temp.dir)
+  const ctx = new Context()
+  cleanups.push(() => ctx.fiber.dispose())
+  prepare(ctx)
+  await ctx.plugin(MemoryStoreService, { dataDir: fixture.dataDir })
+  await ctx.plugin(WebServer, { host: '127.0.0.1', port: 0 })
+  return { ctx, fixture }
+}
+
 describe('@dsh-memory/web/plugin', () => {
   it('declares its name, injections and config defaults', () => {
     expect(webPlugin.name).toBe('memory-web')
@@ -38,17 +53,10 @@ describe('@dsh-memory/web/plugin', () => {
   })
 
   it('mounts the browser under the host web server, token-guarded, and unmounts on dispose', async () => {
-    expect(existsSync(HOST_WEBSERVER), `the pinned DSH host is installed (${HOST_WEBSERVER})`).toBe(true)
-    const { default: WebServer } = (await import(pathToFileURL(HOST_WEBSERVER).href)) as { default: Parameters<Context['plugin']>[0] }
-    const temp = scratch('plugin')
-    cleanups.push(temp.cleanup)
-    const fixture = await buildWebFixture(temp.dir)
-    const ctx = new Context()
-    cleanups.push(() => ctx.fiber.dispose())
     const logged: string[] = []
-    ;(ctx as unknown as { logger: (name: string) => unknown }).logger = () => ({ info: (...args: unknown[]) => logged.push(format(...args)), warn: () => {} })
-    await ctx.plugin(MemoryStoreService, { dataDir: fixture.dataDir })
-    await ctx.plugin(WebServer, { host: '127.0.0.1', port: 0 })
+    const { ctx, fixture } = await hostWithStore('plugin', (ctx) => {
+      ;(ctx as unknown as { logger: (name: string) => unknown }).logger = () => ({ info: (...args: unknown[]) => logged.push(format(...args)), warn: () => {} })
+    })
     const fiber = await ctx.plugin(webPlugin, { path: '/memory', token: 'a-fixed-token-for-the-test-0123', palaceWorkspaces: [] })
     const webServer = (ctx as unknown as { webServer: { port: number } }).webServer
     const origin = `http://127.0.0.1:${webServer.port}`
@@ -78,14 +86,7 @@ describe('@dsh-memory/web/plugin', () => {
   })
 
   it('mounted as the bare package, serves the browser half its routes, to loopback same-origin requests only', async () => {
-    const { default: WebServer } = (await import(pathToFileURL(HOST_WEBSERVER).href)) as { default: Parameters<Context['plugin']>[0] }
-    const temp = scratch('client-routes')
-    cleanups.push(temp.cleanup)
-    const fixture = await buildWebFixture(temp.dir)
-    const ctx = new Context()
-    cleanups.push(() => ctx.fiber.dispose())
-    await ctx.plugin(MemoryStoreService, { dataDir: fixture.dataDir })
-    await ctx.plugin(WebServer, { host: '127.0.0.1', port: 0 })
+    const { ctx, fixture } = await hostWithStore('client-routes')
     // The row `name: '@dsh-memory/web'` loads the package root: the same plugin, loaded lazily.
     const root = await import('../src/index.ts')
     expect([root.name, root.inject]).toEqual([webPlugin.name, webPlugin.inject])
