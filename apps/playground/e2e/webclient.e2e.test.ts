@@ -194,6 +194,21 @@ describe('the dsh-memory browser half in the real DSH web client', () => {
     const turn = await send('What does the CI pipeline do?')
     expect(turn.ids).toHaveLength(1)
     expect(turn.text).toMatch(/CI pipeline/)
+
+    // Reset to default: the field leaves the user's section and re-inherits the row's config.
+    await page.getByRole('button', { name: 'Settings' }).click()
+    await page.getByText('Plugins', { exact: true }).first().click()
+    // The host may keep the tab (and the card's open state) mounted between visits.
+    const head = card.locator('.dshm-card-head')
+    if ((await head.getAttribute('aria-expanded')) !== 'true') await head.click()
+    await card.locator('[data-field="recall.maxResults"]').getByRole('button', { name: 'Reset to default' }).click()
+    await card.getByRole('button', { name: 'Save', exact: true }).click()
+    await expect.poll(() => card.locator('.dshm-ok').innerText(), WAIT).toContain('Saved')
+    await expect.poll(() => maxResults.inputValue(), WAIT).toBe('5')
+    const reset = await readFile(join(home.dir, 'settings.yaml'), 'utf8')
+    expect(reset).not.toContain('maxResults')
+    expect(reset).toContain(NEW_SECRET)
+    await page.keyboard.press('Escape')
   })
 
   it('the panel lists a memory made in this session, forgets it, and it is gone from memory.db', async () => {
