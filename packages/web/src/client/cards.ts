@@ -75,4 +75,14 @@ export const CARDS: readonly CardSpec[] = [
       f('recallBudgetRounds', 'integer', 'Search rounds per question', '每个问题的检索轮数'),
     ],
   },
+  {
+    namespace: 'memory-tree',
+    title: { en: 'Memory · tree', zh: '记忆 · 记忆树' },
+    description: { en: 'Keeping chit-chat out of the project mainline.', zh: '让闲聊不进入项目主线。' },
+    fields: [
+      f('autoRoute', 'boolean', 'Route every message automatically', '自动分流每条消息'),
+      f('inject', 'boolean', 'Mainline in the system prompt', '系统提示中加入主线'),
+      f('refresh', { choices: ['session', 'step'] }, 'Refresh the mainline section', '主线段落的刷新时机'),
+    ],
+  },
 ]
