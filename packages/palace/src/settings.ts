@@ -8,8 +8,7 @@
  * @module @dsh-memory/palace/plugin
  */
 import type { Context } from '@deepseek-ai/cordis'
-import z from '@deepseek-ai/schemastery'
-import { registerLiveSettings } from '@dsh-memory/store/plugin'
+import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
 import { type PalaceOptions, resolvePalaceOptions } from './core/options.js'
 import type { Config } from './plugin.js'
 
@@ -23,11 +22,9 @@ export type PalaceSettings = Pick<Config, (typeof LIVE)[number]>
 
 /** Register the namespace; `apply` receives the resolved options in force, at once and after every change. */
 export function applyPalaceSettings(ctx: Context, schema: unknown, config: Config, apply: (options: PalaceOptions) => void, warn: (message: string) => void): void {
-  const dict = (schema as { dict: Record<string, z> }).dict
   registerLiveSettings<PalaceSettings, PalaceOptions>(ctx, {
     namespace: PALACE_SETTINGS_NAMESPACE,
-    schema: z.object(Object.fromEntries(LIVE.map((key) => [key, dict[key]!]))),
-    base: Object.fromEntries(LIVE.map((key) => [key, config[key]])) as unknown as PalaceSettings,
+    ...liveFields(schema, config, LIVE),
     resolve: (value) => resolvePalaceOptions({ ...config, ...value }),
     apply,
     warn,

@@ -9,8 +9,8 @@
  * @module @dsh-memory/recall/plugin
  */
 import type { Context } from '@deepseek-ai/cordis'
-import z from '@deepseek-ai/schemastery'
-import { registerLiveSettings } from '@dsh-memory/store/plugin'
+import type z from '@deepseek-ai/schemastery'
+import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
 import { createEmbedder, type Embedder } from './core/embedding.ts'
 import { type RecallOptions, type RecallOptionsInput, resolveRecallOptions } from './core/options.ts'
 import type { RecallEngine } from './core/recall-engine.ts'
@@ -22,12 +22,6 @@ export const RECALL_SETTINGS_NAMESPACE = 'memory-recall'
 /** The live part of recall's {@link Config}. */
 export type RecallSettings = Pick<Config, 'defaultMode' | 'recall' | 'embedding'>
 
-/** Schema of {@link RecallSettings}: the row schema's own fields, so shapes and defaults never drift. */
-export function recallSettingsSchema(config: z<Config>): z<RecallSettings> {
-  const dict = (config as unknown as { dict: Record<keyof Config, z> }).dict
-  return z.object({ defaultMode: dict.defaultMode, recall: dict.recall, embedding: dict.embedding }) as unknown as z<RecallSettings>
-}
-
 /**
  * Register the namespace and keep `engine` on the value in force. The embedder is rebuilt
  * only when the embedding block changed, so a budget change keeps its connection state.
@@ -38,8 +32,7 @@ export function applyRecallSettings(ctx: Context, schema: z<Config>, config: Con
   let embedder: Embedder | null = null
   registerLiveSettings<RecallSettings, RecallOptions>(ctx, {
     namespace: RECALL_SETTINGS_NAMESPACE,
-    schema: recallSettingsSchema(schema),
-    base: { defaultMode: config.defaultMode, recall: config.recall, embedding: config.embedding },
+    ...liveFields(schema, config, ['defaultMode', 'recall', 'embedding']),
     resolve: (value) => resolveRecallOptions({ ...config, ...value } as RecallOptionsInput),
     apply: (options) => {
       const next = JSON.stringify(options.embedding)

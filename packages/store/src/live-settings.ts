@@ -7,6 +7,7 @@
  * @module @dsh-memory/store/plugin
  */
 import type { Context } from '@deepseek-ai/cordis'
+import z from '@deepseek-ai/schemastery'
 
 /** The part of the host's `SettingsScope` this helper uses (declared structurally: no host dependency). */
 export interface LiveSettingsScope<T> {
@@ -35,6 +36,19 @@ export interface LiveSettingsOptions<T, R> {
   /** Put resolved options into force (called once at registration and after every change). */
   readonly apply: (resolved: R) => void
   readonly warn: (message: string) => void
+}
+
+/**
+ * The live part of a row: an object schema of some top-level fields of the row's schema (the
+ * very same field schemas, so shapes, defaults and descriptions never drift) and the row
+ * config's values for them, the `base` layer.
+ */
+export function liveFields<C extends object, K extends keyof C & string>(rowSchema: unknown, config: C, keys: readonly K[]): { schema: unknown; base: Pick<C, K> } {
+  const dict = (rowSchema as { dict: Record<string, z> }).dict
+  return {
+    schema: z.object(Object.fromEntries(keys.map((key) => [key, dict[key]!]))),
+    base: Object.fromEntries(keys.map((key) => [key, config[key]])) as Pick<C, K>,
+  }
 }
 
 /**

@@ -38,7 +38,7 @@ declare module '@deepseek-ai/cordis' {
 }
 
 // Live settings: the one way every dsh-memory plugin registers a settings namespace.
-export { registerLiveSettings } from './live-settings.ts'
+export { liveFields, registerLiveSettings } from './live-settings.ts'
 export type { LiveSettingsOptions, LiveSettingsScope } from './live-settings.ts'
 
 /** Plugin id for the DSH loader. */

@@ -7,8 +7,7 @@
  * @module @dsh-memory/tree/plugin
  */
 import type { Context } from '@deepseek-ai/cordis'
-import z from '@deepseek-ai/schemastery'
-import { registerLiveSettings } from '@dsh-memory/store/plugin'
+import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
 import type { Config } from './plugin.js'
 
 /** The settings namespace of the tree (equal to the plugin id, so a settings card keys on it). */
@@ -21,11 +20,9 @@ export type TreeSettings = Pick<Config, (typeof LIVE)[number]>
 
 /** Register the namespace; `apply` receives the live part in force, at once and after every change. */
 export function applyTreeSettings(ctx: Context, schema: unknown, config: Config, apply: (live: TreeSettings) => void, warn: (message: string) => void): void {
-  const dict = (schema as { dict: Record<string, z> }).dict
   registerLiveSettings<TreeSettings, TreeSettings>(ctx, {
     namespace: TREE_SETTINGS_NAMESPACE,
-    schema: z.object(Object.fromEntries(LIVE.map((key) => [key, dict[key]!]))),
-    base: Object.fromEntries(LIVE.map((key) => [key, config[key]])) as unknown as TreeSettings,
+    ...liveFields(schema, config, LIVE),
     resolve: (value) => value,
     apply,
     warn,
