@@ -5,30 +5,27 @@
  * server, the memory browser under /memory, guarded by a random token the user finds in
  * `<data dir>/memory-web.url` (DSH does not print plugin logs).
  */
-import { type ChildProcess, spawn } from 'node:child_process'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { dshEntry, type DshHome } from '../src/host.js'
+import type { DshHome } from '../src/host.js'
 import { freshHome, tarballs } from './helpers.js'
+import { startWebSurface, useWebBundles, type WebSurface } from './support/web-surface.js'
 
 describe('@dsh-memory/web in the real DSH web surface', () => {
   let home: DshHome
   let root: string
   let cleanup: () => Promise<void>
-  let child: ChildProcess | undefined
+  let surface: WebSurface | undefined
   let origin: string
-  let output = ''
   let dataDir: string
 
   beforeAll(async () => {
     ;({ home, root, cleanup } = await freshHome('web'))
     const profileDir = await home.createProfile('web', tarballs(), ['@dsh-memory/store', '@dsh-memory/web'])
     // The web surface instead of headless; the browser row and its store row in the profile's patch.
-    const manifest = JSON.parse(await readFile(join(profileDir, 'package.json'), 'utf8')) as { dsh: { profile: { bundles: string[] } } }
-    manifest.dsh.profile.bundles = ['@deepseek-ai/dsh-base', '@deepseek-ai/dsh-web-app']
-    await writeFile(join(profileDir, 'package.json'), JSON.stringify(manifest, null, 2))
+    await useWebBundles(profileDir)
     dataDir = join(home.dir, 'memory')
     await writeFile(
       join(profileDir, 'cordis.patch.yml'),
@@ -52,34 +49,12 @@ describe('@dsh-memory/web in the real DSH web surface', () => {
     await store.memories.add({ kind: 'fact', text: '订单服务的主数据库是 PostgreSQL。', scope: 'global' })
     await store.close()
 
-    child = spawn(process.execPath, [dshEntry(), '--profile', 'web', '--port', '0', '--no-open'], { cwd: root, env: home.env(), stdio: ['ignore', 'pipe', 'pipe'] })
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
-    origin = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the web surface printed no URL in 120 s:\n${output}`)), 120_000)
-      const check = () => {
-        const match = /dsh web:\s*(http:\/\/[^\s/]+)/.exec(output)
-        if (match) {
-          clearTimeout(timer)
-          resolve(match[1]!)
-        }
-      }
-      child!.stdout!.on('data', check)
-      child!.stderr!.on('data', check)
-      child!.once('exit', (code) => {
-        clearTimeout(timer)
-        reject(new Error(`dsh exited with ${code}:\n${output}`))
-      })
-    })
+    surface = await startWebSurface(home, { profile: 'web', cwd: root })
+    origin = surface.origin
   }, 600_000)
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child!.once('exit', resolve))
-      child.kill('SIGTERM')
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))])
-      if (child.exitCode === null) child.kill('SIGKILL')
-    }
+    await surface?.stop()
     await cleanup?.()
   })
 

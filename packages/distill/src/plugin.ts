@@ -20,6 +20,7 @@ import type { LedgerFilter, LedgerRow } from './core/ledger.js'
 import { DEFAULT_DISTILL_OPTIONS as D, type DistillOptions, type ModelRoute, resolveDistillOptions } from './core/options.js'
 import { DISTILL_EVENTS, type AgentLike, type SessionLike } from './events.js'
 import { hostTransport } from './llm-transport.js'
+import { applyDistillSettings } from './settings.js'
 
 export { DISTILL_EVENTS } from './events.js'
 export type { MemoriesUpdatedEvent, PersonaUpdatedEvent, ScenesUpdatedEvent } from './core/distiller.js'
@@ -118,8 +119,8 @@ export class DistillService extends Service {
   static Config = Config
   static inject = ['memoryStore', 'llm']
 
-  /** Resolved options (frozen). */
-  readonly options!: DistillOptions
+  /** Resolved options in force (frozen; replaced by a live settings change). */
+  options!: DistillOptions
   // A plain field: Cordis hands out proxies of services and private fields break through them.
   private distiller: Distiller | undefined
   private lastRoute: ModelRoute | undefined
@@ -158,6 +159,11 @@ export class DistillService extends Service {
         await distiller.close()
       }
     }, 'memory-distill worker')
+    // Live settings (namespace memory-distill): routes, budgets, triggers, from the next job on.
+    applyDistillSettings(ctx, Config, this.options, (options) => {
+      this.options = options
+      this.distiller?.reconfigure(options)
+    }, log.warn)
 
     ctx.on('memory/captured', (message) => {
       try {

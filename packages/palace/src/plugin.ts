@@ -15,6 +15,7 @@ import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { describeError } from './core/errors.js'
 import { PALACE_PLUGIN_ID } from './core/guidance.js'
 import { DEFAULT_PALACE_OPTIONS, resolvePalaceOptions, type PalaceOptions, type RecallStrength } from './core/options.js'
+import { applyPalaceSettings } from './settings.js'
 import { Palace, type ArchivedEvent, type PressureSample, type SessionView } from './core/palace.js'
 import { inRanges } from './core/ranges.js'
 import { StorePalaceIndex } from './core/store-index.js'
@@ -235,6 +236,8 @@ export function apply(ctx: Context, config: Config): void {
       }
     },
   })
+  // Live settings (namespace memory-palace): recall strength and notes, from the next turn on.
+  applyPalaceSettings(ctx, Config, config, (next) => palace.reconfigure(next), (message) => logger.warn(message))
 
   const agentFor = (id: string): HostAgent | undefined => agents.get(id) ?? optional<AgentsLike>('agents')?.get(id)
 

@@ -22,6 +22,7 @@ import { RECALL_PLUGIN_ID } from './core/recall-text.ts'
 import { RECALL_TOOLS } from './core/tools.ts'
 import { RECALL_EVENTS } from './events.ts'
 import { applyLayers } from './layers-adapter.ts'
+import { applyRecallSettings } from './settings.ts'
 
 export { RECALL_EVENTS } from './events.ts'
 export type {
@@ -136,7 +137,7 @@ export const Config: z<Config> = z.object({
     .object({
       enabled: z.boolean().default(E.enabled).description('Use an OpenAI-compatible /embeddings endpoint for the embedding and hybrid strategies.'),
       baseUrl: z.string().default(E.baseUrl).description('Base URL; requests go to <baseUrl>/embeddings.'),
-      apiKey: z.string().default(E.apiKey).description('Bearer token (optional: a local server may need none).'),
+      apiKey: z.string().role('secret').default(E.apiKey).description('Bearer token (optional: a local server may need none). A secret: never sent to a browser.'),
       model: z.string().default(E.model).description('Embedding model name.'),
       dimensions: z.natural().default(E.dimensions).description('Vector size (required when enabled).'),
       maxInputChars: z.natural().default(E.maxInputChars).description('Longer texts are cut before embedding.'),
@@ -270,6 +271,8 @@ export function apply(ctx: Context, config: Config): void {
     embedder: options.embedding.enabled ? createEmbedder(options.embedding) : null,
     onWarning: warn,
   })
+  // Live settings (namespace memory-recall): mode default, budgets, embeddings, next turn on.
+  applyRecallSettings(ctx, Config, config, engine, warn)
   const injector = new RecallInjector(engine, { onWarning: warn, explicitLayers: (sessionId) => layers.controller.isExplicit(sessionId) })
   const sections = new PromptSections(engine, { onWarning: warn })
   const pending = new Set<Promise<unknown>>()

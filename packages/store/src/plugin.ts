@@ -37,6 +37,10 @@ declare module '@deepseek-ai/cordis' {
   }
 }
 
+// Live settings: the one way every dsh-memory plugin registers a settings namespace.
+export { liveFields, registerLiveSettings } from './live-settings.ts'
+export type { LiveSettingsOptions, LiveSettingsScope } from './live-settings.ts'
+
 /** Plugin id for the DSH loader. */
 export const name = 'memory-store'
 

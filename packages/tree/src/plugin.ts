@@ -14,6 +14,7 @@ import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { describeError, TreeError } from './core/errors.js'
 import { openMemoryTree, type OpenedMemoryTree } from './core/open.js'
 import { DEFAULT_TREE_OPTIONS, resolveTreeOptions, type TreeOptions } from './core/options.js'
+import { applyTreeSettings } from './settings.js'
 import { runTreeTool, toolParametersSchema, TREE_TOOLS, type TreeToolResult } from './core/tools.js'
 import type { Caller, Destination, MemoryTree } from './core/tree.js'
 import { eventName, type SessionEventLike, type SessionLike } from './events.js'
@@ -147,7 +148,8 @@ export class MemoryTreeService extends Service {
   static inject = inject
   static Config = Config
 
-  readonly config!: Readonly<Config>
+  /** The config in force (frozen; the live part is replaced by a settings change, see settings.ts). */
+  config!: Readonly<Config>
   /** The resolved core options (frozen). */
   readonly options!: Readonly<TreeOptions>
   private opened: OpenedMemoryTree | undefined
@@ -183,20 +185,24 @@ export class MemoryTreeService extends Service {
     })
     this.logger = ctx.logger('memory-tree')
 
-    if (config.autoRoute) {
-      ctx.on('session/event', (session, event) => {
-        this.enqueue(() => this.onSessionEvent(session, event))
-      })
-      // The host awaits session/flush before a headless exit: drain so the last reply is stored.
-      ctx.on('session/flush', () => this.whenIdle())
-    }
+    // autoRoute and inject are live settings: the listeners are always there and ask the config in force.
+    ctx.on('session/event', (session, event) => {
+      if (this.config.autoRoute) this.enqueue(() => this.onSessionEvent(session, event))
+    })
+    // The host awaits session/flush before a headless exit: drain so the last reply is stored.
+    ctx.on('session/flush', () => this.whenIdle())
     ctx.on('agent/disposed', (agent) => {
       if (typeof agent?.id !== 'string') return
       this.destinations.delete(agent.id)
       this.sections.delete(agent.id)
     })
-    if (config.inject) ctx.inject(['systemPrompt'], (scoped) => this.registerSection(scoped))
+    ctx.inject(['systemPrompt'], (scoped) => this.registerSection(scoped))
     if (config.tools) ctx.inject(['tools'], (scoped) => this.registerTools(scoped))
+    applyTreeSettings(ctx, Config, config, (live) => {
+      this.config = Object.freeze({ ...this.config, ...live })
+      // A cached section was computed under the old switches.
+      this.sections.clear()
+    }, (message) => this.logger.warn(message))
   }
 
   /** Opens the tree once the store is up; the loader awaits it. */
@@ -290,12 +296,12 @@ export class MemoryTreeService extends Service {
     const key = (agent: AgentLike | undefined) => agent?.id ?? ''
     // The provider must be synchronous; the fresh text is read in the assemble waterfall below
     // and patched into the assembled section, which keeps the section's place in the order.
-    host.systemPrompt.section({ name: SECTION_NAME, order: this.config.sectionOrder, text: (context) => this.sections.get(key(context.agent)) ?? '' })
+    host.systemPrompt.section({ name: SECTION_NAME, order: this.config.sectionOrder, text: (context) => (this.config.inject ? (this.sections.get(key(context.agent)) ?? '') : '') })
     ;(ctx.on as (name: string, listener: (...args: never[]) => unknown) => () => void)(
       'system-prompt/assemble',
       async (assembly: AssemblyLike, context: { agent?: AgentLike }, next: () => Promise<AssemblyLike>) => {
         const agent = context?.agent
-        if (agent && !this.disposed) {
+        if (agent && !this.disposed && this.config.inject) {
           const id = key(agent)
           let text = this.config.refresh === 'session' ? this.sections.get(id) : undefined
           if (text === undefined) {

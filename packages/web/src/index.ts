@@ -3,8 +3,28 @@
  * is what `dsh-memory serve` runs; `createMemoryBrowserHandler` is the `(req, res)` handler
  * the DSH plugin (`@dsh-memory/web/plugin`) mounts under the host's web server.
  *
+ * The bare package is also the host plugin (the same as `@dsh-memory/web/plugin`): DSH finds a
+ * package's browser half (`./client`, see `dsh.client` in package.json) only through a loader
+ * row named after the package itself, so a web profile mounts `name: '@dsh-memory/web'`.
+ *
  * @module @dsh-memory/web
  */
+import type { Context } from '@deepseek-ai/cordis'
+import type { Config as PluginConfig } from './plugin.ts'
+
+/** Plugin id of the row (the same plugin as `@dsh-memory/web/plugin`). */
+export const name = 'memory-web'
+/** The store service and the host's web server. */
+export const inject = ['memoryStore', 'webServer'] as const
+/**
+ * Mount the plugin. The host code is loaded only here, so the library above never imports the
+ * host (the CLI and `dsh-memory serve` use this entry without DSH); the row's config is
+ * validated by the plugin's schema, naming the field.
+ */
+export async function apply(ctx: Context, config: Partial<PluginConfig> = {}): Promise<void> {
+  const plugin = await import('./plugin.ts')
+  plugin.apply(ctx, plugin.Config(config as PluginConfig))
+}
 export { MemoryBrowser, PAGE_SIZE, RECENT_CONVERSATIONS, SEARCH_CAP } from './core/browser.ts'
 export type {
   CueView,

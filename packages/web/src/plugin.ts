@@ -15,6 +15,9 @@ import type {} from '@dsh-memory/store/plugin'
 import { MemoryBrowser } from './core/browser.ts'
 import { createMemoryBrowserHandler } from './core/handler.ts'
 import { newToken } from './core/token.ts'
+import { clientApiDeps } from './client-host.ts'
+import { createClientApiHandler } from './core/client-api.ts'
+import { CLIENT_API_BASE } from './core/client-paths.ts'
 
 /** Plugin id, as a bundle row would name it. */
 export const name = 'memory-web'
@@ -63,6 +66,9 @@ export function apply(ctx: Context, config: Config): void {
     'memory browser',
   )
   ctx.effect(() => webServer.register({ kind: 'prefix', path: config.path, handler }), 'memory browser route')
+  // The browser half inside DSH's own client (./client) reads and writes through these routes:
+  // same origin, loopback only, no token (see core/client-api.ts).
+  ctx.effect(() => webServer.register({ kind: 'prefix', path: CLIENT_API_BASE, handler: createClientApiHandler(clientApiDeps(ctx, browser)) }), 'memory client routes')
   const host = webServer.host === '0.0.0.0' ? '127.0.0.1' : webServer.host
   const url = `http://${host}:${webServer.port}${config.path}/?token=${token}`
   logger.info('memory browser: %s', url)

@@ -21,6 +21,21 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!()
 })
 
+/** A Cordis context with the real store service over the web fixture and the host's real web server on a free port. */
+async function hostWithStore(label: string, prepare: (ctx: Context) => void = () => {}) {
+  expect(existsSync(HOST_WEBSERVER), `the pinned DSH host is installed (${HOST_WEBSERVER})`).toBe(true)
+  const { default: WebServer } = (await import(pathToFileURL(HOST_WEBSERVER).href)) as { default: Parameters<Context['plugin']>[0] }
+  const temp = scratch(label)
+  cleanups.push(temp.cleanup)
+  const fixture = await buildWebFixture(temp.dir)
+  const ctx = new Context()
+  cleanups.push(() => ctx.fiber.dispose())
+  prepare(ctx)
+  await ctx.plugin(MemoryStoreService, { dataDir: fixture.dataDir })
+  await ctx.plugin(WebServer, { host: '127.0.0.1', port: 0 })
+  return { ctx, fixture }
+}
+
 describe('@dsh-memory/web/plugin', () => {
   it('declares its name, injections and config defaults', () => {
     expect(webPlugin.name).toBe('memory-web')
@@ -38,17 +53,10 @@ describe('@dsh-memory/web/plugin', () => {
   })
 
   it('mounts the browser under the host web server, token-guarded, and unmounts on dispose', async () => {
-    expect(existsSync(HOST_WEBSERVER), `the pinned DSH host is installed (${HOST_WEBSERVER})`).toBe(true)
-    const { default: WebServer } = (await import(pathToFileURL(HOST_WEBSERVER).href)) as { default: Parameters<Context['plugin']>[0] }
-    const temp = scratch('plugin')
-    cleanups.push(temp.cleanup)
-    const fixture = await buildWebFixture(temp.dir)
-    const ctx = new Context()
-    cleanups.push(() => ctx.fiber.dispose())
     const logged: string[] = []
-    ;(ctx as unknown as { logger: (name: string) => unknown }).logger = () => ({ info: (...args: unknown[]) => logged.push(format(...args)), warn: () => {} })
-    await ctx.plugin(MemoryStoreService, { dataDir: fixture.dataDir })
-    await ctx.plugin(WebServer, { host: '127.0.0.1', port: 0 })
+    const { ctx, fixture } = await hostWithStore('plugin', (ctx) => {
+      ;(ctx as unknown as { logger: (name: string) => unknown }).logger = () => ({ info: (...args: unknown[]) => logged.push(format(...args)), warn: () => {} })
+    })
     const fiber = await ctx.plugin(webPlugin, { path: '/memory', token: 'a-fixed-token-for-the-test-0123', palaceWorkspaces: [] })
     const webServer = (ctx as unknown as { webServer: { port: number } }).webServer
     const origin = `http://127.0.0.1:${webServer.port}`
@@ -75,5 +83,49 @@ describe('@dsh-memory/web/plugin', () => {
     await fiber.dispose()
     expect((await fetch(`${origin}/memory/memories`, { headers: { cookie } })).status).toBe(404)
     expect(existsSync(urlFile)).toBe(false)
+  })
+
+  it('mounted as the bare package, serves the browser half its routes, to loopback same-origin requests only', async () => {
+    const { ctx, fixture } = await hostWithStore('client-routes')
+    // The row `name: '@dsh-memory/web'` loads the package root: the same plugin, loaded lazily.
+    const root = await import('../src/index.ts')
+    expect([root.name, root.inject]).toEqual([webPlugin.name, webPlugin.inject])
+    await expect(root.apply(new Context(), { path: 'no-slash' })).rejects.toThrow(/path/)
+    await ctx.plugin(root, {})
+    const api = `http://127.0.0.1:${(ctx as unknown as { webServer: { port: number } }).webServer.port}/dsh-memory`
+    const session = fixture.conversations.shop
+    const post = (route: string, body: unknown, headers: Record<string, string> = { 'x-dsh-memory': '1' }) =>
+      fetch(`${api}/${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+
+    // No token: the same-origin rule is the guard. A Chinese search finds the Chinese memory.
+    const search = await fetch(`${api}/memories?layer=workspace&session=${session}&q=${encodeURIComponent('数据库')}`)
+    expect(search.status).toBe(200)
+    const found = (await search.json()) as { workspace: string; items: { id: string; text: string }[] }
+    expect(found.workspace).toBe(fixture.shop)
+    expect(found.items.map((item) => item.id)).toContain(fixture.memories.database)
+    // This session's list holds what was distilled from its own messages.
+    const own = (await (await fetch(`${api}/memories?layer=session&session=${session}`)).json()) as { items: { id: string }[] }
+    expect(own.items.map((item) => item.id)).toContain(fixture.memories.database)
+
+    // Another origin, a cross-site fetch, or a write without the header: refused before any data.
+    expect((await fetch(`${api}/memories?layer=global`, { headers: { origin: 'http://evil.example' } })).status).toBe(403)
+    expect((await fetch(`${api}/memories?layer=global`, { headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(403)
+    expect((await post('forget', { id: fixture.memories.flaky }, {})).status).toBe(403)
+    expect(await ctx.memoryStore.memories.get(fixture.memories.flaky)).toBeDefined()
+
+    // The pill's mode switch is the session's own setting, as /memory mode writes it.
+    const switched = (await (await post('mode', { session, mode: 'work' })).json()) as { session: { mode: string; chosen: boolean } }
+    expect(switched.session).toMatchObject({ mode: 'work', chosen: true })
+    const bad = await post('mode', { session, mode: 'sometimes' })
+    expect(bad.status).toBe(400)
+    expect(((await bad.json()) as { error: string }).error).toContain('mode: expected one of auto, chat, work, off')
+
+    // Forget through the route: gone from the store.
+    expect((await post('forget', { id: fixture.memories.flaky })).status).toBe(200)
+    expect(await ctx.memoryStore.memories.get(fixture.memories.flaky)).toBeUndefined()
+    // Settings writes reach only our own namespaces (and need the host's settings service).
+    const foreign = await post('settings', { namespace: 'bash', ops: [{ op: 'set', path: ['timeout'], value: 1 }] })
+    expect(foreign.status).toBe(400)
+    expect(((await foreign.json()) as { error: string }).error).toContain('namespace: expected one of memory-recall, memory-distill, memory-palace, memory-tree')
   })
 })

@@ -144,7 +144,7 @@ export class Distiller {
   readonly state: DistillStateRepository
   private readonly model: RoutedModel
   private readonly clock: Clock
-  private readonly options: DistillOptions
+  private options: DistillOptions
   private readonly lives = new Map<string, Live>()
   private readonly routes = new Map<string, ModelRoute>()
   private readonly queue: Job[] = []
@@ -280,6 +280,16 @@ export class Distiller {
   /** Token-cost totals per (provider, model, layer). */
   costs(filter: LedgerFilter = {}): Promise<LedgerRow[]> {
     return this.state.costs(filter)
+  }
+
+  /**
+   * Swap in new options (live settings). Routes, budgets and triggers apply from the next
+   * job and the next captured message; a job in flight finishes with the options it started
+   * with. Turning a layer off stops queuing it; turning it on picks up at the next trigger.
+   */
+  reconfigure(options: DistillOptions): void {
+    this.options = options
+    this.model.reconfigure(options)
   }
 
   /** What the distiller is doing. */

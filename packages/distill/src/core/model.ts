@@ -80,7 +80,12 @@ export interface RoutedModelDeps {
 
 /** Calls the model along the configured route chain. */
 export class RoutedModel {
-  constructor(private readonly deps: RoutedModelDeps) {}
+  constructor(private deps: RoutedModelDeps) {}
+
+  /** New options (live settings): the next call routes by them; a call in flight keeps its route. */
+  reconfigure(options: DistillOptions): void {
+    this.deps = { ...this.deps, options }
+  }
 
   /**
    * The chain for a layer: `llm.layerRoutes.<layer>` when set (dedup uses l1's), else the

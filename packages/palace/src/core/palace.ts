@@ -86,10 +86,19 @@ export class Palace {
   private readonly indexing = new Map<string, Promise<void>>()
 
   constructor(
-    readonly options: PalaceOptions,
+    public options: PalaceOptions,
     readonly deps: PalaceDeps = {},
   ) {
     this.now = deps.now ?? (() => new Date())
+  }
+
+  /**
+   * New options (live settings): every later turn and archive reads them, through the
+   * workspaces already open as well; work in flight finishes with the ones it started with.
+   */
+  reconfigure(options: PalaceOptions): void {
+    this.options = options
+    for (const workspace of this.workspaces.values()) workspace.options = options
   }
 
   /** The palace of a workspace folder (absolute). */

@@ -48,7 +48,7 @@ export class PalaceWorkspace {
 
   constructor(
     readonly workspace: string,
-    readonly options: PalaceOptions,
+    public options: PalaceOptions,
     private readonly deps: PalaceWorkspaceDeps,
   ) {
     this.layout = new PalaceLayout(workspace, options.rootDirName)

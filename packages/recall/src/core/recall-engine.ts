@@ -100,8 +100,8 @@ export const MEMORY_KINDS = ['fact', 'preference', 'instruction', 'decision', 'e
 export class RecallEngine {
   readonly settings: SessionSettingsRepository
   readonly #store: RecallStore
-  readonly #options: RecallOptions
-  readonly #embedder: Embedder | null
+  #options: RecallOptions
+  #embedder: Embedder | null
   readonly #now: () => number
   readonly #warn: (message: string) => void
   readonly #terms = new Map<string, readonly string[]>()
@@ -121,6 +121,20 @@ export class RecallEngine {
 
   get options(): RecallOptions {
     return this.#options
+  }
+
+  /**
+   * Swap in new options (live settings): every later call reads them, calls in flight finish
+   * with the ones they started with. The embedder follows `embedding` (pass the one built
+   * for the new options; it is dropped when embeddings are off). Options that shaped
+   * registrations (`tools`, `command`) are not re-read.
+   */
+  reconfigure(options: RecallOptions, embedder: Embedder | null): void {
+    this.#options = options
+    this.#embedder = options.embedding.enabled ? embedder : null
+    // A changed endpoint deserves a fresh try, not the old one's cooldown.
+    this.#embeddingDownUntil = 0
+    this.settings.setDefaults({ mode: options.defaultMode, inject: 'follow' })
   }
 
   /** The last embeddings failure, for status output. */

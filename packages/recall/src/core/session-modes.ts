@@ -112,13 +112,18 @@ export function sessionSettingsKey(sessionId: string): string {
  */
 export class SessionSettingsRepository {
   readonly #meta: MetaLike
-  readonly #defaults: { mode: MemoryMode; inject: InjectSwitch }
+  #defaults: { mode: MemoryMode; inject: InjectSwitch }
   readonly #now: () => number
 
   constructor(meta: MetaLike, defaults: { mode: MemoryMode; inject: InjectSwitch }, now: () => number = Date.now) {
     this.#meta = meta
     this.#defaults = defaults
     this.#now = now
+  }
+
+  /** New defaults for sessions that never chose (a live change of `defaultMode`). */
+  setDefaults(defaults: { mode: MemoryMode; inject: InjectSwitch }): void {
+    this.#defaults = { ...defaults }
   }
 
   /**

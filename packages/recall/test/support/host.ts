@@ -76,6 +76,8 @@ export interface StartHostOptions {
   readonly responder?: (request: ModelRequest, index: number) => ModelReply
   /** Persist sessions as JSONL under this directory (the host's own persistence backend), so they can be resumed by another host. */
   readonly sessionsRoot?: string
+  /** Mount the host's file settings provider (`ctx.settings`) on this settings document before recall. */
+  readonly settingsPath?: string
 }
 
 /** Boot the in-process host with the store and recall plugins. */
@@ -101,6 +103,10 @@ export async function startHost(options: StartHostOptions = {}): Promise<TestHos
   if (options.sessionsRoot) {
     const persistence = await hostModule('dsh-session-persistence-jsonl')
     await ctx.plugin(persistence.default, { root: options.sessionsRoot, compression: 'none' })
+  }
+  if (options.settingsPath) {
+    const settings = await hostModule('dsh-settings-file')
+    await ctx.plugin(settings.default, { path: options.settingsPath, watch: true, debounceMs: 20 })
   }
   await ctx.plugin(MemoryStoreService, { dataDir })
   await ctx.plugin(recall, (options.recall ?? {}) as unknown as recall.Config)

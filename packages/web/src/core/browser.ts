@@ -11,7 +11,7 @@ import type Database from 'better-sqlite3'
 import { type Cue, type CueRepository, type Idiom, openCueRepository } from '@dsh-memory/cue-bank'
 import { DistillStateRepository, type LedgerDay, type LedgerRow } from '@dsh-memory/distill'
 import { type IndexEntry, type MonthInfo, NamespaceArchive, PalaceWorkspace, readArchive, resolvePalaceOptions } from '@dsh-memory/palace'
-import { feedbackOf, type FeedbackRecord, RecallEngine, resolveRecallOptions } from '@dsh-memory/recall'
+import { feedbackOf, type FeedbackRecord, type InjectSwitch, type MemoryMode, RecallEngine, resolveRecallOptions, type SessionMemorySettings } from '@dsh-memory/recall'
 import {
   type AuditEntry,
   type Conversation,
@@ -52,6 +52,8 @@ export interface MemoryQuery {
   readonly kind?: string
   /** Only this workspace's memories (global ones excluded). */
   readonly workspace?: string
+  /** Only memories made in this session (session-scoped to it, or distilled from its messages; any scope). */
+  readonly sessionId?: string
   readonly sort?: 'created' | 'updated' | 'priority'
   readonly includeSuperseded?: boolean
   /** 0-based. */
@@ -129,6 +131,9 @@ export interface TreeProjectView {
   readonly branches: readonly Branch[]
   readonly checkpoints: readonly Checkpoint[]
 }
+
+/** Newest memories a session's own list is picked from (see {@link MemoryQuery.sessionId}). */
+const SESSION_POOL = 2000
 
 /** How many recent conversations the overview inspects for failing distillation. */
 export const RECENT_CONVERSATIONS = 200
@@ -275,6 +280,9 @@ export class MemoryBrowser {
       includeSuperseded: query.includeSuperseded === true,
     }
     const q = query.q?.trim() ?? ''
+    // The store filters by session only for session-scoped rows; a session's memories of any
+    // scope are those it made, so they are picked here from a bounded pool.
+    if (query.sessionId) return this.#sessionMemories(query.sessionId, q, filter, page, pageSize)
     if (q !== '') {
       const want = (page + 1) * pageSize + 1
       const hits = await this.store.search.memories(q, { ...filter, limit: Math.min(SEARCH_CAP, want) })
@@ -283,6 +291,27 @@ export class MemoryBrowser {
     }
     const rows = await this.store.memories.list({ ...filter, orderBy: query.sort ?? 'created', limit: pageSize + 1, offset: page * pageSize })
     return { items: rows.slice(0, pageSize).map((memory) => ({ memory, score: null })), page, pageSize, hasNext: rows.length > pageSize }
+  }
+
+  async #sessionMemories(sessionId: string, q: string, filter: Record<string, unknown>, page: number, pageSize: number): Promise<Page<MemoryRow>> {
+    const pool: MemoryRow[] =
+      q !== ''
+        ? (await this.store.search.memories(q, { ...filter, limit: SEARCH_CAP })).map((hit) => ({ memory: hit.memory, score: hit.score }))
+        : (await this.store.memories.list({ ...filter, orderBy: 'created', limit: SESSION_POOL })).map((memory) => ({ memory, score: null }))
+    // Made in this session: session-scoped to it, or distilled from its own messages.
+    const own = new Set((await this.store.messages.list({ conversationId: sessionId, limit: SESSION_POOL })).map((message) => message.id))
+    const mine = pool.filter((row) => row.memory.sessionId === sessionId || row.memory.sourceMessageIds.some((id) => own.has(id)))
+    return { items: mine.slice(page * pageSize, (page + 1) * pageSize), page, pageSize, hasNext: mine.length > (page + 1) * pageSize }
+  }
+
+  /** A session's memory mode and injection switch (`updatedAt` null: it never chose, the default applies). */
+  async sessionMemorySettings(sessionId: string): Promise<SessionMemorySettings> {
+    return this.#recall.settings.get(sessionId)
+  }
+
+  /** Change a session's mode and/or injection switch, as `/memory mode|inject` does. */
+  async updateSessionMemorySettings(sessionId: string, patch: { mode?: MemoryMode; inject?: InjectSwitch }): Promise<SessionMemorySettings> {
+    return this.#recall.settings.update(sessionId, patch, this.#actor)
   }
 
   /** A memory with its history, source turns, feedback and audit trail; undefined when unknown. */
@@ -457,6 +486,26 @@ export class MemoryBrowser {
     }
     const root = resolvePalaceOptions({}).rootDirName
     return [...candidates].filter((workspace) => isDirectory(join(workspace, root))).sort()
+  }
+
+  /** A session's memory name in its workspace's palace, and whether that name holds archived turns. */
+  async sessionPalace(workspace: string, sessionId: string): Promise<{ namespace: string | null; archived: boolean }> {
+    const palace = this.#palace(workspace)
+    const namespace = await palace.namespaceOf(sessionId).catch(() => undefined)
+    return { namespace: namespace ?? null, archived: namespace !== undefined && (await palace.hasArchives(namespace).catch(() => false)) }
+  }
+
+  /**
+   * Give an unnamed session its memory name, as `palace_config` does (the palace validates
+   * the name and refuses one in use). Renaming is left to `palace_config`: it moves the
+   * folder, which the running palace plugin must do itself.
+   * @throws WebError `invalid-argument` when the session already has a name; PalaceError `invalid-name` / `namespace-taken`
+   */
+  async nameSessionPalace(workspace: string, sessionId: string, name: string): Promise<string> {
+    const palace = this.#palace(workspace)
+    const current = await palace.namespaceOf(sessionId)
+    if (current !== undefined) throw new WebError('invalid-argument', `this session already archives under "${current}"; rename it with the palace_config tool`)
+    return (await palace.setNamespace(sessionId, name.trim())).namespace
   }
 
   #palace(workspace: string): PalaceWorkspace {

@@ -99,7 +99,8 @@ const SECURITY_HEADERS: Record<string, string> = {
   'cross-origin-resource-policy': 'same-origin',
 }
 
-class HttpAnswer extends Error {
+/** A deliberate HTTP answer (status + message) thrown out of a route. */
+export class HttpAnswer extends Error {
   constructor(
     readonly status: number,
     message: string,
@@ -108,7 +109,8 @@ class HttpAnswer extends Error {
   }
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+/** The request body as text, refused over 1 MB. */
+export async function readBody(req: IncomingMessage): Promise<string> {
   let size = 0
   const chunks: Buffer[] = []
   for await (const chunk of req) {
@@ -135,7 +137,8 @@ async function formOf(req: IncomingMessage): Promise<Record<string, string>> {
   return Object.fromEntries(new URLSearchParams(text))
 }
 
-function statusOf(error: unknown): number {
+/** The HTTP status of a thrown error (by its stable code). */
+export function statusOf(error: unknown): number {
   if (error instanceof HttpAnswer) return error.status
   const code = (error as { code?: unknown })?.code
   if (code === 'not-found') return 404

@@ -1,0 +1,47 @@
+/**
+ * Recall's live settings: the namespace `memory-recall` of the host's settings service holds
+ * the options a user tunes while working — the default memory mode, the recall budgets and
+ * switches, and the embeddings endpoint (its API key is `role('secret')`: the host never
+ * sends it to a browser). A change applies from the next turn without a restart. Options that
+ * shape registrations (tools, command) or background upkeep (layers, lifecycle, retention)
+ * stay row config.
+ *
+ * @module @dsh-memory/recall/plugin
+ */
+import type { Context } from '@deepseek-ai/cordis'
+import type z from '@deepseek-ai/schemastery'
+import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
+import { createEmbedder, type Embedder } from './core/embedding.ts'
+import { type RecallOptions, type RecallOptionsInput, resolveRecallOptions } from './core/options.ts'
+import type { RecallEngine } from './core/recall-engine.ts'
+import type { Config } from './plugin.ts'
+
+/** The settings namespace of recall (equal to the plugin id, so a settings card keys on it). */
+export const RECALL_SETTINGS_NAMESPACE = 'memory-recall'
+
+/** The live part of recall's {@link Config}. */
+export type RecallSettings = Pick<Config, 'defaultMode' | 'recall' | 'embedding'>
+
+/**
+ * Register the namespace and keep `engine` on the value in force. The embedder is rebuilt
+ * only when the embedding block changed, so a budget change keeps its connection state.
+ */
+export function applyRecallSettings(ctx: Context, schema: z<Config>, config: Config, engine: RecallEngine, warn: (message: string) => void): void {
+  // The first apply builds the embedder for the value in force; later ones only on a change.
+  let embedding = ''
+  let embedder: Embedder | null = null
+  registerLiveSettings<RecallSettings, RecallOptions>(ctx, {
+    namespace: RECALL_SETTINGS_NAMESPACE,
+    ...liveFields(schema, config, ['defaultMode', 'recall', 'embedding']),
+    resolve: (value) => resolveRecallOptions({ ...config, ...value } as RecallOptionsInput),
+    apply: (options) => {
+      const next = JSON.stringify(options.embedding)
+      if (next !== embedding) {
+        embedding = next
+        embedder = options.embedding.enabled ? createEmbedder(options.embedding) : null
+      }
+      engine.reconfigure(options, embedder)
+    },
+    warn,
+  })
+}
