@@ -16,12 +16,15 @@ for dir in packages/* apps/cli; do
   [ -f "$dir/package.json" ] || continue
   if [ "$(node -p "require('./$dir/package.json').private === true")" = true ]; then continue; fi
   echo "[publish] publint + attw: $dir"
-  npx --no-install publint --strict "$dir"
+  node scripts/publint.mjs "$dir"
   # ESM only by design (type: module, import conditions): CommonJS resolution is not a target.
   # A package without a JavaScript entry (the preset is a bundle patch only) has nothing to type;
-  # the bundle patch export is YAML for the DSH loader, not a module.
+  # the bundle patch export is YAML for the DSH loader, not a module; a browser half (`./client`,
+  # see scripts/publint.mjs) is a script the host's module loader evaluates, not a typed import.
   if [ "$(node -p "Object.values(require('./$dir/package.json').exports ?? {}).some((entry) => typeof entry === 'object')")" = true ]; then
-    npx --no-install attw --pack "$dir" --profile esm-only --format ascii --exclude-entrypoints ./cordis.patch.yml
+    exclude=(./cordis.patch.yml)
+    if [ "$(node -p "require('./$dir/package.json').dsh?.client !== undefined")" = true ]; then exclude+=(./client); fi
+    npx --no-install attw --pack "$dir" --profile esm-only --format ascii --exclude-entrypoints "${exclude[@]}"
   fi
 done
 echo "[publish] ok"
