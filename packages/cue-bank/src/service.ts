@@ -1,7 +1,7 @@
 /**
  * `ctx.cueBank` and the `cue_bank_open` tool: the adapter-side surface over the core.
  */
-import type { MemoryStore } from '@dsh-memory/store'
+import type { MemoryStore, PackageTablesHost } from '@dsh-memory/store'
 import type { CueBank, CueListFilter, OpenedCue, SessionRef, WakeDecision } from './core/cue-bank.js'
 import { importCueBankJson, type ImportCueBankOptions, type ImportCueBankResult } from './core/import.js'
 import type { Cue, Idiom } from './core/model.js'
@@ -15,7 +15,7 @@ export const OPEN_TOOL_NAME = 'cue_bank_open'
 export class CueBankService {
   constructor(
     private readonly bank: CueBank,
-    private readonly store: Pick<MemoryStore, 'path' | 'readonly' | 'migrate'>,
+    private readonly store: Pick<MemoryStore, 'path' | 'readonly'> & PackageTablesHost,
   ) {}
 
   /** Cues, most recently touched first (default: what a session of `filter.workspace` reads). */

@@ -3,7 +3,7 @@ import type { CueWokenEvent, CueWrittenEvent } from '../src/core/cue-bank.js'
 import { CueBank, partitionKey } from '../src/core/cue-bank.js'
 import { isCueBankError } from '../src/core/errors.js'
 import { resolveCueBankOptions } from '../src/core/options.js'
-import { openCueRepository } from '../src/core/sqlite-cue-repository.js'
+import { openCueRepository } from '../src/core/store-cue-repository.js'
 import { Clock, DAY, openHarness, session, T0, talk, tempDir, type Harness } from './fixtures.js'
 
 const PG_USER = '我们决定把 PostgreSQL 主数据库迁移到 16 版本，索引要重建'

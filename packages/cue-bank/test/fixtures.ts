@@ -4,11 +4,11 @@ import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { openMemoryStore } from '@dsh-memory/store'
 import { CueBank, type CueBankHooks, type SessionRef } from '../src/core/cue-bank.js'
 import type { Embedder } from '../src/core/embedding.js'
 import { resolveCueBankOptions, type CueBankOptionsInput } from '../src/core/options.js'
-import { openCueRepository, type CueRepository } from '../src/core/sqlite-cue-repository.js'
+import { openCueRepository, type CueRepository } from '../src/core/store-cue-repository.js'
 
 /** 2026-08-15T00:00:00Z, the reference's date. */
 export const T0 = Date.UTC(2026, 7, 15)
@@ -36,7 +36,7 @@ export function session(workspace = '/work/alpha', id = `session-${randomUUID()}
 
 /** A real store on disk plus a cue bank over it. */
 export interface Harness {
-  readonly store: MemoryStore
+  readonly store: ReturnType<typeof openMemoryStore>
   readonly repository: CueRepository
   readonly bank: CueBank
   readonly clock: Clock

@@ -1,10 +1,12 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
-import { openMemoryStore } from '@dsh-memory/store'
+import { gunzipSync } from 'node:zlib'
+import { openMemoryStore, textStatements } from '@dsh-memory/store'
+import { cueBankMigrations } from '../src/migrations.js'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { isCueBankError } from '../src/core/errors.js'
 import type { Cue } from '../src/core/model.js'
-import { openCueRepository, type CueRepository } from '../src/core/sqlite-cue-repository.js'
+import { openCueRepository, type CueRepository } from '../src/core/store-cue-repository.js'
 import { T0, tempDir } from './fixtures.js'
 
 function cue(id: string, partition: string, extra: Partial<Cue> = {}): Cue {
@@ -52,13 +54,12 @@ describe('the cue repository on the shared store', () => {
     // Opening again is a no-op (checksums match).
     const again = await openCueRepository(store)
     again.close()
-    const db = new Database(store.path, { readonly: true })
-    try {
-      const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cue_bank_%' ORDER BY name`).all() as { name: string }[]
-      expect(tables.map((t) => t.name)).toEqual(['cue_bank_idioms', 'cue_bank_topics', 'cue_bank_user_turns'])
-    } finally {
-      db.close()
-    }
+    // Read through the seam: the same connection the repository uses.
+    const tables = await store.tables({ migrations: cueBankMigrations() })
+    const names = await tables.read((db) =>
+      textStatements(db).prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cue_bank_%' ORDER BY name`).all<{ name: string }>(),
+    )
+    expect(names.map((t) => t.name)).toEqual(['cue_bank_idioms', 'cue_bank_topics', 'cue_bank_user_turns'])
   })
 
   it('round-trips a cue with keywords, dimensions, sources, timestamps and its vector', () => {
@@ -120,30 +121,71 @@ describe('the cue repository on the shared store', () => {
     expect(repository.recentUserTurns('p', 10).map((t) => t.terms[0])).toEqual(['w5', 'w4', 'w3'])
   })
 
-  it('fails fast with code busy while another connection holds the write lock, and writes once it is free', () => {
-    const other = new Database(store.path)
-    other.exec('BEGIN IMMEDIATE')
+  it('fails fast with code busy while another connection holds the write lock, and writes once it is free', async () => {
+    // A second store on the same file is a second connection, as another DSH process would be.
+    const other = openMemoryStore({ path: store.path })
     try {
-      let error: unknown
-      try {
-        repository.insertCue(cue('blocked', 'p'))
-      } catch (caught) {
-        error = caught
-      }
-      expect(isCueBankError(error, 'busy')).toBe(true)
+      await other.transaction(async (tx) => {
+        await tx.meta.set('holder', 'other')
+        let error: unknown
+        try {
+          repository.insertCue(cue('blocked', 'p'))
+        } catch (caught) {
+          error = caught
+        }
+        expect(isCueBankError(error, 'busy')).toBe(true)
+      })
     } finally {
-      other.exec('ROLLBACK')
-      other.close()
+      await other.close()
     }
     expect(repository.insertCue(cue('blocked', 'p'))).toBe(true)
   })
 
-  it('refuses an in-memory store with code unsupported-store', async () => {
+  it('fails fast with code busy while another caller of the same store holds its transaction open', async () => {
+    let release!: () => void
+    const open = new Promise<void>((resolve) => (release = resolve))
+    // The store takes its connection for this transaction before transaction() returns.
+    const held = store.transaction(() => open)
+    let error: unknown
+    try {
+      repository.insertCue(cue('waiting', 'p'))
+    } catch (caught) {
+      error = caught
+    }
+    release()
+    await held
+    expect(isCueBankError(error, 'busy')).toBe(true)
+    expect(repository.insertCue(cue('waiting', 'p'))).toBe(true)
+  })
+
+  it('works on an in-memory store: the cue tables live on the store connection itself', async () => {
     const memory = openMemoryStore({ path: ':memory:' })
     try {
-      await expect(openCueRepository(memory)).rejects.toMatchObject({ code: 'unsupported-store' })
+      const onMemory = await openCueRepository(memory)
+      expect(onMemory.insertCue(cue('m', 'p'))).toBe(true)
+      expect(onMemory.listCues(['p']).map((c) => c.id)).toEqual(['m'])
     } finally {
       await memory.close()
+    }
+  })
+
+  it('finds the cues, idioms and idiom window of a data dir written before the store seam', async () => {
+    // Written by the pre-seam code (cue bank on its own connection); see the tree package's fixture generator.
+    const dir = join(temp.dir, 'pre-seam')
+    mkdirSync(dir)
+    const path = join(dir, 'memory.db')
+    writeFileSync(path, gunzipSync(readFileSync(join(import.meta.dirname, '..', '..', 'tree', 'test', 'fixtures', 'pre-seam-memory.db.gz'))))
+    const old = openMemoryStore({ path })
+    try {
+      const upgraded = await openCueRepository(old)
+      const [only] = upgraded.listCues(undefined)
+      expect(only).toMatchObject({ id: 'c-1', summary: '缓存目录', hitCount: 3, keywords: [{ word: '缓存', score: 1 }], embeddingModel: 'm' })
+      expect([...only!.embedding!]).toEqual([0.5, 0.25])
+      expect(upgraded.listIdioms(['p:/work/app']).map((idiom) => idiom.word)).toEqual(['缓存'])
+      expect(upgraded.recentUserTurns('p:/work/app', 5).map((turn) => turn.terms)).toEqual([['缓存']])
+      expect(upgraded.touchCues(['c-1'], T0)).toBe(1)
+    } finally {
+      await old.close()
     }
   })
 })

@@ -5,6 +5,17 @@
  * @module @dsh-memory/store
  */
 export { openMemoryStore } from './core/sqlite-store.ts'
+export type {
+  PackageAuditEntry,
+  PackageDatabase,
+  PackageRunResult,
+  PackageTables,
+  PackageTablesDeclaration,
+  PackageTablesHost,
+  PackageWriteOptions,
+} from './core/package-tables.ts'
+export { sqlFromText, textStatements } from './core/sql-text.ts'
+export type { StatementResult, TextStatement, TextStatements } from './core/sql-text.ts'
 export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './core/options.ts'
 export type { MemoryStoreOptions } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'

@@ -10,6 +10,7 @@ import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { MemoryStoreError } from './core/errors.ts'
 import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, MAX_CACHE_MIB, resolveDataDir } from './core/options.ts'
+import type { PackageTables, PackageTablesDeclaration, PackageTablesHost } from './core/package-tables.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
 import type {
   AppliedMigration,
@@ -80,7 +81,7 @@ export const Config: z<Partial<Config>, Config> = z.object({
  * Repositories are live only while the plugin runs; afterwards every call fails with
  * `MemoryStoreError` code `'closed'`.
  */
-export class MemoryStoreService extends Service implements CoordinatedMemoryStore {
+export class MemoryStoreService extends Service implements CoordinatedMemoryStore, PackageTablesHost {
   static Config = Config
 
   /** Absolute directory holding `memory.db`. */
@@ -89,7 +90,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   readonly path: string
   // A plain field, not `#store`: Cordis hands out proxies of services, and private
   // fields cannot be read through a proxy.
-  private current: CoordinatedMemoryStore | undefined
+  private current: (CoordinatedMemoryStore & PackageTablesHost) | undefined
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     super(ctx, 'memoryStore')
@@ -108,7 +109,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   }
 
   /** The open store. @throws MemoryStoreError `closed` once the plugin is disposed. */
-  get store(): CoordinatedMemoryStore {
+  get store(): CoordinatedMemoryStore & PackageTablesHost {
     if (!this.current) throw new MemoryStoreError('closed', 'the memory-store plugin is not running')
     return this.current
   }
@@ -161,6 +162,10 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   }
   migrate(sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> {
     return this.store.migrate(sets)
+  }
+  /** A package's tables on this store's session; the handle fails with `closed` once the plugin is disposed. */
+  tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
+    return this.store.tables(declaration)
   }
   /** The database is owned by the plugin's lifecycle: dispose the plugin instead. Resolves without closing. */
   async close(): Promise<void> {}

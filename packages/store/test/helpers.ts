@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach } from 'vitest'
 import { openMemoryStore } from '../src/index.ts'
-import type { CoordinatedMemoryStore, MemoryStoreOptions } from '../src/index.ts'
+import type { MemoryStoreOptions } from '../src/index.ts'
+
+/** What `openMemoryStore` returns (the coordinated store plus the package-tables seam). */
+export type OpenedStore = ReturnType<typeof openMemoryStore>
 
 const cleanups: Array<() => Promise<void> | void> = []
 
@@ -34,7 +37,7 @@ export function fakeClock(start = Date.UTC(2025, 0, 1), step = 1): { now: () => 
 }
 
 /** Open a store on a fresh file (closed after the test). */
-export function openTemp(options: Partial<MemoryStoreOptions> = {}): { store: CoordinatedMemoryStore; path: string; dir: string } {
+export function openTemp(options: Partial<MemoryStoreOptions> = {}): { store: OpenedStore; path: string; dir: string } {
   const dir = tempDir()
   const path = options.path ?? join(dir, 'nested', 'memory.db')
   const store = openMemoryStore({ ...options, path })
@@ -43,7 +46,7 @@ export function openTemp(options: Partial<MemoryStoreOptions> = {}): { store: Co
 }
 
 /** Open another store on an existing path (closed after the test). */
-export function reopen(path: string, options: Partial<MemoryStoreOptions> = {}): CoordinatedMemoryStore {
+export function reopen(path: string, options: Partial<MemoryStoreOptions> = {}): OpenedStore {
   const store = openMemoryStore({ ...options, path })
   cleanups.push(() => store.close())
   return store

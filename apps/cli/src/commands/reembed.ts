@@ -216,7 +216,7 @@ export async function runReembed(store: MemoryStore, settings: ReembedSettings, 
   const cueBank = cueClient ? (await store.meta.migrations()).some((migration) => migration.owner === CUE_BANK_MIGRATION_OWNER) : false
   // Only a data dir where the cue bank ran has cue tables; never create them here. (Opening the
   // repository runs the cue bank's migrations, a no-op when its tables are current.)
-  const repository = cueBank ? await openCueRepository(store, { busyTimeoutMs: 5_000 }) : undefined
+  const repository = cueBank ? await openCueRepository(store) : undefined
   try {
     const cues = repository ? sortById(repository.listCues(undefined).filter((cue) => cueMatches(cue, settings))) : []
     const cueWork = cues.filter((cue) => (settings.all ? checkpoint?.cuesAfter == null || cue.id > checkpoint.cuesAfter : !cue.embedding || cue.embeddingModel !== cueKey))

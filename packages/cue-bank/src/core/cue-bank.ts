@@ -16,7 +16,7 @@ import { isTopicSwitch, mergeKeywords, rankCues, topicOverlap, type RankedCue } 
 import type { Cue, CueDimensions, Idiom } from './model.js'
 import type { PartitionMode, ResolvedCueBankOptions } from './options.js'
 import { formatDate, renderCueBlock } from './render.js'
-import type { CueRepository } from './sqlite-cue-repository.js'
+import type { CueRepository } from './store-cue-repository.js'
 import { detectLanguage, excerpt, omitCodeBlocks } from './text.js'
 
 const DAY_MS = 86_400_000

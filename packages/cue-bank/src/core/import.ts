@@ -4,11 +4,11 @@
  * The whole file is validated before anything is written, then written in one transaction:
  * a bad file names the offending field and loses nothing.
  */
-import { redactSecrets, type MemoryStore } from '@dsh-memory/store'
+import { redactSecrets, type MemoryStore, type PackageTablesHost } from '@dsh-memory/store'
 import { CueBankError } from './errors.js'
 import type { Keyword } from './keywords.js'
 import type { Cue, CueLevel, Idiom } from './model.js'
-import { openCueRepository } from './sqlite-cue-repository.js'
+import { openCueRepository } from './store-cue-repository.js'
 
 /** The reference file's version this importer understands. */
 export const REFERENCE_FORMAT_VERSION = 1
@@ -41,7 +41,7 @@ export interface ImportCueBankResult {
  * @throws CueBankError `invalid-import` (with `path`) for anything that is not the documented model; `unsupported-store`
  */
 export async function importCueBankJson(
-  store: Pick<MemoryStore, 'path' | 'readonly' | 'migrate'>,
+  store: Pick<MemoryStore, 'path' | 'readonly'> & PackageTablesHost,
   json: string | unknown,
   options: ImportCueBankOptions = {},
 ): Promise<ImportCueBankResult> {

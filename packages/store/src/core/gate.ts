@@ -21,6 +21,11 @@ export class ConnectionGate {
     return this.holder !== undefined && this.context.getStore() === this.holder.token
   }
 
+  /** True while any transaction holds the connection. */
+  get held(): boolean {
+    return this.holder !== undefined
+  }
+
   /** Run the synchronous `op` as soon as no other transaction holds the connection. */
   async run<T>(op: () => T): Promise<T> {
     while (this.holder && this.context.getStore() !== this.holder.token) await this.holder.released

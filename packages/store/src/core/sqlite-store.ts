@@ -21,6 +21,15 @@ import { storeMigrations } from './store-migrations.ts'
 import { estimateTokens, prepareLabel, prepareText } from './text.ts'
 import { ConnectionGate } from './gate.ts'
 import { layerKeyOf, layerKeyOfRow, parseLayerKey } from './layers.ts'
+import {
+  openPackageTables,
+  type PackageDatabase,
+  type PackageSessionPort,
+  type PackageTables,
+  type PackageTablesHost,
+  type PackageTablesDeclaration,
+  validateDeclaration,
+} from './package-tables.ts'
 import type {
   AddMemoryInput,
   AddSceneInput,
@@ -122,7 +131,7 @@ const MAX_LEASE_TTL_MS = 86_400_000
  *   `migration-failed`, `migration-mismatch`, `corrupt` (not a database), `busy`,
  *   `not-found` (read-only and missing), `invalid-argument` (bad options).
  */
-export function openMemoryStore(options: MemoryStoreOptions): CoordinatedMemoryStore {
+export function openMemoryStore(options: MemoryStoreOptions): CoordinatedMemoryStore & PackageTablesHost {
   const resolved = resolveStoreOptions(options)
   const inMemory = resolved.path === ':memory:'
   if (!inMemory) {
@@ -224,7 +233,7 @@ interface ChangeSpec {
 }
 
 /** The SQLite store. Construct through {@link openMemoryStore}. */
-class SqliteMemoryStore implements CoordinatedMemoryStore {
+class SqliteMemoryStore implements CoordinatedMemoryStore, PackageTablesHost {
   readonly path: string
   readonly readonly: boolean
   readonly conversations: ConversationRepository
@@ -246,6 +255,7 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
   #ftsReason: IndexBuildReason | null = null
   readonly #snapshots = new Set<Database.Database>()
   readonly #runImmediate: Database.Transaction<(op: () => unknown) => unknown>
+  readonly #packageTables = new Map<string, PackageTables<Record<string, unknown>>>()
   #closed = false
   #sqliteClosed = false
   #closing: Promise<void> | undefined
@@ -1619,6 +1629,59 @@ class SqliteMemoryStore implements CoordinatedMemoryStore {
       if (set?.owner === 'store') throw new MemoryStoreError('invalid-argument', "migration owner 'store' is reserved for @dsh-memory/store")
     }
     return this.#call(!this.readonly, () => applyMigrations(this.#sqlite, list, this.#now(), { readonly: this.readonly }))
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // package tables (the extension seam, see package-tables.ts)
+
+  async tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
+    this.#assertOpen()
+    validateDeclaration(declaration)
+    const owner = declaration.migrations.owner
+    await this.migrate(declaration.migrations)
+    let tables = this.#packageTables.get(owner)
+    if (!tables) {
+      const db = drizzle({ client: this.#sqlite, schema: declaration.schema ?? {} }) as unknown as PackageDatabase<Record<string, unknown>>
+      tables = openPackageTables(owner, db, this.#packagePort)
+      this.#packageTables.set(owner, tables)
+    }
+    return tables as unknown as PackageTables<TSchema>
+  }
+
+  readonly #packagePort: PackageSessionPort = {
+    // A deferred transaction: every statement of the read sees one snapshot.
+    read: (op) => this.#read(() => this.#runImmediate.deferred(op) as ReturnType<typeof op>),
+    write: (op, options) => this.#write(op, options),
+    readSync: (op) => this.#sync(false, () => this.#runImmediate.deferred(op) as ReturnType<typeof op>),
+    writeSync: (op, options) => {
+      const fence = options?.fence === undefined ? undefined : this.#fenceOf(options.fence)
+      return this.#sync(true, () =>
+        this.#runImmediate.immediate(() => {
+          if (fence) this.#assertFence(fence)
+          return op()
+        }) as ReturnType<typeof op>,
+      )
+    },
+    audit: (owner, entry, options) =>
+      this.#audit({ entity: owner as EntityName, entityId: entry.entityId, audit: entry.op, revision: entry.revision ?? null }, options, this.#now()),
+  }
+
+  /**
+   * Run `op` on the connection now, without waiting: `busy` when another caller's async
+   * transaction holds the connection (joining it would tie our work to its commit) or when
+   * SQLite's short wait for another process's lock runs out.
+   */
+  #sync<T>(write: boolean, op: () => T): T {
+    this.#assertOpen()
+    if (write && this.readonly) throw new MemoryStoreError('readonly', 'the memory store was opened read-only')
+    if (write && this.#gate.held && !this.#gate.insideTransaction) {
+      throw new MemoryStoreError('busy', 'another transaction of this store is open; a synchronous write cannot wait for it')
+    }
+    try {
+      return op()
+    } catch (error) {
+      throw translateSqliteError(error, write ? 'write failed' : 'read failed')
+    }
   }
 
   // -------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * same interfaces. That is why every method returns a Promise even though SQLite answers
  * synchronously: a network database cannot, and callers should not have to change.
  */
+import type { PackageTables, PackageTablesDeclaration } from './package-tables.ts'
 
 /** Visibility of a memory, scene or persona. */
 export type Scope = 'global' | 'workspace' | 'session'
@@ -740,6 +741,12 @@ export interface MemoryStore {
   importJsonl(lines: string | Iterable<string> | AsyncIterable<string>, options?: WriteOptions): Promise<ImportResult>
   /** Apply another package's migrations now (same rules as `extraMigrations` at open). */
   migrate(sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]>
+  /**
+   * The extension seam: apply a package's migrations through this store's runner (a read-only
+   * store only checks them: `schema-too-old` while some are pending) and return the package's
+   * tables on this store's session (see `package-tables.ts`). The same owner gets the same handle.
+   */
+  tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>>
   /** Persist the search index (if it changed) and close the database. Idempotent. */
   close(): Promise<void>
 }

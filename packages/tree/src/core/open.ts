@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { treeMigrations } from './migrations.js'
-import { openSqliteTreeRepository } from './sqlite-repository.js'
+import { openStoreTreeRepository, type TreeTablesHost } from './store-repository.js'
 import { MemoryTree, type MemoryTreeInit } from './tree.js'
 
 /** The database file name inside a data directory (the store plugin's name for it). */
@@ -11,7 +11,7 @@ export const DATABASE_FILE = 'memory.db'
 export type OpenMemoryTreeOptions = Omit<MemoryTreeInit, 'repository'> & {
   /** How long a write keeps retrying while another process holds the lock (ms). Default 5000. */
   busyTimeoutMs?: number
-} & ({ store: Pick<MemoryStore, 'path' | 'migrate'>; dataDir?: undefined } | { dataDir: string; store?: undefined })
+} & ({ store: TreeTablesHost; dataDir?: undefined } | { dataDir: string; store?: undefined })
 
 /** A tree plus what {@link openMemoryTree} opened for it. */
 export interface OpenedMemoryTree {
@@ -23,23 +23,22 @@ export interface OpenedMemoryTree {
 }
 
 /**
- * Open the memory tree over the shared store: apply the `tree` migrations through the
- * store's runner, then open the tree repository on the same database file. Given a
+ * Open the memory tree over the shared store: declare the `tree` tables through the store's
+ * extension seam (its migration runner applies them) and run every query on its session. Given a
  * `dataDir`, the store is opened at `<dataDir>/memory.db` too (the MCP server's case).
  */
 export async function openMemoryTree(options: OpenMemoryTreeOptions): Promise<OpenedMemoryTree> {
   const { store: given, dataDir, busyTimeoutMs, ...init } = options
-  let owned: MemoryStore | undefined
-  let store: Pick<MemoryStore, 'path' | 'migrate'>
+  let owned: ReturnType<typeof openMemoryStore> | undefined
+  let store: TreeTablesHost
   if (given) {
     store = given
-    await store.migrate(treeMigrations())
   } else {
     owned = openMemoryStore({ path: join(dataDir, DATABASE_FILE), extraMigrations: [treeMigrations()], ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }) })
     store = owned
   }
   try {
-    const repository = openSqliteTreeRepository(store.path, busyTimeoutMs === undefined ? {} : { busyTimeoutMs })
+    const repository = await openStoreTreeRepository(store)
     const tree = new MemoryTree({ ...init, repository })
     let closing: Promise<void> | undefined
     return {

@@ -42,8 +42,8 @@ export interface ChatFold {
  * Methods taking `expectedRevision` fail with `conflict` when the project's mainline changed
  * since the caller read it: that is the optimistic-concurrency contract the tree builds on.
  *
- * Backend-neutral: the SQLite implementation is {@link openSqliteTreeRepository}; a server
- * database would implement the same interface.
+ * Backend-neutral: the implementation on the store's session is `openStoreTreeRepository`;
+ * a server database would implement the same interface.
  */
 export interface TreeRepository {
   // projects -----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import {
   type Scene,
   type Scope,
 } from '@dsh-memory/store'
-import { type Branch, type BranchEvent, type Checkpoint, type MainlineItem, openSqliteTreeRepository, type Project, type TreeRepository } from '@dsh-memory/tree'
+import { type Branch, type BranchEvent, type Checkpoint, type MainlineItem, openStoreTreeRepository, type Project, type TreeRepository } from '@dsh-memory/tree'
 import { databaseOf } from './data-dir.ts'
 import { WebError } from './errors.ts'
 import { dailyCounts, type DayCounts, memoryKinds, openReadOnly, type StoreCounts, storeCounts } from './sqlite-stats.ts'
@@ -559,7 +559,7 @@ export class MemoryBrowser {
 
   async #treeRepository(): Promise<TreeRepository | null> {
     if (this.#tree !== undefined) return this.#tree
-    this.#tree = (await this.#owners()).has('tree') ? openSqliteTreeRepository(this.store.path) : null
+    this.#tree = (await this.#owners()).has('tree') ? await openStoreTreeRepository(this.store) : null
     return this.#tree
   }
 

@@ -1,19 +1,26 @@
 /**
  * Every SQL statement of the cue bank lives in this module.
  *
- * The tables are created by the store's migration runner (owner `cue-bank`), in the shared
- * `memory.db`. The store exposes no query handle for a package's own tables, so this module
- * opens its own connection to the same file, with the same driver (better-sqlite3, one copy
- * of SQLite in the process, so POSIX locks stay coherent) and WAL. That connection is
- * synchronous on purpose: the host's runtime-context provider is synchronous, and a wake must
- * read the freshest cues (other DSH processes may write) without waiting.
+ * The tables are declared through the store's extension seam (`store.tables(...)`, owner
+ * `cue-bank`, migrations run by the store's runner) in the shared `memory.db`, and every query
+ * runs on the store's own connection: no second connection, no driver of our own. The
+ * repository is synchronous on purpose (the seam's synchronous path): the host's
+ * runtime-context provider is synchronous, and a wake must read the freshest cues (other DSH
+ * processes may write) without waiting.
  *
- * Writes take the write lock only briefly; when another connection holds it, the call fails
- * fast with `busy` (after `busyTimeoutMs`) and the caller retries later instead of blocking
- * the event loop.
+ * A write that finds the database locked (another process, or another caller's open store
+ * transaction) fails fast with `busy`; the caller retries later instead of blocking the
+ * event loop.
  */
-import Database from 'better-sqlite3'
-import type { MemoryStore } from '@dsh-memory/store'
+import {
+  isMemoryStoreError,
+  type MemoryStore,
+  type PackageTables,
+  type PackageTablesHost,
+  type StatementResult,
+  textStatements,
+  type TextStatements,
+} from '@dsh-memory/store'
 import { cueBankMigrations } from '../migrations.js'
 import { CueBankError } from './errors.js'
 import type { IdiomCandidate, UserTurnTerms } from './idioms.js'
@@ -64,27 +71,17 @@ export interface CueRepository {
   close(): void
 }
 
-/** Options of {@link openCueRepository}. */
-export interface OpenCueRepositoryOptions {
-  /** How long one write waits for another connection's lock before failing with `busy`. Default 250 ms. */
-  readonly busyTimeoutMs?: number
-}
-
 /**
- * Bring the cue tables up to date through the store's migration runner, then open the
- * repository on the store's database file.
- * @throws CueBankError `unsupported-store` for an in-memory or read-only store
+ * Declare the cue tables on the store (its migration runner brings them up to date) and
+ * open the repository on the store's session.
+ * @throws CueBankError `unsupported-store` for a read-only store
  */
-export async function openCueRepository(
-  store: Pick<MemoryStore, 'path' | 'readonly' | 'migrate'>,
-  options: OpenCueRepositoryOptions = {},
-): Promise<CueRepository> {
-  if (store.path === ':memory:' || store.path.trim() === '') {
-    throw new CueBankError('unsupported-store', 'the cue bank needs a memory store on a database file, not an in-memory one')
-  }
+export async function openCueRepository(store: Pick<MemoryStore, 'path' | 'readonly'> & PackageTablesHost): Promise<CueRepository> {
   if (store.readonly) throw new CueBankError('unsupported-store', 'the cue bank needs a writable memory store')
-  await store.migrate(cueBankMigrations())
-  return new SqliteCueRepository(store.path, options.busyTimeoutMs ?? 250)
+  const tables = await store.tables({ migrations: cueBankMigrations() })
+  // The handle is the store's connection; it is only used inside units of `tables`.
+  const db = textStatements(await tables.read((handle) => handle))
+  return new StoreCueRepository(store.path, tables, db)
 }
 
 interface CueRow {
@@ -119,20 +116,16 @@ interface IdiomRow {
 const CUE_COLUMNS =
   'id, partition, level, session_id, turn, summary, detail, keywords, dimensions, ref_sessions, source_message_ids, embedding, embedding_model, created_at, last_mentioned_at, last_touched_at, hit_count'
 
-class SqliteCueRepository implements CueRepository {
+class StoreCueRepository implements CueRepository {
   readonly path: string
-  readonly #db: Database.Database
+  readonly #tables: PackageTables
+  readonly #db: TextStatements
   #closed = false
 
-  constructor(path: string, busyTimeoutMs: number) {
+  constructor(path: string, tables: PackageTables, db: TextStatements) {
     this.path = path
-    try {
-      this.#db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs })
-      this.#db.pragma(`busy_timeout = ${busyTimeoutMs}`)
-      this.#db.pragma('synchronous = NORMAL')
-    } catch (error) {
-      throw translate(error, `cannot open ${path}`)
-    }
+    this.#tables = tables
+    this.#db = db
   }
 
   listCues(partitions: readonly string[] | undefined): Cue[] {
@@ -271,12 +264,22 @@ class SqliteCueRepository implements CueRepository {
   }
 
   upsertIdioms(partition: string, idioms: readonly IdiomCandidate[]): void {
-    const statement = this.#prepare(
-      `INSERT INTO cue_bank_idioms (partition, word, score, turns, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (partition, word) DO UPDATE SET score = excluded.score, turns = excluded.turns,
-         last_seen = MAX(last_seen, excluded.last_seen)`,
-    )
-    for (const idiom of idioms) this.#exec(() => statement.run(partition, idiom.word, idiom.score, idiom.turns, idiom.lastUsed, idiom.lastUsed))
+    // One unit for the whole batch: all idioms or none.
+    this.transaction(() => {
+      for (const idiom of idioms) {
+        this.#run(
+          `INSERT INTO cue_bank_idioms (partition, word, score, turns, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
+           ON CONFLICT (partition, word) DO UPDATE SET score = excluded.score, turns = excluded.turns,
+             last_seen = MAX(last_seen, excluded.last_seen)`,
+          partition,
+          idiom.word,
+          idiom.score,
+          idiom.turns,
+          idiom.lastUsed,
+          idiom.lastUsed,
+        )
+      }
+    })
   }
 
   insertIdiom(idiom: Idiom): boolean {
@@ -337,30 +340,16 @@ class SqliteCueRepository implements CueRepository {
 
   transaction<T>(fn: () => T): T {
     this.#assertOpen()
-    try {
-      return this.#db.transaction(fn).immediate()
-    } catch (error) {
-      throw translate(error, 'cue-bank transaction')
-    }
+    return this.#exec(() => this.#tables.writeSync(fn))
   }
 
+  /** The connection is the store's: closing only stops this repository. */
   close(): void {
-    if (this.#closed) return
     this.#closed = true
-    this.#db.close()
   }
 
   #assertOpen(): void {
     if (this.#closed) throw new CueBankError('closed', 'the cue repository is closed')
-  }
-
-  #prepare(sql: string): Database.Statement {
-    this.#assertOpen()
-    try {
-      return this.#db.prepare(sql)
-    } catch (error) {
-      throw translate(error, 'cue-bank query')
-    }
   }
 
   #exec<T>(op: () => T): T {
@@ -372,18 +361,18 @@ class SqliteCueRepository implements CueRepository {
   }
 
   #all<T>(sql: string, ...params: unknown[]): T[] {
-    const statement = this.#prepare(sql)
-    return this.#exec(() => statement.all(...params) as T[])
+    this.#assertOpen()
+    return this.#exec(() => this.#tables.readSync(() => this.#db.prepare(sql).all<T>(...params)))
   }
 
   #get<T>(sql: string, ...params: unknown[]): T | undefined {
-    const statement = this.#prepare(sql)
-    return this.#exec(() => statement.get(...params) as T | undefined)
+    this.#assertOpen()
+    return this.#exec(() => this.#tables.readSync(() => this.#db.prepare(sql).get<T>(...params)))
   }
 
-  #run(sql: string, ...params: unknown[]): Database.RunResult {
-    const statement = this.#prepare(sql)
-    return this.#exec(() => statement.run(...params))
+  #run(sql: string, ...params: unknown[]): StatementResult {
+    this.#assertOpen()
+    return this.#exec(() => this.#tables.writeSync(() => this.#db.prepare(sql).run(...params)))
   }
 }
 
@@ -392,11 +381,11 @@ function marks(values: readonly unknown[] | number): string {
   return new Array(count).fill('?').join(', ')
 }
 
+/** The store's `busy` and `closed` become the cue bank's own codes, which its callers switch on. */
 function translate(error: unknown, context: string): unknown {
   if (error instanceof CueBankError) return error
-  const code = (error as { code?: unknown })?.code
-  if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code === 'SQLITE_LOCKED')) {
-    return new CueBankError('busy', `${context}: the database is locked by another connection`, { cause: error })
+  if (isMemoryStoreError(error) && (error.code === 'busy' || error.code === 'closed')) {
+    return new CueBankError(error.code, `${context}: ${error.message}`, { cause: error })
   }
   return error
 }

@@ -1,18 +1,15 @@
 /**
- * The SQLite {@link TreeRepository}: the only module of this package that contains SQL.
+ * The {@link TreeRepository} on the store's session: the only module of this package that
+ * contains SQL. The `tree_*` tables are declared through the store's extension seam
+ * (`store.tables(...)` with the package's migrations), so every query runs on the store's own
+ * connection with its busy retry: no second connection, no driver of our own.
  *
- * It opens its own connection to the store's database file (the store's public API has no
- * way to run another package's queries; its migration runner created the `tree_*` tables).
- * The driver is the store's own copy of better-sqlite3, resolved through the store package,
- * so one SQLite library owns the file in this process (two copies would break POSIX locks).
- *
- * Every method runs one synchronous `BEGIN IMMEDIATE` transaction, which never spans an await:
- * other processes serialise on the SQLite write lock, and the store's connection in this
- * process is never left waiting on us. The connection's own busy timeout is short; waiting
- * for another process happens in an async retry loop so the event loop stays free.
+ * Every method is one unit of the seam (a write is one IMMEDIATE transaction, a read one
+ * snapshot) that never spans an await, so other processes serialise on the SQLite write lock.
  */
-import { createRequire } from 'node:module'
-import { setTimeout as sleep } from 'node:timers/promises'
+import type { PackageTables, TextStatements } from '@dsh-memory/store'
+import { textStatements } from '@dsh-memory/store'
+import { treeMigrations } from './migrations.js'
 import { TreeError } from './errors.js'
 import { newId } from './ids.js'
 import type { ChatFold, ItemsWritten, NewItem, TreeRepository } from './repository.js'
@@ -32,74 +29,21 @@ import {
   type Project,
 } from './types.js'
 
-// The slice of better-sqlite3 this module uses; declared here so no driver type leaks into
-// the package's public declarations.
-interface Statement {
-  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
-  get(...params: unknown[]): unknown
-  all(...params: unknown[]): unknown[]
-}
-interface Connection {
-  prepare(sql: string): Statement
-  pragma(source: string, options?: { simple?: boolean }): unknown
-  transaction<F extends (...args: never[]) => unknown>(fn: F): { immediate(...args: Parameters<F>): ReturnType<F>; deferred(...args: Parameters<F>): ReturnType<F> }
-  close(): void
-  readonly open: boolean
-}
-type Driver = new (path: string, options?: { readonly?: boolean; fileMustExist?: boolean; timeout?: number }) => Connection
-
-/** Options of {@link openSqliteTreeRepository}. */
-export interface SqliteTreeRepositoryOptions {
-  /** How long a call keeps retrying while another process holds the write lock (ms). Default 5000. */
-  busyTimeoutMs?: number
+/** The slice of the store {@link openStoreTreeRepository} needs. */
+export interface TreeTablesHost {
+  tables(declaration: { migrations: ReturnType<typeof treeMigrations> }): Promise<PackageTables>
 }
 
 /**
- * Open the tree tables of the store database at `path` (they must exist: run the `tree`
- * migrations through the store first, see `treeMigrations()`).
- * @throws TreeError `unsupported` for an in-memory database; `not-found` when the file or
- *   the tables are missing.
+ * Declare the tree tables on `store` (applying the `tree` migrations through its runner) and
+ * open the repository on the store's session.
+ * @throws MemoryStoreError from the store (`schema-too-new`, `schema-too-old` on a read-only store, `closed`, ...)
  */
-export function openSqliteTreeRepository(path: string, options: SqliteTreeRepositoryOptions = {}): TreeRepository {
-  if (path === ':memory:' || path.trim() === '') {
-    throw new TreeError('unsupported', 'the memory tree needs a file-backed memory store (an in-memory store cannot be shared with a second connection)')
-  }
-  const Database = loadDriver()
-  let db: Connection
-  try {
-    db = new Database(path, { fileMustExist: true, timeout: SHORT_BUSY_MS })
-  } catch (error) {
-    throw new TreeError('not-found', `cannot open the memory database at ${path}: ${(error as Error).message}`, { cause: error })
-  }
-  try {
-    db.pragma(`busy_timeout = ${SHORT_BUSY_MS}`)
-    db.pragma('foreign_keys = ON')
-    const table = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'tree_projects'`).get()
-    if (!table) throw new TreeError('not-found', `the memory database at ${path} has no memory-tree tables; apply the 'tree' migrations first`)
-  } catch (error) {
-    db.close()
-    throw error
-  }
-  return new SqliteTreeRepository(db, options.busyTimeoutMs ?? 5_000)
-}
-
-// Long enough to ride out a commit in progress, short enough never to stall the event loop.
-const SHORT_BUSY_MS = 25
-
-function loadDriver(): Driver {
-  const require = createRequire(import.meta.url)
-  let storeManifest: string
-  try {
-    storeManifest = require.resolve('@dsh-memory/store/package.json')
-  } catch (error) {
-    throw new TreeError('unsupported', 'cannot locate @dsh-memory/store (a dependency of @dsh-memory/tree)', { cause: error })
-  }
-  return createRequire(storeManifest)('better-sqlite3') as Driver
-}
-
-function isBusy(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code
-  return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED')
+export async function openStoreTreeRepository(store: TreeTablesHost): Promise<TreeRepository> {
+  const tables = await store.tables({ migrations: treeMigrations() })
+  // The handle is the store's connection; this repository only uses it inside a unit of `tables`.
+  const db = textStatements(await tables.read((handle) => handle))
+  return new StoreTreeRepository(tables, db)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,37 +219,24 @@ const BRANCH_SELECT = `SELECT b.*, (SELECT COUNT(*) FROM tree_branch_events e WH
 
 // ---------------------------------------------------------------------------------------------
 
-class SqliteTreeRepository implements TreeRepository {
+class StoreTreeRepository implements TreeRepository {
   #closed = false
 
   constructor(
-    private readonly db: Connection,
-    private readonly busyTimeoutMs: number,
+    private readonly tables: PackageTables,
+    private readonly db: TextStatements,
   ) {}
 
-  /** Run `op` in one IMMEDIATE transaction, retrying (asynchronously) while another process holds the lock. */
-  async #tx<T>(op: () => T, mode: 'immediate' | 'deferred' = 'immediate'): Promise<T> {
-    const started = Date.now()
-    let delay = 2
-    for (;;) {
-      if (this.#closed) throw new TreeError('closed', 'the memory tree repository is closed')
-      try {
-        const transaction = this.db.transaction(op)
-        return mode === 'immediate' ? transaction.immediate() : transaction.deferred()
-      } catch (error) {
-        if (!isBusy(error)) throw error
-        if (Date.now() - started >= this.busyTimeoutMs) {
-          throw new TreeError('busy', `the memory database stayed locked for more than ${this.busyTimeoutMs} ms`, { cause: error })
-        }
-        await sleep(delay)
-        delay = Math.min(delay * 2, 50)
-      }
-    }
+  /** Run `op` as one write transaction of the store's session (busy retry included). */
+  #tx<T>(op: () => T): Promise<T> {
+    if (this.#closed) return Promise.reject(new TreeError('closed', 'the memory tree repository is closed'))
+    return this.tables.write(op)
   }
 
-  /** Reads take no write lock: a deferred transaction reads one consistent WAL snapshot. */
+  /** Reads take no write lock: one consistent snapshot. */
   #read<T>(op: () => T): Promise<T> {
-    return this.#tx(op, 'deferred')
+    if (this.#closed) return Promise.reject(new TreeError('closed', 'the memory tree repository is closed'))
+    return this.tables.read(op)
   }
 
   #project(id: string): ProjectRow | undefined {
@@ -717,9 +648,8 @@ class SqliteTreeRepository implements TreeRepository {
     })
   }
 
+  /** The connection is the store's: closing only stops this repository. */
   async close(): Promise<void> {
-    if (this.#closed) return
     this.#closed = true
-    if (this.db.open) this.db.close()
   }
 }
