@@ -5,6 +5,8 @@
  * @module @dsh-memory/store
  */
 export { openMemoryStore } from './core/sqlite-store.ts'
+export { ActivityLog, formatActivityLine, MAX_CODE_CHARS } from './core/activity-log.ts'
+export type { ActivityLogOptions, ActivityValue } from './core/activity-log.ts'
 export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './core/options.ts'
 export type { MemoryStoreOptions } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'
