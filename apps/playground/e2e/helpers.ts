@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { inject } from 'vitest'
 import { DshHome } from '../src/host.js'
 
@@ -20,4 +21,14 @@ export async function freshHome(label: string): Promise<{ home: DshHome; root: s
 /** The packed tarballs from the global setup. */
 export function tarballs(): Record<string, string> {
   return inject('tarballs')
+}
+
+/** Run `fn` on the memory store of a DSH home (`<home>/memory/memory.db`), closing it afterwards. */
+export async function withHomeStore<T>(home: DshHome, fn: (store: MemoryStore) => Promise<T>): Promise<T> {
+  const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+  try {
+    return await fn(store)
+  } finally {
+    await store.close()
+  }
 }

@@ -1,10 +1,10 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import type { MemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome } from '../src/host.js'
 import { contentText, lastUserText, type LoggedRequest, type ModelServer, requestText, startModelServer } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { freshHome, tarballs, withHomeStore } from './helpers.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
 import { driverOverlay, readReport, startHost, writeLayersDriver, type DriverStep } from './support/layers-driver.js'
 import { prefixReuse, prefixTotals } from './support/prefix-reuse.js'
@@ -29,14 +29,7 @@ describe('recall as the model meets it in the real DSH host: placement, tools, l
   const seeded: Record<string, string> = {}
   const workspace = () => join(root, 'work', 'alpha')
 
-  const withStore = async <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => {
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
-    try {
-      return await fn(store)
-    } finally {
-      await store.close()
-    }
-  }
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(home, fn)
 
   /** One host process driving one session through `steps`; returns the session's chat requests. */
   const drive = async (sessionId: string, steps: DriverStep[], recallConfig = '') => {
@@ -93,11 +86,8 @@ describe('recall as the model meets it in the real DSH host: placement, tools, l
 
   it('measures prompt-cache prefix reuse of both recall placements over one scripted multi-turn session each', async () => {
     script = { 'search memory': { name: 'memory_search', arguments: { query: 'linter commit' } } }
-    const steps: DriverStep[] = [
-      { say: 'How do staging deploys go out?' },
-      { say: 'Please search memory for the linter rule before every commit.' },
-      { say: 'Which tea do I like? 我喜欢什么茶？' },
-    ]
+    const prompts = ['How do staging deploys go out?', 'Please search memory for the linter rule before every commit.', 'Which tea do I like? 我喜欢什么茶？']
+    const steps: DriverStep[] = prompts.map((say) => ({ say }))
     const measured: Record<string, ReturnType<typeof prefixTotals> & { rows: ReturnType<typeof prefixReuse> }> = {}
     for (const placement of ['after-user', 'before-user'] as const) {
       const { chats } = await drive(`placement-${placement}`, steps, `- id: memory-recall\n  config:\n    recall:\n      placement: ${placement}\n`)
@@ -109,7 +99,7 @@ describe('recall as the model meets it in the real DSH host: placement, tools, l
       // the last thing the model reads only when it goes before them.
       const messages = chats[0]!.body.messages
       const recallAt = messages.findIndex((message) => message.role === 'user' && contentText(message.content).startsWith(RECALL_FENCE))
-      const humanAt = messages.findIndex((message) => message.role === 'user' && contentText(message.content) === steps[0]!.say)
+      const humanAt = messages.findIndex((message) => message.role === 'user' && contentText(message.content) === prompts[0])
       expect(recallAt).toBeGreaterThan(0)
       expect(contentText(messages[recallAt]!.content)).toContain('Kamal')
       if (placement === 'before-user') expect(recallAt).toBe(humanAt - 1)
