@@ -5,7 +5,7 @@ import { openCueRepository } from '@dsh-memory/cue-bank'
 import { buildTurns, PalaceWorkspace, planArchive, resolvePalaceOptions, storeWorkspaceKey } from '@dsh-memory/palace'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { classifyInstruction, splitInstructions } from '../src/import/instructions.ts'
+import { classifyInstruction, splitInstructions } from '@dsh-memory/recall'
 import { decodeProjectSlug, detectFormat, instructionTarget } from '../src/import/sources.ts'
 import { cli, scratch } from './helpers.ts'
 

@@ -1,9 +1,9 @@
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import type { MemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome } from '../src/host.js'
 import { lastUserText, requestText, startModelServer, type ModelServer, type ScriptedReply } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { freshHome, tarballs, withHomeStore } from './helpers.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
 
 const FACTS: ScriptedFact[] = [
@@ -42,14 +42,7 @@ describe('distill in the real DSH host', () => {
     await cleanup?.()
   })
 
-  const withStore = async <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => {
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
-    try {
-      return await fn(store)
-    } finally {
-      await store.close()
-    }
-  }
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(home, fn)
   const distillRequests = () => server.requests.filter((request) => distillLayer(request))
   const run = (cwd: string, prompt: string, patch = '') => home.run({ profile: 'distill', cwd, modelUrl: server.url, patch, args: [prompt] })
 

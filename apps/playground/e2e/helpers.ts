@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { inject } from 'vitest'
 import { DshHome } from '../src/host.js'
 
@@ -23,8 +23,8 @@ export function tarballs(): Record<string, string> {
   return inject('tarballs')
 }
 
-/** Run `fn` on the home's `memory/memory.db` through the store library, closing it after. */
-export async function withMemoryStore<T>(home: DshHome, fn: (store: MemoryStore) => Promise<T>): Promise<T> {
+/** Run `fn` on the memory store of a DSH home (`<home>/memory/memory.db`), closing it afterwards. */
+export async function withHomeStore<T>(home: DshHome, fn: (store: MemoryStore) => Promise<T>): Promise<T> {
   const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
   try {
     return await fn(store)

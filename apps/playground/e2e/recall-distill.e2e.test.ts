@@ -1,10 +1,10 @@
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import type { MemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome } from '../src/host.js'
 import { lastUserText, startModelServer, type ModelServer } from '../src/model-server.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
-import { freshHome, tarballs } from './helpers.js'
+import { freshHome, tarballs, withHomeStore } from './helpers.js'
 import { loggedUserMessages, RECALL_FENCE, recallTexts } from './support/recall-requests.js'
 
 /** What the scripted extractor "finds" in session A: two facts about the user's project. */
@@ -19,14 +19,7 @@ describe('distill + recall in the real DSH host', () => {
   let root: string
   let cleanup: () => Promise<void>
 
-  const withStore = async <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => {
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
-    try {
-      return await fn(store)
-    } finally {
-      await store.close()
-    }
-  }
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(home, fn)
   const run = (cwd: string, prompt: string) => home.run({ profile: 'memory', cwd, modelUrl: server.url, args: [prompt] })
 
   beforeAll(async () => {

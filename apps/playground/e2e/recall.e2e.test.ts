@@ -1,9 +1,9 @@
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import type { MemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome } from '../src/host.js'
 import { lastUserText, startModelServer, type ModelServer } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { freshHome, tarballs, withHomeStore } from './helpers.js'
 import { loggedUserMessages, RECALL_FENCE, recallTexts, systemText } from './support/recall-requests.js'
 
 describe('recall in the real DSH host (memories seeded through the store library)', () => {
@@ -14,14 +14,7 @@ describe('recall in the real DSH host (memories seeded through the store library
   const alpha = () => join(root, 'work', 'alpha')
   const beta = () => join(root, 'work', 'beta')
 
-  const withStore = async <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => {
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
-    try {
-      return await fn(store)
-    } finally {
-      await store.close()
-    }
-  }
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(home, fn)
   const run = (cwd: string, prompt: string, patch = '') =>
     home.run({ profile: 'recall', cwd, modelUrl: server.url, patch, args: [prompt] })
 

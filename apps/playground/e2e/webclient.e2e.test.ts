@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type DshHome, TEST_OVERLAY } from '../src/host.js'
 import { contentText, lastUserText, type LoggedRequest, type ModelServer, requestText, startModelServer } from '../src/model-server.js'
 import { launchChromium, SCREENSHOTS } from '../../../packages/web/test/support/chromium.js'
-import { freshHome, tarballs, withMemoryStore } from './helpers.js'
+import { freshHome, tarballs, withHomeStore } from './helpers.js'
 import { recallTexts } from './support/recall-requests.js'
 import { startWebSurface, useWebBundles, type WebSurface } from './support/web-surface.js'
 
@@ -64,7 +64,7 @@ describe('the dsh-memory browser half in the real DSH web client', () => {
   const received: string[] = []
   const workspace = () => join(root, 'work', 'alpha')
   const chats = () => server.requests.filter((request) => request.purpose === 'chat')
-  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>) => withMemoryStore(home, fn)
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>) => withHomeStore(home, fn)
 
   /** Type a prompt into the composer, wait for the model's answer to show, and return what recall added to that turn. */
   const send = async (text: string): Promise<TurnRecall> => {

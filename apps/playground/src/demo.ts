@@ -70,9 +70,11 @@ function scriptedModel(request: LoggedRequest): ScriptedReply {
     if (toolResults.length === 2) {
       const first = /First unarchived turn: (\d+)/.exec(last)
       if (!first) return { kind: 'text', text: `Nothing to archive: ${last.slice(0, 200)}` }
+      // From the first unarchived turn (recall's note comes just before the prompt) through the user's prompt.
+      const prompt = /^(\d+) · user\b.*Release notes/m.exec(last)
       return {
         kind: 'tools',
-        calls: [{ name: 'palace_archive', arguments: { segments: [{ category: 'release-notes', fromTurn: Number(first[1]), toTurn: Number(first[1]) }], summary: 'Shop API v2.3 release notes: payments service, 42-minute rollback window, CHECKOUT_V2 flag, on-call Mei.' } }],
+        calls: [{ name: 'palace_archive', arguments: { segments: [{ category: 'release-notes', fromTurn: Number(first[1]), toTurn: Number(prompt?.[1] ?? first[1]) }], summary: 'Shop API v2.3 release notes: payments service, 42-minute rollback window, CHECKOUT_V2 flag, on-call Mei.' } }],
       }
     }
     return { kind: 'text', text: last.split('\n')[0] ?? 'Archived.' }

@@ -1,7 +1,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@dsh-memory/store/plugin'
-import { claimPluginRow } from '@dsh-memory/store/plugin'
+import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { resolveCaptureOptions, type CaptureOptions } from './core/options.js'
 import { CaptureRecorder } from './core/recorder.js'
 import { CAPTURE_EVENTS } from './events.js'
@@ -39,8 +39,10 @@ export function apply(ctx: Context, config: Config): void {
   if (!claimPluginRow(ctx, name)) return
   const options = resolveCaptureOptions(config)
   const logger = ctx.logger('memory-capture')
+  const log = stageLog(ctx)
   const recorder = new CaptureRecorder(ctx.memoryStore, options, {
     onCaptured: (message) => {
+      log('capture', 'stored', { session: message.conversationId, role: message.role, turn: message.turn, truncated: message.truncated })
       try {
         ctx.emit(CAPTURE_EVENTS.captured, message)
       } catch (error) {
@@ -48,6 +50,7 @@ export function apply(ctx: Context, config: Config): void {
       }
     },
     onError: (error, where) => {
+      log('capture', 'failed', { session: where.sessionId, event: where.eventType, seq: where.seq, code: (error as { code?: string } | null)?.code ?? 'error' })
       logger.warn(
         'could not store %s #%d of session %s: %s',
         where.eventType,

@@ -10,6 +10,7 @@ export type {
   DistillEventSink,
   DistillLogger,
   DistillStatus,
+  BatchEndedEvent,
   MemoriesUpdatedEvent,
   PersonaUpdatedEvent,
   ScenesUpdatedEvent,

@@ -13,7 +13,7 @@ import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@deepseek-ai/dsh-llm'
 import type {} from '@dsh-memory/store/plugin'
-import { claimPluginRow } from '@dsh-memory/store/plugin'
+import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { Distiller, type DistillStatus } from './core/distiller.js'
 import { describeError } from './core/errors.js'
 import type { LedgerFilter, LedgerRow } from './core/ledger.js'
@@ -133,6 +133,7 @@ export class DistillService extends Service {
     // Cross-field rules; throws DistillError 'invalid-config' naming the field.
     this.options = resolveDistillOptions(config)
     const logger = ctx.logger('memory-distill')
+    const stage = stageLog(ctx)
     const log = {
       debug: (message: string) => logger.debug(message),
       info: (message: string) => logger.info(message),
@@ -147,9 +148,17 @@ export class DistillService extends Service {
         logger: log,
         defaultRoute: () => this.defaultRoute(ctx),
         events: {
+          batchEnded: (event) =>
+            stage('distill', 'batch', { session: event.conversationId, reason: event.reason, outcome: event.outcome, messages: event.messages, added: event.added, replaced: event.replaced, ms: event.ms }),
           memoriesUpdated: (event) => ctx.emit(DISTILL_EVENTS.memoriesUpdated, event),
-          scenesUpdated: (event) => ctx.emit(DISTILL_EVENTS.scenesUpdated, event),
-          personaUpdated: (event) => ctx.emit(DISTILL_EVENTS.personaUpdated, event),
+          scenesUpdated: (event) => {
+            stage('distill', 'scenes', { scope: event.scope, created: event.created.length, updated: event.updated.length, deleted: event.deleted.length })
+            ctx.emit(DISTILL_EVENTS.scenesUpdated, event)
+          },
+          personaUpdated: (event) => {
+            stage('distill', 'persona', { scope: event.scope, version: event.version })
+            ctx.emit(DISTILL_EVENTS.personaUpdated, event)
+          },
         },
       })
       this.distiller = distiller

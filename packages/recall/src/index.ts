@@ -41,10 +41,15 @@ export type {
   RecallOptions,
   RecallOptionsInput,
   RecallStrategy,
+  RecallPlacement,
   RetentionOptions,
   RetentionRule,
 } from './core/options.ts'
 export { errorMessage, isRecallError, RecallError } from './core/errors.ts'
+export { autoMemoryItem, autoMemoryKind, classifyInstruction, MAX_ITEM_CHARS, normalizeForCompare, splitFrontMatter, splitInstructions } from './core/instructions.ts'
+export type { ImportedKind, InstructionItem } from './core/instructions.ts'
+export { importInstructionItems, MAX_IMPORT_FILE_BYTES, MAX_IMPORT_FILES, planWorkspaceImport, workspaceRuleFiles } from './core/instruction-import.ts'
+export type { ImportedInstruction, InstructionImportResult, PlannedImport } from './core/instruction-import.ts'
 export type { RecallErrorCode } from './core/errors.ts'
 export {
   INJECT_SWITCHES,
@@ -132,8 +137,8 @@ export {
 } from './core/lifecycle.ts'
 export type { ConsolidationResult, LayerSchedule, LifecycleDeps, RetentionState, ReviewReason, SweepResult, TickReport, TurnState } from './core/lifecycle.ts'
 export { LayerProjection, PROJECTION_VERSION, projectedRevision, projectionPath, renderProjection } from './core/projection.ts'
-export { humanQuery, RecallInjector, settingsOrDefaults } from './core/injector.ts'
-export type { InjectionPlan, PrepareResult, StepMessageLike } from './core/injector.ts'
+export { humanQuery, placeRecallMessage, RecallInjector, settingsOrDefaults } from './core/injector.ts'
+export type { InjectionPlan, PrepareResult, RecallMiss, StepMessageLike } from './core/injector.ts'
 export { PromptSections } from './core/prompt-sections.ts'
 export type { SectionTexts } from './core/prompt-sections.ts'
 export { withinBudget } from './core/budget.ts'

@@ -10,13 +10,13 @@ import type { Context } from '@deepseek-ai/cordis'
 import { createUserMessage } from '@deepseek-ai/dsh-llm/message'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@dsh-memory/store/plugin'
-import { claimPluginRow } from '@dsh-memory/store/plugin'
+import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { runMemoryCommand, MEMORY_COMMAND_USAGE } from './core/command.ts'
 import { createEmbedder } from './core/embedding.ts'
 import { errorMessage, isRecallError } from './core/errors.ts'
-import { RecallInjector } from './core/injector.ts'
+import { placeRecallMessage, RecallInjector, type StepMessageLike } from './core/injector.ts'
 import { PromptSections } from './core/prompt-sections.ts'
-import { DEFAULT_RECALL_OPTIONS as D, type InjectSwitch, type MemoryMode, type RecallOptionsInput, type RecallStrategy, resolveRecallOptions } from './core/options.ts'
+import { DEFAULT_RECALL_OPTIONS as D, type InjectSwitch, type MemoryMode, type RecallOptionsInput, type RecallPlacement, type RecallStrategy, resolveRecallOptions } from './core/options.ts'
 import { RecallEngine, type RecallScope } from './core/recall-engine.ts'
 import { RECALL_PLUGIN_ID } from './core/recall-text.ts'
 import { RECALL_TOOLS } from './core/tools.ts'
@@ -66,6 +66,7 @@ export interface Config {
     strategy: RecallStrategy
     scoreThreshold: number
     decayHalfLifeDays: number
+    placement: RecallPlacement
   }
   embedding: {
     enabled: boolean
@@ -116,7 +117,7 @@ export const Config: z<Config> = z.object({
   tools: z
     .boolean()
     .default(D.tools)
-    .description('Register the model tools memory_search, conversation_search, memory_read_scene, memory_add, memory_delete, memory_read, memory_feedback.'),
+    .description('Register the model tools memory_search, conversation_search, memory_read_scene, memory_add, memory_delete, memory_read, memory_feedback, memory_import.'),
   command: z.boolean().default(D.command).description('Register the /memory slash command (interactive hosts).'),
   recall: z
     .object({
@@ -130,6 +131,10 @@ export const Config: z<Config> = z.object({
       strategy: z.union(['keyword', 'embedding', 'hybrid']).default(R.strategy).description('keyword | embedding | hybrid (reciprocal rank fusion); hybrid without embeddings = keyword.'),
       scoreThreshold: z.number().min(0).max(1).default(R.scoreThreshold).description('Memories whose relevance × decay is below this are not injected (0..1).'),
       decayHalfLifeDays: z.number().min(0).default(R.decayHalfLifeDays).description('Half-life of the age weight max(0.5, 0.5^(days/halfLife)); 0 disables decay.'),
+      placement: z
+        .union(['before-user', 'after-user'])
+        .default(R.placement)
+        .description('Where the recall message enters the step: just before the new user message (as a note the user message then answers) or right after it.'),
     })
     .default({} as Config['recall'])
     .description('Automatic recall.'),
@@ -267,6 +272,7 @@ export function apply(ctx: Context, config: Config): void {
   const options = resolveRecallOptions(config as RecallOptionsInput)
   const logger = ctx.logger('memory-recall')
   const warn = (message: string) => logger.warn(message)
+  const stage = stageLog(ctx)
   const engine = new RecallEngine(ctx.memoryStore, options, {
     embedder: options.embedding.enabled ? createEmbedder(options.embedding) : null,
     onWarning: warn,
@@ -298,7 +304,10 @@ export function apply(ctx: Context, config: Config): void {
       const scope = scopeOf(payload.agent)
       if (!scope) return decision
       const result = await injector.prepare(scope, decision.messages as never[], historyOf(payload.agent) as never[], payload.signal)
-      if (result.skipped) logger.debug('no recall for session %s: %s', scope.sessionId, result.skipped)
+      if (result.skipped) {
+        logger.debug('no recall for session %s: %s', scope.sessionId, result.skipped)
+        stage('recall', 'miss', { session: scope.sessionId, reason: result.miss, ms: result.ms })
+      }
       const plan = result.plan
       if (!plan) return decision
       const message = createUserMessage({
@@ -322,7 +331,8 @@ export function apply(ctx: Context, config: Config): void {
           .catch((error: unknown) => warn(`memory-recall: could not record recall time: ${errorMessage(error)}`)),
       )
       logger.debug('recalled %d memories (%d chars) for session %s', plan.memoryIds.length, plan.chars, scope.sessionId)
-      return { kind: 'enter', messages: [...decision.messages, message] }
+      stage('recall', 'hit', { session: scope.sessionId, memories: plan.memoryIds.length, chars: plan.chars, strategy: plan.strategy, placement: options.recall.placement, ms: plan.ms })
+      return { kind: 'enter', messages: placeRecallMessage(decision.messages as StepMessageLike[], message, options.recall.placement) }
     } catch (error) {
       warn(`memory-recall: recall failed, the step goes on without it: ${errorMessage(error)}`)
       return decision
@@ -390,12 +400,19 @@ export function apply(ctx: Context, config: Config): void {
           async execute(args: unknown, exec: { agent?: AgentLike }) {
             const scope = scopeOf(exec?.agent)
             if (!scope) throw new Error(`${spec.name} needs a session (no calling agent)`)
+            const started = Date.now()
             try {
               const agent = exec.agent!
               const value = await spec.run(engine, scope, args, { injectedIds: () => layers.injectedIds(agent) })
+              stage('tool', spec.name, { session: scope.sessionId, ok: true, ms: Date.now() - started })
               if (spec.name === 'memory_add' || spec.name === 'memory_delete') {
                 const id = (value as { id?: string; deleted?: string }).id ?? (value as { deleted?: string }).deleted ?? ''
                 emit(RECALL_EVENTS.memoryChanged, { op: spec.name === 'memory_add' ? 'add' : 'delete', id, sessionId: scope.sessionId, actor: 'model' })
+              }
+              if (spec.name === 'memory_import') {
+                for (const memory of (value as { memories: { id?: string }[] }).memories) {
+                  if (memory.id) emit(RECALL_EVENTS.memoryChanged, { op: 'add', id: memory.id, sessionId: scope.sessionId, actor: 'model' })
+                }
               }
               if (spec.name === 'memory_feedback') {
                 const rated = value as { id: string; rating: 'helpful' | 'unhelpful' | 'incorrect'; review: boolean }
@@ -403,6 +420,7 @@ export function apply(ctx: Context, config: Config): void {
               }
               return value
             } catch (error) {
+              stage('tool', spec.name, { session: scope.sessionId, ok: false, code: isRecallError(error) ? error.code : 'error', ms: Date.now() - started })
               // The registry turns a thrown error into an error result the model reads.
               throw new Error(isRecallError(error) ? error.message : `${spec.name} failed: ${errorMessage(error)}`)
             }

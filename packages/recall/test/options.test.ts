@@ -18,7 +18,7 @@ describe('resolveRecallOptions', () => {
   it('fills the reference defaults and freezes the result', () => {
     const options = resolveRecallOptions()
     expect(options).toEqual(DEFAULT_RECALL_OPTIONS)
-    expect(options.recall).toMatchObject({ maxResults: 5, maxCharsPerMemory: 500, maxTotalRecallChars: 2000, timeoutMs: 5000, strategy: 'hybrid', scoreThreshold: 0.3, decayHalfLifeDays: 30 })
+    expect(options.recall).toMatchObject({ maxResults: 5, maxCharsPerMemory: 500, maxTotalRecallChars: 2000, timeoutMs: 5000, strategy: 'hybrid', scoreThreshold: 0.3, decayHalfLifeDays: 30, placement: 'before-user' })
     expect(Object.isFrozen(options) && Object.isFrozen(options.recall) && Object.isFrozen(options.embedding)).toBe(true)
   })
 
@@ -31,6 +31,7 @@ describe('resolveRecallOptions', () => {
     expect(fieldOf(() => resolveRecallOptions({ recall: { scoreThreshold: 1.5 } }))).toBe('recall.scoreThreshold')
     expect(fieldOf(() => resolveRecallOptions({ recall: { decayHalfLifeDays: -1 } }))).toBe('recall.decayHalfLifeDays')
     expect(fieldOf(() => resolveRecallOptions({ recall: { strategy: 'vector' as never } }))).toBe('recall.strategy')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { placement: 'first' as never } }))).toBe('recall.placement')
     expect(fieldOf(() => resolveRecallOptions({ recall: { strategy: 'embedding' } }))).toBe('recall.strategy')
     expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true } }))).toBe('embedding.baseUrl')
     expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, baseUrl: 'ftp://x' } }))).toBe('embedding.baseUrl')

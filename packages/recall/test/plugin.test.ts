@@ -34,7 +34,7 @@ describe('recall plugin in an in-process host', () => {
     embeddings = undefined
   })
 
-  it('injects the relevant memory as one fenced message sourced from recall, after the user message', async () => {
+  it('injects the relevant memory as one fenced message sourced from recall, just before the user message', async () => {
     host = await startHost()
     await store(host).memories.add({ kind: 'preference', text: 'The user prefers the Helix editor over Vim.', scope: 'global' })
     await store(host).memories.add({ kind: 'fact', text: 'The deploy target of this project is Fly.io.', scope: 'workspace', workspace: '/work/alpha' })
@@ -47,11 +47,20 @@ describe('recall plugin in an in-process host', () => {
     expect(recalled[0]!.startsWith(RECALL_FENCE_OPEN)).toBe(true)
     expect(recalled[0]).toContain(RECALL_PREAMBLE)
     expect(recalled[0]!.trimEnd().endsWith('</recalled-memories>')).toBe(true)
-    // The human message comes first, the recall message right after it.
-    const [human, injected] = request!.messages.slice(-2)
-    expect(human!.source).toEqual({ kind: 'user' })
-    expect(injected!.role).toBe('user')
-    expect(injected!.source).toEqual({ kind: 'plugin', plugin: 'memory-recall', form: 'recall' })
+    // The recall message comes right before the human message (recall.placement: before-user).
+    const humanAt = request!.messages.findIndex((message) => message.source?.kind === 'user')
+    const injected = request!.messages[humanAt - 1]!
+    expect(injected.role).toBe('user')
+    expect(injected.source).toEqual({ kind: 'plugin', plugin: 'memory-recall', form: 'recall' })
+  })
+
+  it('recall.placement after-user puts the block right after the user message', async () => {
+    host = await startHost({ recall: { recall: { placement: 'after-user' } } })
+    await store(host).memories.add({ kind: 'preference', text: 'The user prefers the Helix editor over Vim.', scope: 'global' })
+    const agent = await host.createAgent('/work/alpha')
+    const [request] = chatRequests(await host.say(agent, 'Which editor should I open the config in?'))
+    const humanAt = request!.messages.findIndex((message) => message.source?.kind === 'user')
+    expect(request!.messages[humanAt + 1]!.source).toEqual({ kind: 'plugin', plugin: 'memory-recall', form: 'recall' })
   })
 
   it('never injects another workspace\'s memories, only this workspace\'s and global ones', async () => {

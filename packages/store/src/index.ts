@@ -16,6 +16,8 @@ export type {
 } from './core/package-tables.ts'
 export { sqlFromText, textStatements } from './core/sql-text.ts'
 export type { StatementResult, TextStatement, TextStatements } from './core/sql-text.ts'
+export { ActivityLog, formatActivityLine, MAX_CODE_CHARS } from './core/activity-log.ts'
+export type { ActivityLogOptions, ActivityValue } from './core/activity-log.ts'
 export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './core/options.ts'
 export type { MemoryStoreOptions } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'

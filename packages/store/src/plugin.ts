@@ -8,6 +8,7 @@
 import { join } from 'node:path'
 import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
+import { ActivityLog, type ActivityValue } from './core/activity-log.ts'
 import { MemoryStoreError } from './core/errors.ts'
 import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, MAX_CACHE_MIB, resolveDataDir } from './core/options.ts'
 import type { PackageTables, PackageTablesDeclaration, PackageTablesHost } from './core/package-tables.ts'
@@ -47,6 +48,11 @@ export const name = 'memory-store'
 
 /** The database file name inside `dataDir`. */
 export const DATABASE_FILE = 'memory.db'
+/** The stage log's file name inside `dataDir` (see {@link ActivityLog}). */
+export const LOG_FILE = 'memory.log'
+
+const DEFAULT_LOG_MAX_KIB = 1024
+const DEFAULT_LOG_FILES = 3
 
 /** Plugin configuration. */
 export interface Config {
@@ -56,6 +62,10 @@ export interface Config {
   busyTimeoutMs: number
   /** SQLite page cache of the connection, MiB. */
   cacheMiB: number
+  /** Rotate `memory.log` at this many KiB; 0 writes no log. */
+  logMaxKiB: number
+  /** Rotated `memory.log.N` files kept. */
+  logFiles: number
 }
 
 /** Schemastery schema of {@link Config}: every field optional on input, defaults applied on output (the README table mirrors it). */
@@ -74,6 +84,11 @@ export const Config: z<Partial<Config>, Config> = z.object({
     .max(MAX_CACHE_MIB)
     .default(DEFAULT_CACHE_MIB)
     .description('SQLite page cache of the connection (MiB). Filled only as pages are read; large stores search faster with more.'),
+  logMaxKiB: z
+    .natural()
+    .default(DEFAULT_LOG_MAX_KIB)
+    .description('memory.log (per-stage lines: capture, distillation batches, recall hits and misses, timings; never message text) is rotated at this size in KiB. 0 writes no log.'),
+  logFiles: z.natural().max(20).default(DEFAULT_LOG_FILES).description('Rotated files kept beside memory.log (memory.log.1 is the newest).'),
 })
 
 /**
@@ -91,6 +106,11 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   // A plain field, not `#store`: Cordis hands out proxies of services, and private
   // fields cannot be read through a proxy.
   private current: (CoordinatedMemoryStore & PackageTablesHost) | undefined
+  /**
+   * The stage log `<dataDir>/memory.log` every dsh-memory plugin of this host writes to
+   * (`write(stage, event, fields)`; counts, ids and timings only, never text).
+   */
+  readonly log: ActivityLog
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     super(ctx, 'memoryStore')
@@ -98,6 +118,13 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
     this.path = join(this.dataDir, DATABASE_FILE)
     const busyTimeoutMs = config.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
     const cacheMiB = config.cacheMiB ?? DEFAULT_CACHE_MIB
+    const logger = ctx.logger('memory-store')
+    this.log = new ActivityLog({
+      path: join(this.dataDir, LOG_FILE),
+      maxBytes: (config.logMaxKiB ?? DEFAULT_LOG_MAX_KIB) * 1024,
+      files: config.logFiles ?? DEFAULT_LOG_FILES,
+      onError: (error) => logger.warn('memory-store: cannot write %s: %s', join(this.dataDir, LOG_FILE), error instanceof Error ? error.message : String(error)),
+    })
     ctx.effect(() => {
       const store = openMemoryStore({ path: this.path, busyTimeoutMs, cacheMiB })
       this.current = store
@@ -334,6 +361,24 @@ export async function apply(ctx: Context, config: Partial<Config> = {}): Promise
   }
   if (!claim(ctx, name, { idleLog: 'debug' }, dataDir)) return
   await ctx.plugin(MemoryStoreService, config)
+}
+
+/** Writes one `memory.log` line; see {@link stageLog}. */
+export type StageLogger = (stage: string, event: string, fields?: Readonly<Record<string, ActivityValue>>) => void
+
+/**
+ * The `memory.log` writer for a plugin's context: each call goes to the log of the store
+ * service current at that moment (the owner row may change), and does nothing when there is
+ * none. Never throws.
+ */
+export function stageLog(ctx: Context): StageLogger {
+  return (stage, event, fields) => {
+    try {
+      ;(ctx.get('memoryStore') as { log?: ActivityLog } | undefined)?.log?.write(stage, event, fields)
+    } catch {
+      // The log is diagnostics: it never fails the work it describes.
+    }
+  }
 }
 
 /** The loader module's plugin: a store row (`name`, `Config`, `apply`). */

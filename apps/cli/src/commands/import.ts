@@ -2,7 +2,8 @@
  * `dsh-memory import <path>`: bring memories in from
  * - our own JSONL export (`store.importJsonl`: idempotent on ids, all or nothing);
  * - `CLAUDE.md` / `AGENTS.md` / `CLAUDE.local.md` / `.claude/rules/*.md` and Claude Code's
- *   auto-memory folder, as instruction and preference memories (see `import/instructions.ts`);
+ *   auto-memory folder, as instruction and preference memories (the splitter and the writer are
+ *   `@dsh-memory/recall`'s, shared with the model tool `memory_import`);
  * - a cue-bank JSON file of the reference plugin (`importCueBankJson` of `@dsh-memory/cue-bank`);
  * - a memory-palace folder, indexed into the store the way the palace plugin indexes it
  *   (`StorePalaceIndex.sync` of `@dsh-memory/palace`), so `palace_search` finds it at once.
@@ -15,11 +16,11 @@ import type { Command } from 'commander'
 import { Option } from 'commander'
 import { importCueBankJson, isCueBankError } from '@dsh-memory/cue-bank'
 import { isPalaceError, PalaceWorkspace, resolvePalaceOptions, StorePalaceIndex } from '@dsh-memory/palace'
+import { autoMemoryItem, importInstructionItems, type InstructionItem, type PlannedImport, splitInstructions } from '@dsh-memory/recall'
 import { isMemoryStoreError, type MemoryStore, type RecordCounts } from '@dsh-memory/store'
 import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
 import { type CliIO, CliUsageError, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
-import { autoMemoryItem, type InstructionItem, normalizeForCompare, splitInstructions } from '../import/instructions.ts'
 import { detectFormat, type ImportFormat, IMPORT_FORMATS, instructionFiles, instructionTarget } from '../import/sources.ts'
 import type { BenchProgress } from '../bench/locomo.ts'
 
@@ -86,28 +87,10 @@ async function importJsonlFile(store: MemoryStore, path: string, progress: Bench
   }
 }
 
-/**
- * Existing memories of one scope, normalised for duplicate detection: their texts, and for
- * imported ones the rule without its heading prefix (`flags.rule`).
- */
-async function existingTexts(store: MemoryStore, scope: 'global' | 'workspace', workspace: string | null): Promise<Set<string>> {
-  const out = new Set<string>()
-  for (let offset = 0; ; offset += 10_000) {
-    const page = await store.memories.list({ scope, ...(workspace ? { workspace } : {}), includeGlobal: scope === 'global', limit: 10_000, offset })
-    for (const memory of page) {
-      if (memory.scope !== scope) continue
-      out.add(normalizeForCompare(memory.text))
-      if (typeof memory.flags.rule === 'string') out.add(normalizeForCompare(memory.flags.rule))
-    }
-    if (page.length < 10_000) break
-  }
-  return out
-}
-
 async function importInstructions(store: MemoryStore, path: string, options: ImportOptions, progress: BenchProgress): Promise<ImportReport> {
   const files = instructionFiles(path)
   if (files.length === 0) throw new CliUsageError(`${path} holds no Markdown files`)
-  const planned: { file: string; item: InstructionItem; scope: 'global' | 'workspace'; workspace: string | null }[] = []
+  const planned: PlannedImport[] = []
   const perFile: { file: string; scope: string; workspace: string | null; items: number }[] = []
   for (const file of files) {
     const target = instructionTarget(file, { ...(options.scope ? { scope: options.scope } : {}), ...(options.workspace ? { workspace: options.workspace } : {}) })
@@ -134,47 +117,13 @@ async function importInstructions(store: MemoryStore, path: string, options: Imp
     perFile.push({ file, scope: target.scope, workspace: target.workspace, items: items.length })
   }
 
-  const seen = new Map<string, Set<string>>()
-  const memories: { id: string | null; kind: string; scope: string; workspace: string | null; text: string; duplicate: boolean }[] = []
-  let inserted = 0
-  let skipped = 0
   progress.start('import instructions', planned.length)
   try {
-    for (const { file, item, scope, workspace } of planned) {
-      const key = `${scope}\0${workspace ?? ''}`
-      if (!seen.has(key)) seen.set(key, await existingTexts(store, scope, workspace))
-      const texts = seen.get(key)!
-      const normal = normalizeForCompare(item.text)
-      const rule = normalizeForCompare(item.body)
-      const duplicate = texts.has(normal) || texts.has(rule)
-      let id: string | null = null
-      if (duplicate) skipped++
-      else {
-        texts.add(normal)
-        texts.add(rule)
-        if (!options.dryRun) {
-          const memory = await store.memories.add(
-            {
-              kind: item.kind,
-              text: item.text,
-              scope,
-              ...(workspace ? { workspace } : {}),
-              priority: 3,
-              flags: { source: 'import', importedFrom: file, rule: item.body, ...(item.heading ? { heading: item.heading } : {}), ...(item.memoryType ? { claudeMemoryType: item.memoryType } : {}) },
-            },
-            { actor: 'cli' },
-          )
-          id = memory.id
-        }
-        inserted++
-      }
-      memories.push({ id, kind: item.kind, scope, workspace, text: item.text, duplicate })
-      progress.tick()
-    }
+    const { inserted, skipped, memories } = await importInstructionItems(store, planned, { actor: 'cli', dryRun: options.dryRun === true, onItem: () => progress.tick() })
+    return { format: 'instructions', path, dryRun: options.dryRun === true, files: perFile, inserted, skipped, memories }
   } finally {
     progress.stop()
   }
-  return { format: 'instructions', path, dryRun: options.dryRun === true, files: perFile, inserted, skipped, memories }
 }
 
 async function importCueBank(store: MemoryStore, path: string, options: ImportOptions): Promise<ImportReport> {

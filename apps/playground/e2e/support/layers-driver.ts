@@ -52,6 +52,8 @@ export function apply(ctx, config) {
         report.commands.push({ command: step.command, result: execution?.result ?? null })
       }
       if (step.flush) await ctx.sessions.flush(agent.session)
+      // Distill everything captured so far (the distill service, when installed).
+      if (step.distill) await ctx.get('distill')?.runPending?.()
       if (step.mark) {
         await save()
         await writeFile(step.mark, 'reached')
@@ -72,7 +74,7 @@ export function apply(ctx, config) {
 `
 
 /** One step of a driven session. */
-export type DriverStep = { say: string } | { command: string } | { flush: true } | { mark: string } | { hang: true }
+export type DriverStep = { say: string } | { command: string } | { flush: true } | { distill: true } | { mark: string } | { hang: true }
 
 /** What the driver reports back (the command results, or the error that stopped it). */
 export interface DriverReport {

@@ -67,8 +67,21 @@ export interface PersonaUpdatedEvent {
   readonly version: number
 }
 
+/** One L1 batch (slice) ended: the stage line of `memory.log` (counts and timing, no text). */
+export interface BatchEndedEvent {
+  readonly conversationId: string
+  readonly reason: string
+  /** `done`: memories committed; `skipped`: the reply stayed invalid, the slice was passed over; `failed`: retried later (or given up). */
+  readonly outcome: 'done' | 'skipped' | 'failed'
+  readonly messages: number
+  readonly added: number
+  readonly replaced: number
+  readonly ms: number
+}
+
 /** Listeners of committed changes; called after the transaction, errors are caught. */
 export interface DistillEventSink {
+  batchEnded?(event: BatchEndedEvent): void
   memoriesUpdated?(event: MemoriesUpdatedEvent): void
   scenesUpdated?(event: ScenesUpdatedEvent): void
   personaUpdated?(event: PersonaUpdatedEvent): void
@@ -590,6 +603,13 @@ export class Distiller {
       return
     }
     let slice: Message[] = []
+    const started = this.clock.now()
+    let reported = false
+    // Once per batch: a failure after the commit (the next layers) is not this batch's outcome.
+    const ended = (outcome: BatchEndedEvent['outcome'], added = 0, replaced = 0) => {
+      if (!reported) this.emit('batchEnded', { conversationId, reason, outcome, messages: slice.length, added, replaced, ms: this.clock.now() - started })
+      reported = true
+    }
     try {
       const conversation = await this.deps.store.conversations.get(conversationId)
       const workspace = conversation?.workspace || live.workspace
@@ -608,6 +628,7 @@ export class Distiller {
       const extraction = await this.askJson('l1', L1_SYSTEM, built.prompt, conversationId, (value) => validateExtraction(value, built.aliases))
       if (!extraction.ok) {
         await this.commitSkip(conversationId, claimed, slice, extraction.error)
+        ended('skipped')
         return
       }
       const candidates = await this.placeCandidates(extraction.items, workspace, conversationId)
@@ -641,9 +662,11 @@ export class Distiller {
         skipped: result.skipped,
         messageIds: slice.map((message) => message.id),
       })
+      ended('done', result.added.length, result.replaced.length)
       await this.afterSlice(conversationId, slice[slice.length - 1]!.seq)
       if (result.written.length > 0) await this.queueDueLayers()
     } catch (error) {
+      if (slice.length > 0) ended('failed')
       await this.failSlice(conversationId, error)
     }
   }

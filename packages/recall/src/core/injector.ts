@@ -8,6 +8,7 @@ import { errorMessage } from './errors.ts'
 import type { LastRecallInfo } from './command.ts'
 import type { RecallEngine, RecallScope } from './recall-engine.ts'
 import { formatRecallMessage, type HistoryMessageLike, memoriesInContext } from './recall-text.ts'
+import type { RecallPlacement } from './options.ts'
 import { injectionActive, modePolicy, type SessionMemorySettings } from './session-modes.ts'
 
 /** Reads a session's settings, falling back to the defaults (with a warning) when the record is damaged. */
@@ -44,7 +45,14 @@ export interface PrepareResult {
   readonly plan?: InjectionPlan
   /** Why nothing was injected (for logs and `/memory status`); absent when `plan` is set or there was no user message. */
   readonly skipped?: string
+  /** The same as a stable code for `memory.log` (set with `skipped`). */
+  readonly miss?: RecallMiss
+  /** Milliseconds the decision took (set with `plan` or `skipped`). */
+  readonly ms?: number
 }
+
+/** Why a turn got no recall, as `memory.log` writes it. */
+export type RecallMiss = 'explicit-layers' | 'mode-off' | 'inject-off' | 'timeout' | 'error' | 'in-context' | 'below-threshold' | 'over-budget' | 'no-match'
 
 /** The text of the new human messages in a step's batch (`''` when there are none). */
 export function humanQuery(messages: readonly StepMessageLike[]): string {
@@ -53,6 +61,18 @@ export function humanQuery(messages: readonly StepMessageLike[]): string {
     .flatMap((message) => (message.content ?? []).filter((block) => block?.type === 'text' && typeof block.text === 'string').map((block) => block.text!))
     .join('\n')
     .trim()
+}
+
+/**
+ * The step's batch with the recall message placed. `before-user` puts it just before the first
+ * new human message, so the human's words stay the last thing the model reads (as `000` does);
+ * `after-user` appends it. Either way only the entering batch changes: every earlier message
+ * keeps its bytes, so the cached prefix is the same (the README gives the measurement).
+ */
+export function placeRecallMessage<T extends StepMessageLike>(messages: readonly T[], recall: T, placement: RecallPlacement): T[] {
+  const at = placement === 'before-user' ? messages.findIndex((message) => message?.role === 'user' && message.source?.kind === 'user') : -1
+  if (at < 0) return [...messages, recall]
+  return [...messages.slice(0, at), recall, ...messages.slice(at)]
 }
 
 /**
@@ -116,9 +136,10 @@ export class RecallInjector {
     const outcome = await withinBudget(
       async () => {
         const settings = await this.#settings(scope.sessionId)
-        if (await this.#explicitMode(scope.sessionId)) return { skipped: 'explicit layer mode: memory comes from the enabled layer snapshots' }
+        if (await this.#explicitMode(scope.sessionId)) return { skipped: 'explicit layer mode: memory comes from the enabled layer snapshots', miss: 'explicit-layers' as const }
         if (!injectionActive(settings, options.recall.enabled)) {
-          return { skipped: settings.mode === 'off' ? 'memory mode is off' : 'injection is off for this session (write-only)' }
+          const off = settings.mode === 'off'
+          return { skipped: off ? 'memory mode is off' : 'injection is off for this session (write-only)', miss: off ? ('mode-off' as const) : ('inject-off' as const) }
         }
         const recall = await this.#engine.recallForTurn(query, scope, modePolicy(settings.mode), memoriesInContext(history), combined)
         return { recall }
@@ -137,12 +158,12 @@ export class RecallInjector {
           : `recall failed: ${errorMessage(outcome.error)}`
       if (outcome.reason === 'error') this.#warn(`memory-recall: ${skipped}`)
       this.#last.set(scope.sessionId, { at: this.#now(), injected: 0, chars: 0, strategy: options.recall.strategy, skipped })
-      return { skipped }
+      return { skipped, miss: outcome.reason === 'timeout' ? 'timeout' : 'error', ms: outcome.ms }
     }
-    const { recall, skipped } = outcome.value as { recall?: Awaited<ReturnType<RecallEngine['recallForTurn']>>; skipped?: string }
+    const { recall, skipped, miss } = outcome.value as { recall?: Awaited<ReturnType<RecallEngine['recallForTurn']>>; skipped?: string; miss?: RecallMiss }
     if (!recall) {
       this.#last.set(scope.sessionId, { at: this.#now(), injected: 0, chars: 0, strategy: options.recall.strategy, skipped })
-      return { skipped }
+      return { skipped, miss, ms: outcome.ms }
     }
     const { selection, strategy, fallbackReason } = recall
     const note = [
@@ -154,7 +175,10 @@ export class RecallInjector {
       .filter(Boolean)
       .join(', ')
     this.#last.set(scope.sessionId, { at: this.#now(), injected: selection.selected.length, chars: selection.chars, strategy, skipped: note || undefined })
-    if (selection.selected.length === 0) return { skipped: note || 'no memory matched' }
+    if (selection.selected.length === 0) {
+      const code: RecallMiss = selection.alreadyInContext ? 'in-context' : selection.belowThreshold ? 'below-threshold' : selection.overBudget ? 'over-budget' : 'no-match'
+      return { skipped: note || 'no memory matched', miss: code, ms: outcome.ms }
+    }
     const text = formatRecallMessage(
       selection.selected.map(({ scored, text: clipped }) => ({
         id: scored.memory.id,

@@ -6,6 +6,8 @@ import { RecallError } from './errors.ts'
 
 /** Search strategies. `hybrid` fuses keyword and embedding rankings (reciprocal rank fusion). */
 export type RecallStrategy = 'keyword' | 'embedding' | 'hybrid'
+/** Where the recall message goes in the step's batch (see the README, "Recalled memories"). */
+export type RecallPlacement = 'before-user' | 'after-user'
 
 /** Per-session memory mode; see `session-modes.ts` for what each one recalls. */
 export type MemoryMode = 'auto' | 'chat' | 'work' | 'off'
@@ -34,6 +36,8 @@ export interface RecallInjectionOptions {
   readonly scoreThreshold: number
   /** Half-life of the age weight `max(0.5, 0.5^(days/halfLife))`; 0 disables decay. */
   readonly decayHalfLifeDays: number
+  /** Where the recall message enters the step: just before the new user message, or right after it. */
+  readonly placement: RecallPlacement
 }
 
 /** The optional remote embeddings source (any OpenAI-compatible `/embeddings`). */
@@ -140,6 +144,7 @@ export const DEFAULT_RECALL_OPTIONS: RecallOptions = Object.freeze({
     strategy: 'hybrid',
     scoreThreshold: 0.3,
     decayHalfLifeDays: 30,
+    placement: 'before-user',
   }),
   embedding: Object.freeze({
     enabled: false,
@@ -189,6 +194,7 @@ export interface RecallOptionsInput {
 
 const MODES: readonly MemoryMode[] = ['auto', 'chat', 'work', 'off']
 const STRATEGIES: readonly RecallStrategy[] = ['keyword', 'embedding', 'hybrid']
+const PLACEMENTS: readonly RecallPlacement[] = ['before-user', 'after-user']
 
 function fail(path: string, message: string): never {
   throw new RecallError('invalid-config', `memory-recall: ${path}: ${message}`, { path })
@@ -252,6 +258,7 @@ export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOpti
     strategy: recallInput.strategy,
     scoreThreshold: recallInput.scoreThreshold,
     decayHalfLifeDays: recallInput.decayHalfLifeDays,
+    placement: recallInput.placement,
   }
   if (recall.maxResults < 1) fail('recall.maxResults', 'must be at least 1 (disable recall with recall.enabled: false)')
   if (recall.maxCharsPerMemory > 0 && recall.maxCharsPerMemory < 20) fail('recall.maxCharsPerMemory', 'must be 0 (unlimited) or at least 20')
@@ -262,6 +269,7 @@ export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOpti
   if (typeof recall.scoreThreshold !== 'number' || !(recall.scoreThreshold >= 0 && recall.scoreThreshold <= 1)) {
     fail('recall.scoreThreshold', `must be a number between 0 and 1, got ${JSON.stringify(recall.scoreThreshold)}`)
   }
+  if (!PLACEMENTS.includes(recall.placement)) fail('recall.placement', `must be one of ${PLACEMENTS.join(', ')}, got ${JSON.stringify(recall.placement)}`)
   if (typeof recall.decayHalfLifeDays !== 'number' || !Number.isFinite(recall.decayHalfLifeDays) || recall.decayHalfLifeDays < 0) {
     fail('recall.decayHalfLifeDays', `must be a non-negative number (0 disables decay), got ${JSON.stringify(recall.decayHalfLifeDays)}`)
   }

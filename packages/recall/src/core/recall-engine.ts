@@ -8,6 +8,7 @@ import { analyze, ANALYZER_VERSION, searchText } from './analyzer.ts'
 import { RankingCorpus } from './corpus.ts'
 import type { Embedder } from './embedding.ts'
 import { errorMessage, RecallError } from './errors.ts'
+import { importInstructionItems, type InstructionImportResult, planWorkspaceImport, workspaceRuleFiles } from './instruction-import.ts'
 import { applyFeedback, clearFeedback, type FeedbackRating, needsReview } from './feedback.ts'
 import { chunkManifest, chunkText, type ChunkManifest } from './memory-read.ts'
 import { type InjectionSelection, rankMemories, type ScoredMemory, selectForInjection } from './memory-ranking.ts'
@@ -417,6 +418,19 @@ export class RecallEngine {
       },
       { actor },
     )
+  }
+
+  /**
+   * Import a workspace's rule files (CLAUDE.md, AGENTS.md, `.claude/rules/`, any `*.md`) as
+   * instruction and preference memories, as `dsh-memory import` does; items already stored in
+   * the target scope are skipped. `path` must resolve inside the session's workspace.
+   * @throws RecallError `invalid-argument` / `not-found` naming `path` (see {@link workspaceRuleFiles}).
+   */
+  async importRuleFiles(path: string, scope: RecallScope, options: { target?: 'workspace' | 'global'; dryRun?: boolean }, actor: string): Promise<InstructionImportResult & { files: string[] }> {
+    const files = workspaceRuleFiles(scope.workspace, path)
+    const planned = planWorkspaceImport(files, options.target ?? 'workspace', scope.workspace)
+    const result = await importInstructionItems(this.#store, planned, { actor, dryRun: options.dryRun === true })
+    return { ...result, files: files.map(({ file }) => file) }
   }
 
   /** Delete a visible memory (and its older versions). @returns the deleted memory. */

@@ -330,5 +330,66 @@ const memoryFeedback: RecallToolSpec = {
   },
 }
 
+const ImportArgs = z.object({
+  path: z.string().trim().min(1, 'must be a file or folder in the workspace (e.g. CLAUDE.md, AGENTS.md, .claude/rules)').max(1000),
+  scope: z.enum(['workspace', 'global']).optional(),
+  dry_run: z.boolean().optional(),
+})
+
+/** How many imported items the answer lists (the rest are counted). */
+const IMPORT_LISTED = 20
+
+const memoryImport: RecallToolSpec = {
+  name: 'memory_import',
+  description:
+    'Import a rule file of this workspace (CLAUDE.md, AGENTS.md, CLAUDE.local.md, a .claude/rules folder, any Markdown file of rules) into long-term memory: each rule becomes one instruction or preference memory, so later sessions recall it. Use it when the user asks to import or migrate such a file. Rules already in memory are skipped, so importing twice adds nothing.',
+  parameters: {
+    type: 'object',
+    properties: {
+      path: { type: 'string', description: 'File or folder inside the workspace, relative to it (e.g. "AGENTS.md", ".claude/rules").' },
+      scope: { type: 'string', enum: ['workspace', 'global'], description: 'workspace (default: rules of this project) or global (rules for every project).' },
+      dry_run: { type: 'boolean', description: 'List the memories the file would give without storing them.' },
+    },
+    required: ['path'],
+  },
+  outputSchema: {
+    type: 'object',
+    properties: {
+      files: { type: 'array', items: { type: 'string' } },
+      inserted: { type: 'integer' },
+      skipped: { type: 'integer' },
+      dryRun: { type: 'boolean' },
+      memories: { type: 'array', items: { type: 'object', properties: { id: { type: 'string', description: 'absent for duplicates and dry runs' }, kind: { type: 'string' }, scope: { type: 'string' }, text: { type: 'string' }, duplicate: { type: 'boolean' } } } },
+    },
+    required: ['files', 'inserted', 'skipped', 'dryRun', 'memories'],
+  },
+  async run(engine, scope, args) {
+    const input = parse(ImportArgs, 'memory_import', args)
+    const result = await engine.importRuleFiles(input.path, scope, { ...(input.scope ? { target: input.scope } : {}), dryRun: input.dry_run === true }, 'model')
+    return {
+      files: result.files,
+      inserted: result.inserted,
+      skipped: result.skipped,
+      dryRun: input.dry_run === true,
+      memories: result.memories.map((memory) => ({ ...(memory.id ? { id: memory.id } : {}), kind: memory.kind, scope: memory.scope, text: memory.text, duplicate: memory.duplicate })),
+    }
+  },
+  render(value) {
+    const result = value as { files: string[]; inserted: number; skipped: number; dryRun: boolean; memories: { id?: string; kind: string; scope: string; text: string; duplicate: boolean }[] }
+    const fresh = result.memories.filter((memory) => !memory.duplicate)
+    const head = result.dryRun
+      ? `Dry run: ${result.files.length} file(s) would give ${result.inserted} new memories (${result.skipped} already stored); nothing was saved.`
+      : `Imported ${result.inserted} memories from ${result.files.length} file(s) (${result.skipped} already stored, skipped).`
+    if (fresh.length === 0) return head
+    return [
+      head,
+      '<memory-import untrusted="true">',
+      ...fresh.slice(0, IMPORT_LISTED).map((memory) => `<memory${memory.id ? ` id="${memory.id}"` : ''} kind="${escapeFenced(memory.kind)}" scope="${memory.scope}">${escapeFenced(memory.text)}</memory>`),
+      ...(fresh.length > IMPORT_LISTED ? [`(${fresh.length - IMPORT_LISTED} more)`] : []),
+      '</memory-import>',
+    ].join('\n')
+  },
+}
+
 /** Every memory tool, in registration order. */
-export const RECALL_TOOLS: readonly RecallToolSpec[] = Object.freeze([memorySearch, conversationSearch, readScene, memoryAdd, memoryDelete, memoryRead, memoryFeedback])
+export const RECALL_TOOLS: readonly RecallToolSpec[] = Object.freeze([memorySearch, conversationSearch, readScene, memoryAdd, memoryDelete, memoryRead, memoryFeedback, memoryImport])
