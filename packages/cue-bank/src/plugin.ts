@@ -12,6 +12,7 @@ import type {} from '@dsh-memory/store/plugin'
 import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { CueBank, type CueWokenEvent, type CueWrittenEvent, type SessionRef, type TurnMessage } from './core/cue-bank.js'
 import { createEmbeddingClient } from './core/embedding.js'
+import { applyCueBankSettings } from './settings.js'
 import { resolveCueBankOptions, type CueBankOptions, type CueBlockFormat, type MatchMode, type PartitionMode } from './core/options.js'
 import { openCueRepository } from './core/store-cue-repository.js'
 import { messageText } from './core/text.js'
@@ -150,6 +151,8 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     },
   })
   ctx.effect(() => () => bank.close(), 'cue-bank repository')
+  // Switches and thresholds are live settings (namespace memory-cue-bank): the bank reads them per message.
+  applyCueBankSettings(ctx, Config, config, bank, (message) => logger.warn(message))
   if (options.matchMode !== 'keyword' && !options.vectorAvailable) {
     logger.info('no embedding key (%s): matching by keywords', options.embedding.apiKeyEnv || 'embedding.apiKey')
   }

@@ -177,7 +177,7 @@ export function partitionKey(mode: PartitionMode, session: SessionRef, localUser
 
 /** The cue bank. Construct one per repository; `close()` when done. */
 export class CueBank {
-  readonly options: ResolvedCueBankOptions
+  #options: ResolvedCueBankOptions
   readonly #repository: CueRepository
   readonly #now: () => number
   readonly #embedder: Embedder | null
@@ -192,12 +192,43 @@ export class CueBank {
 
   constructor(dependencies: CueBankDependencies) {
     this.#repository = dependencies.repository
-    this.options = dependencies.options
+    this.#options = dependencies.options
     this.#now = dependencies.now ?? Date.now
     this.#embedder = dependencies.options.vectorAvailable ? (dependencies.embedder ?? null) : null
     this.#messages = dependencies.messages
     this.#hooks = dependencies.hooks ?? {}
     this.#openTool = dependencies.openTool ?? (() => undefined)
+  }
+
+  /** The options in force (read anew by every decision, so {@link reconfigure} applies at the next message). */
+  get options(): ResolvedCueBankOptions {
+    return this.#options
+  }
+
+  /**
+   * Put new options in force from the next message and turn (live settings). The embedding
+   * client, the partition and the block's place among the runtime contexts were fixed at
+   * start: changes of `embedding`, `matchMode`, `partition`, `userId` and `inject.order` are
+   * refused here, so a caller cannot believe they applied.
+   * @throws CueBankError `invalid-config` naming the first such field.
+   */
+  reconfigure(options: ResolvedCueBankOptions): void {
+    this.assertLive(options)
+    this.#options = options
+  }
+
+  /**
+   * Whether {@link reconfigure} would take `options` (only live fields differ from those in force).
+   * @throws CueBankError `invalid-config` naming the first field that applies only at start.
+   */
+  assertLive(options: ResolvedCueBankOptions): void {
+    const fixed = { embedding: options.embedding, matchMode: options.matchMode, partition: options.partition, userId: options.userId, 'inject.order': options.inject.order }
+    const now = { embedding: this.#options.embedding, matchMode: this.#options.matchMode, partition: this.#options.partition, userId: this.#options.userId, 'inject.order': this.#options.inject.order }
+    for (const [field, value] of Object.entries(fixed)) {
+      if (JSON.stringify(value) !== JSON.stringify(now[field as keyof typeof now])) {
+        throw new CueBankError('invalid-config', `${field} applies at the next start, not live`, { path: field })
+      }
+    }
   }
 
   /** The partition a session writes to. */

@@ -85,4 +85,17 @@ export const CARDS: readonly CardSpec[] = [
       f('refresh', { choices: ['session', 'step'] }, 'Refresh the mainline section', '主线段落的刷新时机'),
     ],
   },
+  {
+    namespace: 'memory-cue-bank',
+    title: { en: 'Memory · cue bank', zh: '记忆 · 触点唤醒' },
+    description: { en: 'Bringing back an earlier topic when the conversation returns to it.', zh: '话题切换回来时，唤醒之前讨论过的内容。' },
+    fields: [
+      f('topic.switchDetection', 'boolean', 'Detect topic switches', '检测话题切换'),
+      f('topic.switchThreshold', 'decimal', 'Switch threshold (keyword overlap, 0–1)', '切换阈值（关键词重合度，0–1）'),
+      f('inject.enabled', 'boolean', 'Inject woken cues', '注入唤醒的触点'),
+      f('inject.maxCues', 'integer', 'Most cues at once', '一次最多触点数'),
+      f('inject.format', { choices: ['tagged', 'reference'] }, 'Block format', '唤醒块格式'),
+      f('extract.enabled', 'boolean', 'Write cues after each turn', '每轮结束后写入触点'),
+    ],
+  },
 ]
