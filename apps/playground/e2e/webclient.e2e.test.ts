@@ -272,9 +272,11 @@ describe('the dsh-memory browser half in the real DSH web client', () => {
     await page.getByText('Plugins', { exact: true }).first().click()
     await page.getByTestId('dshm-card-memory-recall').locator('.dshm-card-head').click()
     await page.getByTestId('dshm-card-memory-recall').locator('[data-field="embedding.apiKey"]').waitFor()
-    // The cue bank's card is read too (its namespace is registered by the preset's cue-bank row).
-    await page.getByTestId('dshm-card-memory-cue-bank').locator('.dshm-card-head').click()
-    await page.getByTestId('dshm-card-memory-cue-bank').locator('[data-field="inject.format"]').waitFor()
+    // The capture and cue-bank cards are read too (the preset's rows register their namespaces).
+    for (const [namespace, field] of [['memory-capture', 'maxMessageChars'], ['memory-cue-bank', 'inject.format']]) {
+      await page.getByTestId(`dshm-card-${namespace}`).locator('.dshm-card-head').click()
+      await page.getByTestId(`dshm-card-${namespace}`).locator(`[data-field="${field}"]`).waitFor()
+    }
     expect(received.length).toBeGreaterThan(10)
     for (const body of received) {
       expect(body).not.toContain(OLD_SECRET)

@@ -5,6 +5,7 @@ import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { resolveCaptureOptions, type CaptureOptions } from './core/options.js'
 import { CaptureRecorder } from './core/recorder.js'
 import { CAPTURE_EVENTS } from './events.js'
+import { applyCaptureSettings } from './settings.js'
 
 export { CAPTURE_EVENTS } from './events.js'
 export type { CapturedMessage } from './core/recorder.js'
@@ -60,6 +61,8 @@ export function apply(ctx: Context, config: Config): void {
       )
     },
   })
+  // Every field is a live setting (namespace memory-capture): the recorder reads it per event.
+  applyCaptureSettings(ctx, Config, config, recorder, (message) => logger.warn(message))
   ctx.on('session/event', (session, event) => {
     // Fire and forget: the recorder queues writes in event order and never rejects.
     void recorder.handle(session, event)

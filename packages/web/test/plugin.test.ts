@@ -126,6 +126,6 @@ describe('@dsh-memory/web/plugin', () => {
     // Settings writes reach only our own namespaces (and need the host's settings service).
     const foreign = await post('settings', { namespace: 'bash', ops: [{ op: 'set', path: ['timeout'], value: 1 }] })
     expect(foreign.status).toBe(400)
-    expect(((await foreign.json()) as { error: string }).error).toContain('namespace: expected one of memory-recall, memory-distill, memory-palace, memory-tree, memory-cue-bank')
+    expect(((await foreign.json()) as { error: string }).error).toContain('namespace: expected one of memory-recall, memory-distill, memory-palace, memory-tree, memory-cue-bank, memory-capture')
   })
 })

@@ -80,9 +80,14 @@ export class CaptureRecorder {
 
   constructor(
     private readonly store: Pick<MemoryStore, 'conversations' | 'messages' | 'transaction'>,
-    private readonly options: CaptureOptions,
+    private options: CaptureOptions,
     private readonly hooks: CaptureHooks = {},
   ) {}
+
+  /** Put new options in force for the next event (live settings); writes already queued keep theirs. */
+  reconfigure(options: CaptureOptions): void {
+    this.options = options
+  }
 
   /**
    * Record one event if it is conversation. Writes are queued so they commit in event order.

@@ -28,6 +28,16 @@ const f = (path: string, type: FieldType, en: string, zh: string): CardField => 
 /** The cards, in the order they appear under Settings → Plugins. */
 export const CARDS: readonly CardSpec[] = [
   {
+    namespace: 'memory-capture',
+    title: { en: 'Memory · capture', zh: '记忆 · 记录' },
+    description: { en: 'Recording your conversations, the ground every other memory is made from.', zh: '记录对话：其它所有记忆的原料。' },
+    fields: [
+      f('enabled', 'boolean', 'Record conversations', '记录对话'),
+      f('stripCodeBlocks', 'boolean', 'Drop code blocks from replies', '回复中的代码块不记录'),
+      f('maxMessageChars', 'integer', 'Characters per message (0 = unlimited)', '每条消息最多字符（0 = 不限）'),
+    ],
+  },
+  {
     namespace: 'memory-recall',
     title: { en: 'Memory · recall', zh: '记忆 · 召回' },
     description: { en: 'What long-term memory puts in front of the model each turn.', zh: '每轮放到模型面前的长期记忆。' },

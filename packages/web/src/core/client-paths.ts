@@ -7,4 +7,4 @@
 export const CLIENT_API_BASE = '/dsh-memory'
 
 /** Settings namespaces a card may write through those routes (ours only). */
-export const CLIENT_SETTINGS_NAMESPACES = ['memory-recall', 'memory-distill', 'memory-palace', 'memory-tree', 'memory-cue-bank'] as const
+export const CLIENT_SETTINGS_NAMESPACES = ['memory-recall', 'memory-distill', 'memory-palace', 'memory-tree', 'memory-cue-bank', 'memory-capture'] as const
