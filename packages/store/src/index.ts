@@ -15,6 +15,8 @@ export type {
   PackageWriteOptions,
 } from './core/package-tables.ts'
 export { sqlFromText, textStatements } from './core/sql-text.ts'
+export { openStoreMaintenance } from './core/sqlite-maintenance.ts'
+export type { ForeignKeyViolation, SceneOrphans, StoreMaintenance, StoreMaintenanceOptions } from './core/sqlite-maintenance.ts'
 export type { StatementResult, TextStatement, TextStatements } from './core/sql-text.ts'
 export { ActivityLog, formatActivityLine, MAX_CODE_CHARS } from './core/activity-log.ts'
 export type { ActivityLogOptions, ActivityValue } from './core/activity-log.ts'
@@ -42,64 +44,13 @@ export {
 } from './core/embedding.ts'
 export type { EmbeddingClient, EmbeddingClientDependencies, EmbeddingClientInput, EmbeddingClientOptions, EmbeddingErrorCode } from './core/embedding.ts'
 export type { HeldLease, HoldLeaseOptions } from './core/lease-keeper.ts'
-export type {
-  AcquireLeaseOptions,
-  AddMemoryInput,
-  AddSceneInput,
-  AppendMessageInput,
-  AppendMessageResult,
-  AppliedMigration,
-  AuditEntry,
-  AuditFilter,
-  AuditLog,
-  AuditOp,
-  Conversation,
-  ConversationFilter,
-  CoordinatedMemoryStore,
-  ConversationRepository,
-  EnsureConversationInput,
-  EntityName,
-  Flags,
-  ImportResult,
-  IndexBuildReason,
-  LayerKey,
-  LayerRepository,
-  LayerRevision,
-  Lease,
-  LeaseFence,
-  LeaseRepository,
-  Memory,
-  MemoryFilter,
-  MemoryHit,
-  MemoryKind,
-  MemoryRepository,
-  MemoryScopeFilter,
-  MemorySearchOptions,
-  MemoryStore,
-  Message,
-  MessageFilter,
-  MessageHit,
-  MessageRepository,
-  MessageRole,
-  MessageSearchOptions,
-  MetaEntry,
-  MetaRepository,
-  Migration,
-  MigrationSet,
-  Persona,
-  PersonaKey,
-  PersonaRepository,
-  PutPersonaInput,
-  RecordCounts,
-  Scene,
-  SceneFilter,
-  SceneRepository,
-  Scope,
-  SearchIndexStatus,
-  SearchService,
-  StoreDiagnostics,
-  TransactionOptions,
-  UpdateMemoryPatch,
-  UpdateScenePatch,
-  WriteOptions,
-} from './core/types.ts'
+export type { EntityName, Flags, LeaseFence, MemoryKind, MessageRole, PageOptions, Scope, TransactionOptions, WriteOptions } from './core/types-common.ts'
+export type { AppendMessageInput, AppendMessageResult, Conversation, ConversationFilter, ConversationRepository, EnsureConversationInput, Message, MessageFilter, MessageRepository } from './core/types-conversations.ts'
+export type { AcquireLeaseOptions, LayerKey, LayerRepository, LayerRevision, Lease, LeaseRepository } from './core/types-coordination.ts'
+export type { AddMemoryInput, Memory, MemoryFilter, MemoryRepository, MemoryScopeFilter, UpdateMemoryPatch } from './core/types-memories.ts'
+export type { AppliedMigration, AuditEntry, AuditFilter, AuditLog, AuditOp, MetaEntry, MetaRepository, Migration, MigrationSet, StoreDiagnostics } from './core/types-meta.ts'
+export type { Persona, PersonaKey, PersonaRepository, PutPersonaInput } from './core/types-persona.ts'
+export type { AddSceneInput, Scene, SceneFilter, SceneRepository, UpdateScenePatch } from './core/types-scenes.ts'
+export type { IndexBuildReason, MemoryHit, MemorySearchOptions, MessageHit, MessageSearchOptions, SearchIndexStatus, SearchService } from './core/types-search.ts'
+export type { DayCounts, StatsService, StoreCounts, WorkspaceCounts } from './core/types-stats.ts'
+export type { CoordinatedMemoryStore, ImportResult, MemoryStore, RecordCounts } from './core/types-store.ts'

@@ -13,25 +13,16 @@ import { MemoryStoreError } from './core/errors.ts'
 import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, MAX_CACHE_MIB, resolveDataDir } from './core/options.ts'
 import type { PackageTables, PackageTablesDeclaration, PackageTablesHost } from './core/package-tables.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
-import type {
-  AppliedMigration,
-  AuditLog,
-  ConversationRepository,
-  CoordinatedMemoryStore,
-  LayerRepository,
-  LeaseRepository,
-  TransactionOptions,
-  ImportResult,
-  MemoryRepository,
-  MemoryStore,
-  MessageRepository,
-  MetaRepository,
-  MigrationSet,
-  PersonaRepository,
-  SceneRepository,
-  SearchService,
-  WriteOptions,
-} from './core/types.ts'
+import type { TransactionOptions, WriteOptions } from './core/types-common.ts'
+import type { ConversationRepository, MessageRepository } from './core/types-conversations.ts'
+import type { LayerRepository, LeaseRepository } from './core/types-coordination.ts'
+import type { MemoryRepository } from './core/types-memories.ts'
+import type { AppliedMigration, AuditLog, MetaRepository, MigrationSet } from './core/types-meta.ts'
+import type { PersonaRepository } from './core/types-persona.ts'
+import type { SceneRepository } from './core/types-scenes.ts'
+import type { SearchService } from './core/types-search.ts'
+import type { StatsService } from './core/types-stats.ts'
+import type { CoordinatedMemoryStore, ImportResult, MemoryStore } from './core/types-store.ts'
 
 declare module '@deepseek-ai/cordis' {
   interface Context {
@@ -170,6 +161,9 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   }
   get meta(): MetaRepository {
     return this.store.meta
+  }
+  get stats(): StatsService {
+    return this.store.stats
   }
   get layers(): LayerRepository {
     return this.store.layers

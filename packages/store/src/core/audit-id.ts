@@ -7,7 +7,7 @@
  * the same workspace (so entries group and `audit.list({ entityId })` finds them), no longer a path.
  */
 import { createHash } from 'node:crypto'
-import type { EntityName } from './types.ts'
+import type { EntityName } from './types-common.ts'
 
 const GENERATED_IDS: ReadonlySet<string> = new Set<EntityName>(['conversation', 'message', 'memory', 'scene'])
 

@@ -4,7 +4,10 @@
  * of little-endian float32, so a line stays plain JSON.
  */
 import { MemoryStoreError } from './errors.ts'
-import type { Conversation, Memory, Message, Persona, Scene } from './types.ts'
+import type { Conversation, Message } from './types-conversations.ts'
+import type { Memory } from './types-memories.ts'
+import type { Persona } from './types-persona.ts'
+import type { Scene } from './types-scenes.ts'
 
 /** The `format` of the header line. */
 export const EXPORT_FORMAT = 'dsh-memory-export'

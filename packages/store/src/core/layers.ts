@@ -3,7 +3,9 @@
  * as a string (`'global'`, `'workspace:<path>'`), the primary key of `store_layer_revisions`.
  */
 import { MemoryStoreError } from './errors.ts'
-import type { CoordinatedMemoryStore, LayerKey, MemoryStore, Scope } from './types.ts'
+import type { Scope } from './types-common.ts'
+import type { LayerKey } from './types-coordination.ts'
+import type { CoordinatedMemoryStore, MemoryStore } from './types-store.ts'
 
 const WORKSPACE_PREFIX = 'workspace:'
 

@@ -6,7 +6,9 @@
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import { isMemoryStoreError } from './errors.ts'
-import type { CoordinatedMemoryStore, Lease, LeaseFence } from './types.ts'
+import type { LeaseFence } from './types-common.ts'
+import type { Lease } from './types-coordination.ts'
+import type { CoordinatedMemoryStore } from './types-store.ts'
 
 /** Options of {@link holdLease}. */
 export interface HoldLeaseOptions {

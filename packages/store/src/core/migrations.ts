@@ -9,7 +9,7 @@ import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type Database from 'better-sqlite3'
 import { MemoryStoreError } from './errors.ts'
-import type { AppliedMigration, Migration, MigrationSet } from './types.ts'
+import type { AppliedMigration, Migration, MigrationSet } from './types-meta.ts'
 
 /** The table that records applied migrations (owner, version, name, checksum, applied_at). */
 export const SCHEMA_TABLE = 'store_schema'

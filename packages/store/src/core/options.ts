@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path'
 import { MemoryStoreError } from './errors.ts'
 import { validateMigrationSet } from './migrations.ts'
 import { DEFAULT_TEXT_LIMITS, type TextLimits } from './text.ts'
-import type { MigrationSet } from './types.ts'
+import type { MigrationSet } from './types-meta.ts'
 
 /** Options of {@link openMemoryStore}. */
 export interface MemoryStoreOptions {

@@ -12,7 +12,8 @@
 import type { BaseSQLiteDatabase } from 'drizzle-orm/sqlite-core'
 import { MemoryStoreError } from './errors.ts'
 import { validateMigrationSet } from './migrations.ts'
-import type { MemoryStore, MigrationSet, WriteOptions } from './types.ts'
+import type { WriteOptions } from './types-common.ts'
+import type { MigrationSet } from './types-meta.ts'
 
 /** What a write statement's `.run()` reports. */
 export interface PackageRunResult {
@@ -87,7 +88,14 @@ export interface PackageTables<TSchema extends Record<string, unknown> = Record<
 }
 
 /** The part of every store (`MemoryStore.tables`) that hands out {@link PackageTables}. */
-export type PackageTablesHost = Pick<MemoryStore, 'tables'>
+export interface PackageTablesHost {
+  /**
+   * Apply a package's migrations through the store's runner (a read-only store only checks
+   * them: `schema-too-old` while some are pending) and return the package's tables on the
+   * store's session. The same owner gets the same handle.
+   */
+  tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>>
+}
 
 /** What a backend gives {@link openPackageTables}: its session's primitives. Internal. */
 export interface PackageSessionPort {

@@ -3,37 +3,22 @@
  * read, so callers may mutate them without affecting the store.
  */
 import type { conversations, memories, messages, persona, scenes } from './schema.ts'
-import type { Conversation, Memory, Message, Persona, Scene } from './types.ts'
+import type { Conversation, Message } from './types-conversations.ts'
+import type { Memory } from './types-memories.ts'
+import type { Persona } from './types-persona.ts'
+import type { Scene } from './types-scenes.ts'
 import { bufferToEmbedding } from './validate.ts'
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect']
 
+/** The row's columns are exactly the record's fields. */
 export function toConversation(row: Row<typeof conversations>): Conversation {
-  return {
-    id: row.id,
-    workspace: row.workspace,
-    title: row.title,
-    startedAt: row.startedAt,
-    endedAt: row.endedAt,
-    updatedAt: row.updatedAt,
-    flags: row.flags ?? {},
-  }
+  return { ...row, flags: row.flags ?? {} }
 }
 
+/** The row's columns are exactly the record's fields. */
 export function toMessage(row: Row<typeof messages>): Message {
-  return {
-    id: row.id,
-    conversationId: row.conversationId,
-    hostMessageId: row.hostMessageId,
-    role: row.role,
-    text: row.text,
-    turn: row.turn,
-    seq: row.seq,
-    sourceIds: row.sourceIds ?? [],
-    tokensEstimate: row.tokensEstimate,
-    createdAt: row.createdAt,
-    flags: row.flags ?? {},
-  }
+  return { ...row, sourceIds: row.sourceIds ?? [], flags: row.flags ?? {} }
 }
 
 export function toMemory(row: Row<typeof memories>): Memory {
@@ -57,20 +42,9 @@ export function toMemory(row: Row<typeof memories>): Memory {
   }
 }
 
+/** The row's columns are exactly the record's fields. */
 export function toScene(row: Row<typeof scenes>): Scene {
-  return {
-    id: row.id,
-    title: row.title,
-    summary: row.summary,
-    scope: row.scope,
-    workspace: row.workspace,
-    sessionId: row.sessionId,
-    memoryIds: row.memoryIds ?? [],
-    revision: row.revision,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-    flags: row.flags ?? {},
-  }
+  return { ...row, memoryIds: row.memoryIds ?? [], flags: row.flags ?? {} }
 }
 
 export function toPersona(row: Row<typeof persona>): Persona {

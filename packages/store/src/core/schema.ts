@@ -5,7 +5,7 @@
  * their own prefix).
  */
 import { type AnySQLiteColumn, blob, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import type { Flags } from './types.ts'
+import type { Flags } from './types-common.ts'
 
 /** Key/value settings; keys under `store.` are the store's own (instance id, search manifest). */
 export const meta = sqliteTable('store_meta', {

@@ -1,4 +1,5 @@
-import type { MemoryScopeFilter, Scope } from './types.ts'
+import type { Scope } from './types-common.ts'
+import type { MemoryScopeFilter } from './types-memories.ts'
 
 /** The fields of a memory (or scene) that scope filtering looks at. */
 export interface ScopedFields {

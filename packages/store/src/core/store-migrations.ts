@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { MemoryStoreError } from './errors.ts'
 import { loadMigrationDir } from './migrations.ts'
-import type { MigrationSet } from './types.ts'
+import type { MigrationSet } from './types-meta.ts'
 
 /** The migration owner of this package's own tables. */
 export const STORE_MIGRATION_OWNER = 'store'

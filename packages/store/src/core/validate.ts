@@ -4,7 +4,7 @@
  * obvious from the log line alone.
  */
 import { MemoryStoreError } from './errors.ts'
-import type { Flags, MessageRole, Scope } from './types.ts'
+import type { Flags, MessageRole, Scope } from './types-common.ts'
 
 const MAX_ID_LENGTH = 512
 const MAX_FLAGS_BYTES = 64 * 1024

@@ -1,0 +1,238 @@
+/**
+ * L0 of the SQLite store: conversations (host sessions) and their messages. Every write
+ * indexes (or unindexes) the messages for search in its own transaction.
+ */
+import { and, asc, desc, eq, gt, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
+import { MemoryStoreError } from './errors.ts'
+import { newId } from './ids.ts'
+import { toConversation, toMessage } from './rows.ts'
+import * as schema from './schema.ts'
+import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
+import { readById } from './sqlite-values.ts'
+import { estimateTokens, prepareLabel, prepareText } from './text.ts'
+import type { WriteOptions } from './types-common.ts'
+import type {
+  AppendMessageInput,
+  AppendMessageResult,
+  ConversationFilter,
+  ConversationRepository,
+  EnsureConversationInput,
+  Message,
+  MessageFilter,
+  MessageRepository,
+} from './types-conversations.ts'
+import { flagsObject, idList, optionalTime, pageSize, requireCount, requireId, requireRole, requireTime } from './validate.ts'
+
+/** The prepared INSERT of one message (live appends and imports share it). */
+export const INSERT_MESSAGE_SQL =
+  'INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
+
+export function conversationRepository(s: SqliteSession): ConversationRepository {
+  const t = schema.conversations
+  const getRow = (id: string) => s.db.select().from(t).where(eq(t.id, id)).get()
+  return {
+    ensure: async (input: EnsureConversationInput, options?: WriteOptions) => {
+      const id = requireId(input?.id, 'id')
+      const workspace = prepareLabel(input.workspace ?? '', 'workspace', s.options.limits.label, true)
+      const title = input.title === undefined || input.title === null ? undefined : prepareLabel(input.title, 'title', s.options.limits.label, true)
+      const startedAt = input.startedAt === undefined ? undefined : requireTime(input.startedAt, 'startedAt')
+      const unchanged = (existing: typeof t.$inferSelect | undefined): boolean =>
+        existing !== undefined && (!workspace || workspace === existing.workspace) && (!title || title === existing.title)
+      // Capture calls this before every message: when nothing would change, a read answers
+      // without taking the write lock (the write path below re-checks under the lock).
+      const current = await s.read(() => getRow(id))
+      if (unchanged(current)) return { created: false, conversation: toConversation(current!) }
+      return s.write(() => {
+        const now = s.now()
+        const existing = getRow(id)
+        if (!existing) {
+          s.db
+            .insert(t)
+            .values({ id, workspace, title: title || null, startedAt: startedAt ?? now, updatedAt: now, flags: {} })
+            .run()
+          s.record({ entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.create' }, options, now)
+          return { created: true, conversation: toConversation(getRow(id)!) }
+        }
+        const patch: Partial<typeof t.$inferInsert> = {}
+        // An empty workspace means "unknown here", never "moved to nowhere".
+        if (workspace && workspace !== existing.workspace) patch.workspace = workspace
+        if (title && title !== existing.title) patch.title = title
+        if (Object.keys(patch).length === 0) return { created: false, conversation: toConversation(existing) }
+        s.db.update(t).set({ ...patch, updatedAt: Math.max(now, existing.updatedAt) }).where(eq(t.id, id)).run()
+        s.record({ entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.update' }, options, now)
+        return { created: false, conversation: toConversation(getRow(id)!) }
+      }, options)
+    },
+    get: readById(s, getRow, toConversation),
+    list: async (filter: ConversationFilter = {}) => {
+      const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
+      const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
+      const conditions: SQL[] = []
+      if (filter.workspace !== undefined) conditions.push(eq(t.workspace, filter.workspace))
+      if (filter.since !== undefined) conditions.push(gte(t.updatedAt, requireTime(filter.since, 'since')))
+      if (filter.until !== undefined) conditions.push(lte(t.updatedAt, requireTime(filter.until, 'until')))
+      return s.read(() =>
+        s.db
+          .select()
+          .from(t)
+          .where(and(...conditions))
+          .orderBy(desc(t.updatedAt), desc(t.id))
+          .limit(limit)
+          .offset(offset)
+          .all()
+          .map(toConversation),
+      )
+    },
+    end: async (id: string, at?: number, options?: WriteOptions) => {
+      requireId(id, 'id')
+      return s.write(() => {
+        const now = s.now()
+        const endedAt = optionalTime(at, 'at', now)
+        const existing = getRow(id)
+        if (!existing) throw new MemoryStoreError('not-found', `conversation ${id} does not exist`)
+        s.db.update(t).set({ endedAt, updatedAt: Math.max(now, existing.updatedAt) }).where(eq(t.id, id)).run()
+        s.record({ entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.end' }, options, now)
+        return toConversation(getRow(id)!)
+      }, options)
+    },
+    delete: async (id: string, options?: WriteOptions) => {
+      requireId(id, 'id')
+      return s.write(() => {
+        if (!getRow(id)) return false
+        const now = s.now()
+        const messageIds = s.db.select({ id: schema.messages.id }).from(schema.messages).where(eq(schema.messages.conversationId, id)).all()
+        s.db.delete(t).where(eq(t.id, id)).run()
+        // The cascade removed the messages; the index learns about each from the change log.
+        for (const { id: messageId } of messageIds) {
+          s.fts.messages.remove(messageId)
+          s.db.insert(schema.changes).values({ entity: 'message', entityId: messageId, op: 'delete', at: now }).run()
+        }
+        s.record({ entity: 'conversation', entityId: id, change: 'delete', audit: 'conversation.delete' }, options, now)
+        return true
+      }, options)
+    },
+  }
+}
+
+export function messageRepository(s: SqliteSession): MessageRepository {
+  const t = schema.messages
+  const getRow = (id: string) => s.db.select().from(t).where(eq(t.id, id)).get()
+  const byHostId = (conversationId: string, hostMessageId: string) =>
+    s.db
+      .select()
+      .from(t)
+      .where(and(eq(t.conversationId, conversationId), eq(t.hostMessageId, hostMessageId)))
+      .get()
+  return {
+    append: async (input: AppendMessageInput, options?: WriteOptions): Promise<AppendMessageResult> => {
+      const conversationId = requireId(input?.conversationId, 'conversationId')
+      const hostMessageId = requireId(input.hostMessageId, 'hostMessageId')
+      const role = requireRole(input.role)
+      const prepared = prepareText(input.text, 'text', s.options.limits.message)
+      const turn = input.turn === undefined ? 0 : requireCount(input.turn, 'turn')
+      const seq = input.seq === undefined ? undefined : requireCount(input.seq, 'seq')
+      const sourceIds = idList(input.sourceIds, 'sourceIds')
+      const tokensEstimate = input.tokensEstimate === undefined ? estimateTokens(prepared.text) : requireCount(input.tokensEstimate, 'tokensEstimate')
+      const flags = flagsObject(input.flags)
+      const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
+      return s.write(() => {
+        const existingId = s.stmt('SELECT id FROM store_messages WHERE conversation_id = ? AND host_message_id = ?').pluck().get(conversationId, hostMessageId) as string | undefined
+        if (existingId !== undefined) return { inserted: false, message: toMessage(getRow(existingId)!), redactions: 0 }
+        const conversationUpdatedAt = s.stmt('SELECT updated_at FROM store_conversations WHERE id = ?').pluck().get(conversationId) as number | undefined
+        if (conversationUpdatedAt === undefined) {
+          throw new MemoryStoreError('not-found', `conversation ${conversationId} does not exist; call conversations.ensure() first`)
+        }
+        const now = s.now()
+        const at = createdAt ?? now
+        const nextSeq = seq ?? ((s.stmt('SELECT max(seq) FROM store_messages WHERE conversation_id = ?').pluck().get(conversationId) as number | null) ?? 0) + 1
+        const id = newId(at)
+        s.stmt(INSERT_MESSAGE_SQL).run(id, conversationId, hostMessageId, role, prepared.text, turn, nextSeq, JSON.stringify(sourceIds), tokensEstimate, at, JSON.stringify(flags))
+        s.fts.addMessage({ id, conversationId, role, createdAt: at, text: prepared.text })
+        // Keeps "recent conversations" ordering right; not a change the index cares about.
+        if (at > conversationUpdatedAt) s.stmt('UPDATE store_conversations SET updated_at = ? WHERE id = ?').run(at, conversationId)
+        s.record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.append' }, options, now)
+        // The row as written (the same values a re-read would return).
+        const message: Message = { id, conversationId, hostMessageId, role, text: prepared.text, turn, seq: nextSeq, sourceIds: [...sourceIds], tokensEstimate, createdAt: at, flags }
+        return { inserted: true, message, redactions: prepared.redactions }
+      }, options)
+    },
+    get: readById(s, getRow, toMessage),
+    getByHostId: async (conversationId: string, hostMessageId: string) => {
+      requireId(conversationId, 'conversationId')
+      requireId(hostMessageId, 'hostMessageId')
+      return s.read(() => {
+        const row = byHostId(conversationId, hostMessageId)
+        return row ? toMessage(row) : undefined
+      })
+    },
+    list: async (filter: MessageFilter = {}) => {
+      const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
+      const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
+      const conditions = messageConditions(s, filter)
+      if (filter.afterSeq !== undefined) conditions.push(gt(t.seq, requireCount(filter.afterSeq, 'afterSeq')))
+      const direction = filter.order === 'desc' ? desc : asc
+      return s.read(() =>
+        s.db
+          .select()
+          .from(t)
+          .where(and(...conditions))
+          .orderBy(direction(t.createdAt), direction(t.seq), direction(t.id))
+          .limit(limit)
+          .offset(offset)
+          .all()
+          .map(toMessage),
+      )
+    },
+    around: async (ids: readonly string[], span: number) => {
+      const list = [...new Set(idList(ids, 'ids'))]
+      if (list.length > 1_000) throw new MemoryStoreError('invalid-argument', 'around() takes at most 1000 ids')
+      if (!Number.isSafeInteger(span) || span < 0 || span > 20) throw new MemoryStoreError('invalid-argument', 'span must be an integer between 0 and 20')
+      if (list.length === 0) return []
+      return s.read(() => {
+        // One query: each hit's (conversation, seq ± span) window through the (conversation_id, seq) index.
+        const rowids = s.stmt(
+          `WITH hits(cid, lo, hi) AS (SELECT m.conversation_id, m.seq - ?, m.seq + ? FROM json_each(?) j JOIN store_messages m ON m.id = j.value)
+           SELECT DISTINCT m.rowid FROM hits JOIN store_messages m ON m.conversation_id = hits.cid AND m.seq BETWEEN hits.lo AND hits.hi`,
+        )
+          .pluck()
+          .all(span, span, JSON.stringify(list)) as number[]
+        if (rowids.length === 0) return []
+        return s.db
+          .select()
+          .from(t)
+          .where(sql`rowid IN (SELECT value FROM json_each(${JSON.stringify(rowids)}))`)
+          .orderBy(asc(t.conversationId), asc(t.seq), asc(t.id))
+          .all()
+          .map(toMessage)
+      })
+    },
+    count: async (filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'> = {}) => {
+      const conditions = messageConditions(s, filter)
+      return s.read(() => s.db.select({ n: sql<number>`count(*)` }).from(t).where(and(...conditions)).get()?.n ?? 0)
+    },
+    delete: async (id: string, options?: WriteOptions) => {
+      requireId(id, 'id')
+      return s.write(() => {
+        if (!getRow(id)) return false
+        s.db.delete(t).where(eq(t.id, id)).run()
+        s.fts.messages.remove(id)
+        s.record({ entity: 'message', entityId: id, change: 'delete', audit: 'message.delete' }, options)
+        return true
+      }, options)
+    },
+  }
+}
+
+/** The WHERE terms of message list and count (validated as they are built). */
+function messageConditions(s: SqliteSession, filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'>): SQL[] {
+  const t = schema.messages
+  const conditions: SQL[] = []
+  if (filter.conversationId !== undefined) conditions.push(eq(t.conversationId, requireId(filter.conversationId, 'conversationId')))
+  if (filter.role !== undefined) conditions.push(eq(t.role, requireRole(filter.role)))
+  if (filter.since !== undefined) conditions.push(gte(t.createdAt, requireTime(filter.since, 'since')))
+  if (filter.until !== undefined) conditions.push(lte(t.createdAt, requireTime(filter.until, 'until')))
+  if (filter.workspace !== undefined) {
+    conditions.push(inArray(t.conversationId, s.db.select({ id: schema.conversations.id }).from(schema.conversations).where(eq(schema.conversations.workspace, filter.workspace))))
+  }
+  return conditions
+}

@@ -1,0 +1,273 @@
+/**
+ * L1 of the SQLite store: atomic memories with their version history (supersede, merge),
+ * their search index rows and their layer revisions.
+ */
+import { asc, desc, eq, inArray, sql } from 'drizzle-orm'
+import { MemoryStoreError } from './errors.ts'
+import { newId } from './ids.ts'
+import { layerKeyOfRow } from './layers.ts'
+import { toMemory } from './rows.ts'
+import * as schema from './schema.ts'
+import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
+import { memoryScopeCondition, memoryValuesOf, readById, type MemoryValues } from './sqlite-values.ts'
+import { prepareLabel, prepareText } from './text.ts'
+import type { WriteOptions } from './types-common.ts'
+import type { AddMemoryInput, MemoryFilter, MemoryRepository, MemoryScopeFilter, UpdateMemoryPatch } from './types-memories.ts'
+import { embeddingToBuffer, embeddingValue, flagsObject, idList, optionalTime, pageSize, requireCount, requireFinite, requireId, requireTime } from './validate.ts'
+
+export function memoryRepository(s: SqliteSession): MemoryRepository {
+  const t = schema.memories
+  const getRow = (id: string) => s.db.select().from(t).where(eq(t.id, id)).get()
+
+  const insertMemory = (values: MemoryValues, createdAtInput: number | undefined, options: WriteOptions | undefined): string => {
+    const now = s.now()
+    const createdAt = createdAtInput ?? now
+    const id = newId(createdAt)
+    s.db
+      .insert(t)
+      .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
+      .run()
+    s.fts.addMemory(id, values.text)
+    s.record({ entity: 'memory', entityId: id, change: 'insert', audit: 'memory.add', revision: 1 }, options, now)
+    return id
+  }
+
+  return {
+    add: async (input: AddMemoryInput, options?: WriteOptions) => {
+      // Validate before waiting for the connection, so bad input fails fast.
+      const values = memoryValuesOf(s.options.limits, input)
+      const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
+      return s.write(() => {
+        const memory = toMemory(getRow(insertMemory(values, createdAt, options))!)
+        s.bumpLayers([layerKeyOfRow(memory.scope, memory.workspace)], options)
+        return memory
+      }, options)
+    },
+    get: readById(s, getRow, toMemory),
+    update: async (id: string, patch: UpdateMemoryPatch, options?: WriteOptions) => {
+      requireId(id, 'id')
+      if (!patch || typeof patch !== 'object') throw new MemoryStoreError('invalid-argument', 'patch must be an object')
+      const set: Partial<typeof t.$inferInsert> = {}
+      if (patch.text !== undefined) set.text = prepareText(patch.text, 'text', s.options.limits.memory).text
+      if (patch.kind !== undefined) set.kind = prepareLabel(patch.kind, 'kind', s.options.limits.label)
+      if (patch.priority !== undefined) set.priority = requireFinite(patch.priority, 'priority')
+      if (patch.flags !== undefined) set.flags = flagsObject(patch.flags)
+      const embedding = embeddingValue(patch.embedding)
+      if (embedding !== undefined) {
+        set.embedding = embedding ? embeddingToBuffer(embedding) : null
+        set.embeddingDims = embedding ? embedding.length : null
+        if (!embedding) set.embeddingModel = null
+      }
+      if (patch.embeddingModel !== undefined) {
+        set.embeddingModel = patch.embeddingModel === null ? null : prepareLabel(patch.embeddingModel, 'embeddingModel', s.options.limits.label)
+      }
+      return s.write(() => {
+        const existing = getRow(id)
+        if (!existing) throw new MemoryStoreError('not-found', `memory ${id} does not exist`)
+        if (Object.keys(set).length === 0) return toMemory(existing)
+        const now = s.now()
+        const revision = existing.revision + 1
+        s.db
+          .update(t)
+          .set({ ...set, revision, updatedAt: Math.max(now, existing.updatedAt) })
+          .where(eq(t.id, id))
+          .run()
+        if (set.text !== undefined && set.text !== existing.text) s.fts.updateMemory(id, set.text)
+        s.record({ entity: 'memory', entityId: id, change: 'update', audit: 'memory.update', revision }, options, now)
+        // An embedding is derived data: attaching one does not change what the layer holds.
+        if (Object.keys(set).some((key) => key !== 'embedding' && key !== 'embeddingDims' && key !== 'embeddingModel')) {
+          s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options, now)
+        }
+        return toMemory(getRow(id)!)
+      }, options)
+    },
+    supersede: async (oldId: string, input: Partial<AddMemoryInput> & { text: string }, options?: WriteOptions) => {
+      requireId(oldId, 'oldId')
+      if (!input || typeof input !== 'object') throw new MemoryStoreError('invalid-argument', 'input must be an object')
+      return s.write(() => {
+        const old = getRow(oldId)
+        if (!old) throw new MemoryStoreError('not-found', `memory ${oldId} does not exist`)
+        if (old.supersededBy) {
+          throw new MemoryStoreError('conflict', `memory ${oldId} is already superseded by ${old.supersededBy}; supersede the newest version`)
+        }
+        const merged: AddMemoryInput = {
+          kind: input.kind ?? old.kind,
+          scope: input.scope ?? old.scope,
+          workspace: input.scope === undefined && input.workspace === undefined ? old.workspace : input.workspace,
+          sessionId: input.scope === undefined && input.sessionId === undefined ? old.sessionId : input.sessionId,
+          priority: input.priority ?? old.priority,
+          flags: input.flags ?? old.flags,
+          text: input.text,
+          sourceMessageIds: input.sourceMessageIds ?? [],
+          embedding: input.embedding,
+          embeddingModel: input.embeddingModel,
+          createdAt: input.createdAt,
+        }
+        const createdAt = merged.createdAt === undefined ? undefined : requireTime(merged.createdAt, 'createdAt')
+        const newId = insertMemory(memoryValuesOf(s.options.limits, merged), createdAt, options)
+        const now = s.now()
+        const revision = old.revision + 1
+        s.db
+          .update(t)
+          .set({ supersededBy: newId, revision, updatedAt: Math.max(now, old.updatedAt) })
+          .where(eq(t.id, oldId))
+          .run()
+        s.record({ entity: 'memory', entityId: oldId, change: 'update', audit: 'memory.supersede', revision }, options, now)
+        const created = toMemory(getRow(newId)!)
+        s.bumpLayers([layerKeyOfRow(old.scope, old.workspace), layerKeyOfRow(created.scope, created.workspace)], options, now)
+        return created
+      }, options)
+    },
+    history: async (id: string) => {
+      requireId(id, 'id')
+      return s.read(() => {
+        const ids = memoryChain(s, id, 'both')
+        if (ids.length === 0) return []
+        return s.db.select().from(t).where(inArray(t.id, ids)).orderBy(asc(t.createdAt), asc(t.id)).all().map(toMemory)
+      })
+    },
+    delete: async (id: string, options?: WriteOptions) => {
+      requireId(id, 'id')
+      return s.write(() => {
+        if (!getRow(id)) return 0
+        const ids = memoryChain(s, id, 'older')
+        const now = s.now()
+        const placements = s.db.select({ scope: t.scope, workspace: t.workspace }).from(t).where(inArray(t.id, ids)).all()
+        s.db.delete(t).where(inArray(t.id, ids)).run()
+        for (const deleted of ids) {
+          s.fts.memories.remove(deleted)
+          s.record({ entity: 'memory', entityId: deleted, change: 'delete', audit: 'memory.delete' }, options, now)
+        }
+        const sceneLayers = pruneSceneReferences(s, ids, options, now)
+        s.bumpLayers([...placements.map((row) => layerKeyOfRow(row.scope, row.workspace)), ...sceneLayers], options, now)
+        return ids.length
+      }, options)
+    },
+    list: async (filter: MemoryFilter = {}) => {
+      const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
+      const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
+      const where = memoryScopeCondition(filter)
+      const order =
+        filter.orderBy === 'updated'
+          ? [desc(t.updatedAt), desc(t.id)]
+          : filter.orderBy === 'priority'
+            ? [desc(t.priority), desc(t.createdAt), desc(t.id)]
+            : [desc(t.createdAt), desc(t.id)]
+      return s.read(() =>
+        s.db
+          .select()
+          .from(t)
+          .where(where)
+          .orderBy(...order)
+          .limit(limit)
+          .offset(offset)
+          .all()
+          .map(toMemory),
+      )
+    },
+    count: async (filter: MemoryScopeFilter = {}) => {
+      const where = memoryScopeCondition(filter)
+      return s.read(() => s.db.select({ n: sql<number>`count(*)` }).from(t).where(where).get()?.n ?? 0)
+    },
+    touchRecalled: async (ids: readonly string[], at?: number, options?: WriteOptions) => {
+      const list = [...new Set(idList(ids, 'ids'))]
+      if (list.length === 0) return 0
+      return s.write(() => {
+        const now = s.now()
+        const recalledAt = optionalTime(at, 'at', now)
+        const existing = s.db.select({ id: t.id }).from(t).where(inArray(t.id, list)).all()
+        if (existing.length === 0) return 0
+        s.db
+          .update(t)
+          .set({ lastRecalledAt: recalledAt })
+          .where(inArray(t.id, existing.map((row) => row.id)))
+          .run()
+        for (const row of existing) s.record({ entity: 'memory', entityId: row.id, change: 'update', audit: 'memory.recall' }, options, now)
+        return existing.length
+      }, options)
+    },
+    mergeInto: async (targetId: string, sourceIds: readonly string[], options?: WriteOptions) => {
+      requireId(targetId, 'targetId')
+      const sources = [...new Set(idList(sourceIds, 'sourceIds'))]
+      if (sources.includes(targetId)) throw new MemoryStoreError('invalid-argument', 'a memory cannot be merged into itself')
+      return s.write(() => {
+        const target = getRow(targetId)
+        if (!target) throw new MemoryStoreError('not-found', `memory ${targetId} does not exist`)
+        if (target.supersededBy) throw new MemoryStoreError('conflict', `memory ${targetId} is already superseded by ${target.supersededBy}; merge into the newest version`)
+        if (sources.length === 0) return toMemory(target)
+        const rows = sources.map((sourceId) => {
+          const row = getRow(sourceId)
+          if (!row) throw new MemoryStoreError('not-found', `memory ${sourceId} does not exist`)
+          if (row.supersededBy) throw new MemoryStoreError('conflict', `memory ${sourceId} is already superseded by ${row.supersededBy}`)
+          return row
+        })
+        const now = s.now()
+        for (const row of rows) {
+          const revision = row.revision + 1
+          s.db
+            .update(t)
+            .set({ supersededBy: targetId, revision, updatedAt: Math.max(now, row.updatedAt) })
+            .where(eq(t.id, row.id))
+            .run()
+          s.record({ entity: 'memory', entityId: row.id, change: 'update', audit: 'memory.merge', revision }, options, now)
+        }
+        const sourceMessageIds = [...new Set([...target.sourceMessageIds, ...rows.flatMap((row) => row.sourceMessageIds)])]
+        const revision = target.revision + 1
+        s.db
+          .update(t)
+          .set({ sourceMessageIds, revision, updatedAt: Math.max(now, target.updatedAt) })
+          .where(eq(t.id, targetId))
+          .run()
+        s.record({ entity: 'memory', entityId: targetId, change: 'update', audit: 'memory.merge', revision }, options, now)
+        s.bumpLayers([target, ...rows].map((row) => layerKeyOfRow(row.scope, row.workspace)), options, now)
+        return toMemory(getRow(targetId)!)
+      }, options)
+    },
+  }
+}
+
+/** Ids linked to `id` through `superseded_by`: the older versions, or the whole chain. */
+function memoryChain(s: SqliteSession, id: string, direction: 'older' | 'both'): string[] {
+  const older = `WITH RECURSIVE older(id) AS (
+      SELECT id FROM store_memories WHERE id = ?
+      UNION SELECT m.id FROM store_memories m JOIN older o ON m.superseded_by = o.id)`
+  if (direction === 'older') {
+    return (s.sqlite.prepare(`${older} SELECT id FROM older`).all(id) as { id: string }[]).map((row) => row.id)
+  }
+  // Walk to the newest version, then collect everything older than it.
+  const newest = s.sqlite
+    .prepare(
+      `WITH RECURSIVE newer(id, depth) AS (
+        SELECT id, 0 FROM store_memories WHERE id = ?
+        UNION SELECT m.superseded_by, n.depth + 1 FROM store_memories m JOIN newer n ON m.id = n.id WHERE m.superseded_by IS NOT NULL)
+      SELECT id FROM newer ORDER BY depth DESC LIMIT 1`,
+    )
+    .get(id) as { id: string } | undefined
+  if (!newest) return []
+  return memoryChain(s, newest.id, 'older')
+}
+
+/**
+ * Remove deleted memory ids from scenes that list them (a deletion must not leave pointers behind).
+ * @returns the layer keys of the scenes changed (the caller bumps them with its own).
+ */
+function pruneSceneReferences(s: SqliteSession, deleted: string[], options: WriteOptions | undefined, now: number): (string | undefined)[] {
+  const layers: (string | undefined)[] = []
+  const gone = new Set(deleted)
+  const placeholders = deleted.map(() => '?').join(',')
+  const sceneIds = s.sqlite
+    .prepare(`SELECT DISTINCT s.id AS id FROM store_scenes s, json_each(s.memory_ids) j WHERE j.value IN (${placeholders})`)
+    .all(...deleted) as { id: string }[]
+  for (const { id } of sceneIds) {
+    const scene = s.db.select().from(schema.scenes).where(eq(schema.scenes.id, id)).get()!
+    const revision = scene.revision + 1
+    s.db
+      .update(schema.scenes)
+      .set({ memoryIds: scene.memoryIds.filter((memoryId) => !gone.has(memoryId)), revision, updatedAt: Math.max(now, scene.updatedAt) })
+      .where(eq(schema.scenes.id, id))
+      .run()
+    s.record({ entity: 'scene', entityId: id, change: 'update', audit: 'scene.update', revision }, options, now)
+    layers.push(layerKeyOfRow(scene.scope, scene.workspace))
+  }
+  return layers
+}

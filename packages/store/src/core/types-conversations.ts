@@ -1,0 +1,144 @@
+/** L0 of the store contract: conversations (host sessions) and their messages. */
+import type { Flags, MessageRole, PageOptions, WriteOptions } from './types-common.ts'
+
+/** A host session, the container of L0 messages. */
+export interface Conversation {
+  /** The host's session id. */
+  id: string
+  /** The session's working directory; `''` when unknown. */
+  workspace: string
+  title: string | null
+  startedAt: number
+  endedAt: number | null
+  updatedAt: number
+  flags: Flags
+}
+
+/** Input of {@link ConversationRepository.ensure}. */
+export interface EnsureConversationInput {
+  id: string
+  /** The session's working directory. An empty value never overwrites a known workspace. */
+  workspace: string
+  /** Set when given and non-empty; an existing title is replaced. */
+  title?: string
+  /** Defaults to the store clock; ignored when the conversation already exists. */
+  startedAt?: number
+}
+
+/** Filter of {@link ConversationRepository.list}. */
+export interface ConversationFilter extends PageOptions {
+  workspace?: string
+  /** Only conversations updated at or after this epoch-ms time. */
+  since?: number
+  /** Only conversations updated at or before this epoch-ms time. */
+  until?: number
+}
+
+/** L0 container repository. */
+export interface ConversationRepository {
+  /**
+   * Create the conversation or update it in place (idempotent upsert). An existing
+   * workspace is only replaced by a non-empty one; `startedAt` of an existing row is kept.
+   * @returns `created` is true when the row did not exist before.
+   */
+  ensure(input: EnsureConversationInput, options?: WriteOptions): Promise<{ created: boolean; conversation: Conversation }>
+  /** The conversation, or `undefined`. */
+  get(id: string): Promise<Conversation | undefined>
+  /** Conversations, most recently updated first. */
+  list(filter?: ConversationFilter): Promise<Conversation[]>
+  /**
+   * Mark the conversation ended at `at` (default: now).
+   * @throws MemoryStoreError `not-found`
+   */
+  end(id: string, at?: number, options?: WriteOptions): Promise<Conversation>
+  /**
+   * Hard-delete the conversation and all its messages (audited, without content).
+   * @returns false when it did not exist.
+   */
+  delete(id: string, options?: WriteOptions): Promise<boolean>
+}
+
+/** An L0 message: one user or assistant utterance, verbatim after redaction. */
+export interface Message {
+  /** Store id (UUIDv7, time-sortable). */
+  id: string
+  conversationId: string
+  /** The host's id for this message; unique per conversation, the idempotency key of `append`. */
+  hostMessageId: string
+  role: MessageRole
+  /** Text after control-character stripping, secret redaction and the length cap. */
+  text: string
+  /** The host turn number the message belongs to. */
+  turn: number
+  /** Position in the conversation; assigned as last+1 when not given. */
+  seq: number
+  /** Host event ids (or other provenance) this message was assembled from. */
+  sourceIds: string[]
+  tokensEstimate: number
+  createdAt: number
+  flags: Flags
+}
+
+/** Input of {@link MessageRepository.append}. */
+export interface AppendMessageInput {
+  conversationId: string
+  hostMessageId: string
+  role: MessageRole
+  text: string
+  turn?: number
+  seq?: number
+  sourceIds?: string[]
+  /** Defaults to {@link estimateTokens} of the stored text. */
+  tokensEstimate?: number
+  /** Defaults to the store clock. */
+  createdAt?: number
+  flags?: Flags
+}
+
+/** Result of {@link MessageRepository.append}. */
+export interface AppendMessageResult {
+  /** False when a message with the same (conversationId, hostMessageId) already existed. */
+  inserted: boolean
+  /** The stored message (the existing one when `inserted` is false). */
+  message: Message
+  /** Number of secrets replaced in this call's text (0 when not inserted). */
+  redactions: number
+}
+
+/** Filter of {@link MessageRepository.list}. */
+export interface MessageFilter extends PageOptions {
+  conversationId?: string
+  workspace?: string
+  role?: MessageRole
+  since?: number
+  until?: number
+  /** Only messages with `seq` greater than this (within `conversationId`). */
+  afterSeq?: number
+  /** Default `'asc'` (conversation order, then creation time). */
+  order?: 'asc' | 'desc'
+}
+
+/** L0 message repository. */
+export interface MessageRepository {
+  /**
+   * Store a message once. Appending the same (conversationId, hostMessageId) again returns
+   * the existing message with `inserted: false` and writes nothing.
+   * @throws MemoryStoreError `not-found` when the conversation does not exist (call `conversations.ensure` first)
+   * @throws MemoryStoreError `invalid-argument` for empty text or an unknown role
+   */
+  append(input: AppendMessageInput, options?: WriteOptions): Promise<AppendMessageResult>
+  get(id: string): Promise<Message | undefined>
+  getByHostId(conversationId: string, hostMessageId: string): Promise<Message | undefined>
+  list(filter?: MessageFilter): Promise<Message[]>
+  /**
+   * The messages within `span` positions (seq) of each given message in its own
+   * conversation, the given ones included, ordered by conversation then seq. Unknown ids are
+   * ignored. Recall reads a search hit's context turns with it in one query.
+   * @param ids - at most 1 000. @param span - 0..20.
+   */
+  around(ids: readonly string[], span: number): Promise<Message[]>
+  /** How many messages match (workspace, conversation, role and time filters; no paging). */
+  count(filter?: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'>): Promise<number>
+  /** Hard-delete one message (audited). @returns false when it did not exist. */
+  delete(id: string, options?: WriteOptions): Promise<boolean>
+}
