@@ -1,9 +1,10 @@
 import { closeSync, existsSync, openSync, readSync, writeSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import Database from 'better-sqlite3'
 import { loadMigrationDir, openMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+// Writing behind the store's back needs the driver, which only the store package depends on.
+import { withRawDatabase } from '../../../packages/store/test/support/raw-database.ts'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
 
 let temp: ReturnType<typeof scratch>
@@ -30,19 +31,21 @@ const checksOf = (stdout: string) => Object.fromEntries((JSON.parse(stdout).chec
  */
 function damage(fixture: Fixture): void {
   const path = join(fixture.dataDir, 'memory.db')
-  const db = new Database(path)
-  // The search index loses a memory (its FTS rows edited behind the store's back).
-  db.exec(`DELETE FROM store_search_memories_fts WHERE rowid = (SELECT min(doc) FROM store_search_memories);
-    DELETE FROM store_search_memories WHERE doc = (SELECT min(doc) FROM store_search_memories)`)
-  db.pragma('foreign_keys = OFF')
-  db.prepare("INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, created_at) VALUES ('orphan-message', 'session-deleted', 'h-x', 'user', 'an orphan about PostgreSQL', 1, 0, 0)").run()
-  db.prepare("UPDATE store_memories SET superseded_by = 'memory-that-never-was' WHERE id = ?").run(fixture.memories.editor)
-  db.prepare('UPDATE store_scenes SET memory_ids = ? WHERE id = ?').run(JSON.stringify([fixture.memories.database, 'deleted-memory-id']), fixture.scene)
-  db.prepare("INSERT INTO store_meta (key, value, updated_at) VALUES ('distill.conversation.session-deleted', '{}', 0)").run()
-  db.pragma('wal_checkpoint(TRUNCATE)')
-  const pageSize = Number(db.pragma('page_size', { simple: true }))
-  const root = Number(db.prepare("SELECT rootpage FROM sqlite_schema WHERE name = 'store_messages_created'").pluck().get())
-  db.close()
+  const { pageSize, root } = withRawDatabase(path, (db) => {
+    // The search index loses a memory (its FTS rows edited behind the store's back).
+    db.exec(`DELETE FROM store_search_memories_fts WHERE rowid = (SELECT min(doc) FROM store_search_memories);
+      DELETE FROM store_search_memories WHERE doc = (SELECT min(doc) FROM store_search_memories)`)
+    db.pragma('foreign_keys = OFF')
+    db.prepare("INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, created_at) VALUES ('orphan-message', 'session-deleted', 'h-x', 'user', 'an orphan about PostgreSQL', 1, 0, 0)").run()
+    db.prepare("UPDATE store_memories SET superseded_by = 'memory-that-never-was' WHERE id = ?").run(fixture.memories.editor)
+    db.prepare('UPDATE store_scenes SET memory_ids = ? WHERE id = ?').run(JSON.stringify([fixture.memories.database, 'deleted-memory-id']), fixture.scene)
+    db.prepare("INSERT INTO store_meta (key, value, updated_at) VALUES ('distill.conversation.session-deleted', '{}', 0)").run()
+    db.pragma('wal_checkpoint(TRUNCATE)')
+    return {
+      pageSize: Number(db.pragma('page_size', { simple: true })),
+      root: Number(db.prepare("SELECT rootpage FROM sqlite_schema WHERE name = 'store_messages_created'").pluck().get()),
+    }
+  })
   // Flip the last byte of the index's (single, leaf) page: one entry now points at the wrong row.
   const fd = openSync(path, 'r+')
   const page = Buffer.alloc(pageSize)
@@ -89,9 +92,7 @@ describe('doctor', () => {
     expect(before['search-index']).toMatchObject({ status: 'problem' })
     expect(before['search-index']!.details.join('\n')).toMatch(/index holds 6 messages and 5 memories, the database 7 and 6/)
     // Without --fix, nothing was written: the orphan is still there.
-    const raw = new Database(path, { readonly: true })
-    expect(raw.prepare("SELECT COUNT(*) FROM store_messages WHERE id = 'orphan-message'").pluck().get()).toBe(1)
-    raw.close()
+    expect(withRawDatabase(path, (raw) => raw.prepare("SELECT COUNT(*) FROM store_messages WHERE id = 'orphan-message'").pluck().get(), { readonly: true })).toBe(1)
 
     const text = await cli(['doctor', '--data-dir', fixture.dataDir])
     expect(text.stdout).toContain('[FAIL] foreign-keys   2 orphan rows')
@@ -137,12 +138,12 @@ describe('doctor', () => {
     // Turn the file into what the previous store version wrote: undo its newest migration.
     const migrations = loadMigrationDir(join(dirname(createRequire(import.meta.url).resolve('@dsh-memory/store/package.json')), 'migrations', 'store'))
     const newest = migrations.migrations[migrations.migrations.length - 1]!
-    const db = new Database(path)
-    for (const [, kind, name] of newest.sql.matchAll(/CREATE\s+(VIRTUAL TABLE|TABLE|UNIQUE INDEX|INDEX)\s+(?:IF NOT EXISTS\s+)?(\w+)/gi)) {
-      db.exec(`DROP ${kind!.toUpperCase().includes('INDEX') ? 'INDEX' : 'TABLE'} IF EXISTS ${name}`)
-    }
-    db.prepare("DELETE FROM store_schema WHERE owner = 'store' AND version = ?").run(newest.version)
-    db.close()
+    withRawDatabase(path, (db) => {
+      for (const [, kind, name] of newest.sql.matchAll(/CREATE\s+(VIRTUAL TABLE|TABLE|UNIQUE INDEX|INDEX)\s+(?:IF NOT EXISTS\s+)?(\w+)/gi)) {
+        db.exec(`DROP ${kind!.toUpperCase().includes('INDEX') ? 'INDEX' : 'TABLE'} IF EXISTS ${name}`)
+      }
+      db.prepare("DELETE FROM store_schema WHERE owner = 'store' AND version = ?").run(newest.version)
+    })
 
     const result = await cli(['doctor', '--data-dir', fixture.dataDir, '--json'])
     expect(result.code).toBe(4)
@@ -165,9 +166,7 @@ describe('doctor', () => {
   it('refuses a database written by a newer dsh-memory, and --fix leaves it alone', async () => {
     const fixture = await buildFixture(join(temp.dir, 'future'))
     const path = join(fixture.dataDir, 'memory.db')
-    const db = new Database(path)
-    db.prepare("INSERT INTO store_schema (owner, version, name, checksum, applied_at) VALUES ('store', 99, 'from-the-future', '-', 0)").run()
-    db.close()
+    withRawDatabase(path, (db) => db.prepare("INSERT INTO store_schema (owner, version, name, checksum, applied_at) VALUES ('store', 99, 'from-the-future', '-', 0)").run())
     const result = await cli(['doctor', '--data-dir', fixture.dataDir, '--json'])
     expect(result.code).toBe(4)
     const schema = checksOf(result.stdout).schema!
@@ -175,9 +174,7 @@ describe('doctor', () => {
     expect(schema.details[0]).toMatch(/99/)
     const fix = await cli(['doctor', '--fix', '--data-dir', fixture.dataDir])
     expect(fix.code).toBe(4)
-    const after = new Database(path, { readonly: true })
-    expect(after.prepare("SELECT COUNT(*) FROM store_schema WHERE version = 99").pluck().get()).toBe(1)
-    after.close()
+    expect(withRawDatabase(path, (after) => after.prepare('SELECT COUNT(*) FROM store_schema WHERE version = 99').pluck().get(), { readonly: true })).toBe(1)
     const status = await cli(['status', '--data-dir', fixture.dataDir])
     expect(status.code).toBe(1)
     expect(status.stderr).toMatch(/^error: .*99.*\(schema-too-new\)\n$/)

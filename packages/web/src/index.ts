@@ -47,8 +47,8 @@ export { DEFAULT_PORT, isLoopback, resolveServeOptions } from './core/options.ts
 export type { ServeOptions, ServeOptionsInput } from './core/options.ts'
 export { newToken } from './core/token.ts'
 export { DATABASE_FILE, databaseOf, locateDataDir } from './core/data-dir.ts'
-export { dailyCounts, memoryKinds, openReadOnly, storeCounts } from './core/sqlite-stats.ts'
-export type { DayCounts, StoreCounts } from './core/sqlite-stats.ts'
+// The overview's counts come from the store's stats API (`store.stats`).
+export type { DayCounts, StoreCounts } from '@dsh-memory/store'
 export { describeError, isWebError, WebError } from './core/errors.ts'
 export type { WebErrorCode } from './core/errors.ts'
 export { LANGS, pickLang, translator } from './core/i18n.ts'

@@ -1,6 +1,6 @@
 import { request } from 'node:http'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
+import { openMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { csrfToken, isWebError, pickLang, resolveServeOptions, type RunningMemoryBrowser, startMemoryBrowser, tokenCookieName } from '../src/index.ts'
 import { buildWebFixture, scratch, type WebFixture } from './fixture.ts'
@@ -109,13 +109,13 @@ describe('mutations', () => {
     })
     expect(res.status).toBe(200)
     const { id } = (await res.json()) as { id: string }
-    const db = new Database(join(fixture.dataDir, 'memory.db'), { readonly: true })
+    // Read back through a second, read-only store on the same file (what another process sees).
+    const store = openMemoryStore({ path: join(fixture.dataDir, 'memory.db'), readonly: true })
     try {
-      const rows = db.prepare('SELECT id, text, superseded_by FROM store_memories WHERE id IN (?, ?)').all(fixture.memories.blogHost, id) as { id: string; text: string; superseded_by: string | null }[]
-      expect(rows.find((row) => row.id === id)?.text).toBe('ブログは Cloudflare Pages と R2 でホストしている。')
-      expect(rows.find((row) => row.id === fixture.memories.blogHost)?.superseded_by).toBe(id)
+      expect((await store.memories.get(id))?.text).toBe('ブログは Cloudflare Pages と R2 でホストしている。')
+      expect((await store.memories.get(fixture.memories.blogHost))?.supersededBy).toBe(id)
     } finally {
-      db.close()
+      await store.close()
     }
   })
 })

@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
+import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type RunningMemoryBrowser, startMemoryBrowser } from '../src/index.ts'
@@ -39,12 +39,13 @@ async function session(options: { colorScheme?: 'light' | 'dark'; locale?: strin
 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
 
-function readDb<T>(fn: (db: Database.Database) => T): T {
-  const db = new Database(join(fixture.dataDir, 'memory.db'), { readonly: true })
+/** Read through a second, read-only store on the same file (what another process sees). */
+async function readStore<T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> {
+  const store = openMemoryStore({ path: join(fixture.dataDir, 'memory.db'), readonly: true })
   try {
-    return fn(db)
+    return await fn(store)
   } finally {
-    db.close()
+    await store.close()
   }
 }
 
@@ -171,29 +172,29 @@ describe('the memory browser in Chromium', () => {
       expect(await page.textContent('.flash')).toContain('Saved')
       const newId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
       expect(newId).not.toBe(fixture.memories.deployDay)
-      const edited = readDb((db) => db.prepare('SELECT id, text, superseded_by FROM store_memories WHERE id IN (?, ?)').all(fixture.memories.deployDay, newId) as { id: string; text: string; superseded_by: string | null }[])
-      expect(edited.find((row) => row.id === newId)).toMatchObject({ text: 'Deploy the shop API on Tuesdays only (周二).', superseded_by: null })
-      expect(edited.find((row) => row.id === fixture.memories.deployDay)?.superseded_by).toBe(newId)
+      const edited = await readStore(async (store) => [await store.memories.get(fixture.memories.deployDay), await store.memories.get(newId)])
+      expect(edited[1]).toMatchObject({ text: 'Deploy the shop API on Tuesdays only (周二).', supersededBy: null })
+      expect(edited[0]?.supersededBy).toBe(newId)
       await shot(page, 'memory-edited-light')
 
       // Forget: the row is gone (confirmed in the dialog).
       await page.goto(`${app.origin}/memories/${fixture.memories.flaky}`)
       await page.click('form[data-form="forget"] button[type="submit"]')
       await page.waitForURL((url) => url.searchParams.get('done') === 'forgotten')
-      expect(readDb((db) => db.prepare('SELECT COUNT(*) AS n FROM store_memories WHERE id = ?').get(fixture.memories.flaky) as { n: number }).n).toBe(0)
+      expect(await readStore((store) => store.memories.get(fixture.memories.flaky))).toBeUndefined()
 
       // Promote: a global version supersedes the workspace one.
       await page.goto(`${app.origin}/memories/${fixture.memories.style}`)
       await page.click('form[data-form="promote"] button[type="submit"]')
       await page.waitForURL((url) => url.searchParams.get('done') === 'promoted')
       const promotedId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
-      const promoted = readDb((db) => db.prepare('SELECT id, scope, workspace, superseded_by FROM store_memories WHERE id IN (?, ?)').all(fixture.memories.style, promotedId) as { id: string; scope: string; workspace: string | null; superseded_by: string | null }[])
-      expect(promoted.find((row) => row.id === promotedId)).toMatchObject({ scope: 'global', workspace: null, superseded_by: null })
-      expect(promoted.find((row) => row.id === fixture.memories.style)?.superseded_by).toBe(promotedId)
+      const promoted = await readStore(async (store) => [await store.memories.get(fixture.memories.style), await store.memories.get(promotedId)])
+      expect(promoted[1]).toMatchObject({ scope: 'global', workspace: null, supersededBy: null })
+      expect(promoted[0]?.supersededBy).toBe(promotedId)
       expect(await page.textContent('[data-card="history"]')).toContain('Prefers small pull requests')
 
       // The audit log names the browser as the actor.
-      expect(readDb((db) => db.prepare("SELECT COUNT(*) AS n FROM store_audit WHERE actor = 'web'").get() as { n: number }).n).toBeGreaterThanOrEqual(3)
+      expect((await readStore((store) => store.audit.list({ actor: 'web', limit: 10_000 }))).length).toBeGreaterThanOrEqual(3)
     } finally {
       await context.close()
     }

@@ -16,21 +16,8 @@
  *   tokenizer and hold exactly the database's messages and memories (`--fix` rebuilds them).
  */
 import type { Command } from 'commander'
-import { isMemoryStoreError, type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { type ForeignKeyViolation, isMemoryStoreError, type MemoryStore, openMemoryStore, openStoreMaintenance, type SceneOrphans } from '@dsh-memory/store'
 import { existingDatabase, resolveCliDataDir, withDataDir } from '../data/data-dir.ts'
-import {
-  documentCounts,
-  type ForeignKeyViolation,
-  foreignKeyViolations,
-  integrityCheck,
-  openForRepair,
-  openReadOnly,
-  orphanDistillStates,
-  reindex,
-  repairForeignKeys,
-  type SceneOrphans,
-  sceneOrphans,
-} from '../data/sqlite-inspect.ts'
 import { CliError, type CliIO, EXIT, printJson, println } from '../io.ts'
 
 /** One check's outcome. */
@@ -105,20 +92,24 @@ async function checkIndex(store: MemoryStore, expected: { messages: number; memo
   }
 }
 
+/** Where distill keeps a conversation's bookkeeping (meta key `<prefix><conversation id>`). */
+const DISTILL_STATE_PREFIX = 'distill.conversation.'
+
 async function inspect(path: string): Promise<Findings> {
-  const db = openReadOnly(path)
+  const db = openStoreMaintenance(path)
   let integrity: string[]
   let violations: ForeignKeyViolation[]
   let scenes: SceneOrphans[] = []
   let distillStates: string[] = []
   let counts = { messages: 0, memories: 0 }
   try {
-    integrity = integrityCheck(db)
-    violations = foreignKeyViolations(db)
+    integrity = db.integrityCheck()
+    violations = db.foreignKeyViolations()
     try {
-      scenes = sceneOrphans(db)
-      distillStates = orphanDistillStates(db)
-      counts = documentCounts(db)
+      scenes = db.sceneOrphans()
+      // Long ids are stored hashed (64 hex characters); those cannot be matched back and are kept.
+      distillStates = db.metaKeysOfMissingConversations(DISTILL_STATE_PREFIX).filter((key) => !/^[0-9a-f]{64}$/.test(key.slice(DISTILL_STATE_PREFIX.length)))
+      counts = db.documentCounts()
     } catch (error) {
       // Tables a pending migration has not created yet: the schema check reports that.
       if (!/no such (table|column)/.test((error as Error).message)) integrity.push(`cannot read the store tables: ${(error as Error).message}`)
@@ -185,9 +176,9 @@ async function repair(path: string, findings: Findings): Promise<Map<string, str
   if (findings.schema.status === 'too-new') return fixed
   const integrityOk = findings.integrity.length === 1 && findings.integrity[0] === 'ok'
   if (!integrityOk) {
-    const db = openForRepair(path)
+    const db = openStoreMaintenance(path, { repair: true })
     try {
-      reindex(db)
+      db.reindex()
       fixed.set('integrity', 'rebuilt every index (REINDEX)')
     } catch (error) {
       fixed.set('integrity', `REINDEX failed: ${(error as Error).message}`)
@@ -210,9 +201,9 @@ async function repair(path: string, findings: Findings): Promise<Map<string, str
       const rest = findings.violations.filter((violation) => !messages.includes(violation))
       let sql = { cleared: 0, deleted: 0 }
       if (rest.length > 0) {
-        const db = openForRepair(path)
+        const db = openStoreMaintenance(path, { repair: true })
         try {
-          sql = repairForeignKeys(db, rest)
+          sql = db.repairForeignKeys(rest)
         } finally {
           db.close()
         }

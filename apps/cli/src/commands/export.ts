@@ -9,7 +9,6 @@ import type { Command } from 'commander'
 import { Option } from 'commander'
 import type { Memory, MemoryStore, Persona, Scene } from '@dsh-memory/store'
 import { existingDatabase, resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
-import { openReadOnly, storeCounts } from '../data/sqlite-inspect.ts'
 import type { CliIO } from '../io.ts'
 import { createProgress } from '../progress.ts'
 
@@ -144,16 +143,9 @@ export function registerExport(program: Command, io: CliIO): void {
     .action(async (options: { dataDir?: string; format: 'jsonl' | 'markdown'; out?: string; messages?: boolean; quiet?: boolean }) => {
       const dataDir = resolveCliDataDir(options.dataDir)
       const path = existingDatabase(dataDir)
-      const db = openReadOnly(path)
-      const counts = (() => {
-        try {
-          return storeCounts(db)
-        } finally {
-          db.close()
-        }
-      })()
       const progress = createProgress(io, options.quiet === true)
       await withStore(dataDir, { readonly: true }, async (store) => {
+        const counts = await store.stats.counts()
         const sink = sinkFor(io, options.out)
         try {
           if (options.format === 'jsonl') {

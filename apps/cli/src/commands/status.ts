@@ -5,9 +5,8 @@
 import { existsSync, statSync } from 'node:fs'
 import type { Command } from 'commander'
 import { type ConversationState, DistillStateRepository, describeError, type LedgerRow } from '@dsh-memory/distill'
-import type { AppliedMigration, MemoryStore } from '@dsh-memory/store'
+import type { AppliedMigration, MemoryStore, StoreCounts } from '@dsh-memory/store'
 import { existingDatabase, resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
-import { openReadOnly, type StoreCounts, storeCounts } from '../data/sqlite-inspect.ts'
 import { type CliIO, printJson, println } from '../io.ts'
 
 /** Where distillation stands, from its persisted state. */
@@ -105,34 +104,14 @@ export async function costReport(store: MemoryStore): Promise<CostReport> {
   return { rows, total }
 }
 
-/**
- * Bytes of the search index: its FTS5 tables (and their mapping tables and indexes) inside the
- * database file, as SQLite's dbstat reports them; 0 when dbstat is unavailable.
- */
-function searchIndexBytes(db: ReturnType<typeof openReadOnly>): number {
-  try {
-    return Number(db.prepare("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE 'store\\_search%' ESCAPE '\\' OR name LIKE 'sqlite\\_autoindex\\_store\\_search%' ESCAPE '\\'").pluck().get())
-  } catch {
-    return 0
-  }
-}
-
 /** Collect the status of a data dir (read-only). @throws CliError `not-found` when there is no database */
 export async function collectStatus(dataDir: string): Promise<StatusReport> {
   const path = existingDatabase(dataDir)
   return withStore(dataDir, { readonly: true }, async (store) => {
-    const db = openReadOnly(path)
-    let counts: StoreCounts
-    let indexBytes = 0
-    try {
-      counts = storeCounts(db)
-      indexBytes = searchIndexBytes(db)
-    } finally {
-      db.close()
-    }
+    const counts: StoreCounts = await store.stats.counts()
     return {
       dataDir,
-      database: { path, bytes: fileSize(path), walBytes: fileSize(`${path}-wal`), searchIndexBytes: indexBytes },
+      database: { path, bytes: fileSize(path), walBytes: fileSize(`${path}-wal`), searchIndexBytes: await store.stats.searchIndexBytes() },
       schema: schemaVersions(await store.meta.migrations()),
       counts,
       distill: await distillReport(store),

@@ -7,7 +7,6 @@
  */
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import type Database from 'better-sqlite3'
 import { type Cue, type CueRepository, type Idiom, openCueRepository } from '@dsh-memory/cue-bank'
 import { DistillStateRepository, type LedgerDay, type LedgerRow } from '@dsh-memory/distill'
 import { type IndexEntry, type MonthInfo, NamespaceArchive, PalaceWorkspace, readArchive, resolvePalaceOptions } from '@dsh-memory/palace'
@@ -15,6 +14,7 @@ import { feedbackOf, type FeedbackRecord, type InjectSwitch, type MemoryMode, Re
 import {
   type AuditEntry,
   type Conversation,
+  type DayCounts,
   type Memory,
   type MemoryStore,
   type Message,
@@ -22,11 +22,11 @@ import {
   type Persona,
   type Scene,
   type Scope,
+  type StoreCounts,
 } from '@dsh-memory/store'
 import { type Branch, type BranchEvent, type Checkpoint, type MainlineItem, openStoreTreeRepository, type Project, type TreeRepository } from '@dsh-memory/tree'
 import { databaseOf } from './data-dir.ts'
 import { WebError } from './errors.ts'
-import { dailyCounts, type DayCounts, memoryKinds, openReadOnly, type StoreCounts, storeCounts } from './sqlite-stats.ts'
 
 /** One page of a list. */
 export interface Page<T> {
@@ -176,7 +176,6 @@ export class MemoryBrowser {
   readonly #now: () => number
   readonly #palaceWorkspaces: readonly string[]
   readonly #recall: RecallEngine
-  #stats: Database.Database | undefined
   #cues: CueRepository | null | undefined
   #tree: TreeRepository | null | undefined
   #closed = false
@@ -204,10 +203,8 @@ export class MemoryBrowser {
     return new MemoryBrowser(store, false, options.dataDir ?? join(store.path, '..'), options)
   }
 
-  #db(): Database.Database {
+  #assertOpen(): void {
     if (this.#closed) throw new WebError('unsupported', 'the memory browser is closed')
-    this.#stats ??= openReadOnly(this.store.path)
-    return this.#stats
   }
 
   async #owners(): Promise<Set<string>> {
@@ -218,9 +215,9 @@ export class MemoryBrowser {
 
   /** Counts, the daily chart series, distillation activity and the cost ledger. */
   async overview(): Promise<Overview> {
-    const db = this.#db()
-    const counts = storeCounts(db)
-    const daily = dailyCounts(db)
+    this.#assertOpen()
+    const counts = await this.store.stats.counts()
+    const daily = await this.store.stats.daily()
     const owners = await this.#owners()
     const state = new DistillStateRepository(this.store)
     let distill: DistillActivity
@@ -265,8 +262,9 @@ export class MemoryBrowser {
   // memories ------------------------------------------------------------------------------------
 
   /** Kinds of current memories, most common first. */
-  kinds(): string[] {
-    return memoryKinds(this.#db())
+  async kinds(): Promise<string[]> {
+    this.#assertOpen()
+    return this.store.stats.kinds()
   }
 
   /** One page of memories: by date, or ranked by a full-text query (Chinese and Japanese work). */
@@ -601,7 +599,6 @@ export class MemoryBrowser {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    this.#stats?.close()
     this.#cues?.close()
     await this.#tree?.close()
     if (this.#ownsStore) await this.store.close()

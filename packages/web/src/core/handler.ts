@@ -158,7 +158,7 @@ export function createMemoryBrowserHandler(options: MemoryBrowserHandlerOptions)
 
   const kinds = async (): Promise<string[]> => {
     if (kindsCache && Date.now() - kindsCache.at < KINDS_CACHE_MS) return kindsCache.kinds
-    kindsCache = { at: Date.now(), kinds: browser.kinds() }
+    kindsCache = { at: Date.now(), kinds: await browser.kinds() }
     return kindsCache.kinds
   }
 
