@@ -9,7 +9,7 @@ import { layerKeyOfRow } from './layers.ts'
 import { toMemory } from './rows.ts'
 import * as schema from './schema.ts'
 import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
-import { memoryScopeCondition, memoryValuesOf, readById, type MemoryValues } from './sqlite-values.ts'
+import { memoryScopeCondition, memoryValuesOf, readById, type MemoryValues, updateVersioned } from './sqlite-values.ts'
 import { prepareLabel, prepareText } from './text.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { AddMemoryInput, MemoryFilter, MemoryRepository, MemoryScopeFilter, UpdateMemoryPatch } from './types-memories.ts'
@@ -66,12 +66,7 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
         if (!existing) throw new MemoryStoreError('not-found', `memory ${id} does not exist`)
         if (Object.keys(set).length === 0) return toMemory(existing)
         const now = s.now()
-        const revision = existing.revision + 1
-        s.db
-          .update(t)
-          .set({ ...set, revision, updatedAt: Math.max(now, existing.updatedAt) })
-          .where(eq(t.id, id))
-          .run()
+        const revision = updateVersioned(s, t, existing, set, now)
         if (set.text !== undefined && set.text !== existing.text) s.fts.updateMemory(id, set.text)
         s.record({ entity: 'memory', entityId: id, change: 'update', audit: 'memory.update', revision }, options, now)
         // An embedding is derived data: attaching one does not change what the layer holds.

@@ -6,7 +6,7 @@ import { layerKeyOfRow } from './layers.ts'
 import { toScene } from './rows.ts'
 import * as schema from './schema.ts'
 import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
-import { memoryScopeCondition, placementOf, readById } from './sqlite-values.ts'
+import { memoryScopeCondition, placementOf, readById, updateVersioned } from './sqlite-values.ts'
 import { prepareLabel, prepareText } from './text.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { AddSceneInput, SceneFilter, SceneRepository, UpdateScenePatch } from './types-scenes.ts'
@@ -54,12 +54,7 @@ export function sceneRepository(s: SqliteSession): SceneRepository {
         if (!existing) throw new MemoryStoreError('not-found', `scene ${id} does not exist`)
         if (Object.keys(set).length === 0) return toScene(existing)
         const now = s.now()
-        const revision = existing.revision + 1
-        s.db
-          .update(t)
-          .set({ ...set, revision, updatedAt: Math.max(now, existing.updatedAt) })
-          .where(eq(t.id, id))
-          .run()
+        const revision = updateVersioned(s, t, existing, set, now)
         s.record({ entity: 'scene', entityId: id, change: 'update', audit: 'scene.update', revision }, options, now)
         s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options, now)
         return toScene(getRow(id)!)

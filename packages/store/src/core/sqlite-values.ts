@@ -102,3 +102,25 @@ export function readById<Row, R>(s: SqliteSession, getRow: (id: string) => Row |
     })
   }
 }
+
+/**
+ * Write `set` to a versioned row (a memory or a scene) inside the caller's write: its revision
+ * grows by one and `updatedAt` never goes backwards. @returns the new revision.
+ */
+export function updateVersioned(
+  s: SqliteSession,
+  table: typeof schema.memories | typeof schema.scenes,
+  existing: { id: string; revision: number; updatedAt: number },
+  set: Record<string, unknown>,
+  now: number,
+): number {
+  const revision = existing.revision + 1
+  // The two tables share these columns; drizzle cannot type an update over a union of tables.
+  const t = table as typeof schema.memories
+  s.db
+    .update(t)
+    .set({ ...set, revision, updatedAt: Math.max(now, existing.updatedAt) })
+    .where(eq(t.id, existing.id))
+    .run()
+  return revision
+}
