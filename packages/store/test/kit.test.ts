@@ -16,6 +16,7 @@ import {
   replaceCodeFences,
   retryWhileBusy,
   strictOptionsSchema,
+  toolOutput,
   toolParameters,
 } from '../src/kit/index.ts'
 
@@ -175,6 +176,16 @@ describe('kit: tool input', () => {
       required: ['query'],
     })
     expect(Object.getPrototypeOf(schema)).toBe(Object.prototype)
+  })
+
+  it('generates output schemas in the subset the host enforces (no bounds, boolean additionalProperties)', () => {
+    const output = toolOutput(z.looseObject({ count: z.number().int(), items: z.array(z.object({ id: z.string().min(1) })) }))
+    expect(output).toEqual({
+      type: 'object',
+      properties: { count: { type: 'integer' }, items: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'], additionalProperties: false } } },
+      required: ['count', 'items'],
+      additionalProperties: true,
+    })
   })
 
   it('parses valid input and names the bad field of invalid input', () => {

@@ -17,9 +17,30 @@ export function toolParameters(schema: z.ZodType): JsonSchema {
   return plainJsonSchema(schema, 'input')
 }
 
-/** The JSON Schema of what a tool returns (the host's mandatory `output.schema`), as plain JSON. */
+/**
+ * The JSON Schema of what a tool returns (the host's mandatory `output.schema`), as plain JSON
+ * in the subset the host enforces on outputs: `type`, `properties`, `required`, boolean
+ * `additionalProperties`, `items`, `enum`, `const`, `oneOf` and annotations. Bounds zod adds
+ * (`minimum`, `maxLength`, …) are dropped, and "anything more" (`{}`) becomes `true`.
+ */
 export function toolOutput(schema: z.ZodType): JsonSchema {
-  return plainJsonSchema(schema, 'output')
+  return outputSubset(plainJsonSchema(schema, 'output')) as JsonSchema
+}
+
+const OUTPUT_KEYWORDS = new Set(['type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'oneOf', 'description', 'title', 'default', 'examples'])
+
+function outputSubset(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(outputSubset)
+  if (node === null || typeof node !== 'object') return node
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(node)) {
+    if (!OUTPUT_KEYWORDS.has(key)) continue
+    if (key === 'properties') out[key] = Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([name, child]) => [name, outputSubset(child)]))
+    else if (key === 'additionalProperties') out[key] = typeof value === 'boolean' ? value : true
+    else if (key === 'items' || key === 'oneOf') out[key] = outputSubset(value)
+    else out[key] = value
+  }
+  return out
 }
 
 function plainJsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
