@@ -5,6 +5,6 @@ import { defineConfig } from 'vitest/config'
 // `npm test -- <file filter>` or `npm test -- -t "<test name>"`.
 export default defineConfig({
   test: {
-    projects: ['packages/*', 'apps/*'],
+    projects: ['packages/*', 'apps/*', 'scripts'],
   },
 })

@@ -1,3 +1,3 @@
 import { packageBuild } from '../../tsup.base.ts'
 
-export default packageBuild({ entry: ['src/index.ts', 'src/plugin.ts'], external: ['better-sqlite3'] })
+export default packageBuild({ entry: ['src/index.ts', 'src/plugin.ts', 'src/kit/index.ts'], external: ['better-sqlite3'] })

@@ -1,40 +1,26 @@
 import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { lastUserText, startModelServer, type ModelServer } from '../src/model-server.js'
-import type { DshHome } from '../src/host.js'
-import { freshHome, tarballs } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { lastUserText } from '../src/model-server.js'
+import { useHostProfile } from './helpers.js'
 
 describe('capture in the real DSH host', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
-
-  beforeAll(async () => {
-    server = await startModelServer({
-      responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 40)}` }),
-    })
-    ;({ home, root, cleanup } = await freshHome('capture'))
-    // Installed the way a user installs: `dsh plugin --profile capture add <tarballs>`.
-    await home.createProfile('capture', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture'])
-  })
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
+  // Installed the way a user installs: `dsh plugin --profile capture add <tarballs>`.
+  const hosted = useHostProfile('capture', {
+    packages: ['@dsh-memory/store', '@dsh-memory/capture'],
+    responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 40)}` }),
   })
 
   it('stores both sessions of two workspaces, user and assistant, exactly once', async () => {
-    const alpha = join(root, 'work', 'alpha')
-    const beta = join(root, 'work', 'beta')
-    const first = await home.run({ profile: 'capture', cwd: alpha, modelUrl: server.url, args: ['My favourite editor is Helix.'] })
+    const alpha = join(hosted.root, 'work', 'alpha')
+    const beta = join(hosted.root, 'work', 'beta')
+    const first = await hosted.home.run({ profile: 'capture', cwd: alpha, modelUrl: hosted.server.url, args: ['My favourite editor is Helix.'] })
     expect(first.stderr).not.toMatch(/Error:/)
     expect(first.code).toBe(0)
-    const second = await home.run({ profile: 'capture', cwd: beta, modelUrl: server.url, args: ['我们决定使用 PostgreSQL 作为主数据库。'] })
+    const second = await hosted.home.run({ profile: 'capture', cwd: beta, modelUrl: hosted.server.url, args: ['我们决定使用 PostgreSQL 作为主数据库。'] })
     expect(second.code).toBe(0)
 
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    const store = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db') })
     try {
       const conversations = await store.conversations.list()
       expect(conversations).toHaveLength(2)
@@ -66,10 +52,10 @@ describe('capture in the real DSH host', () => {
   })
 
   it('fails boot with a message naming the field when capture config is broken', async () => {
-    const result = await home.run({
+    const result = await hosted.home.run({
       profile: 'capture',
-      cwd: join(root, 'work', 'broken'),
-      modelUrl: server.url,
+      cwd: join(hosted.root, 'work', 'broken'),
+      modelUrl: hosted.server.url,
       patch: '- id: memory-capture\n  config:\n    maxMessageChars: lots\n',
       args: ['hello'],
     })

@@ -1,10 +1,10 @@
 import { join } from 'node:path'
 import { openCueRepository } from '@dsh-memory/cue-bank'
 import { openMemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome, DshRunResult } from '../src/host.js'
-import { contentText, lastUserText, startModelServer, type LoggedRequest, type ModelServer } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import type { DshRunResult } from '../src/host.js'
+import { contentText, lastUserText, type LoggedRequest } from '../src/model-server.js'
+import { useHostProfile } from './helpers.js'
 import { followupOverlay, writeFollowupPlugin } from './support/cue-bank-followup.js'
 
 const BLOCK = '<memory-cues source="cue-bank">'
@@ -24,44 +24,35 @@ function blocks(request: LoggedRequest): number {
 }
 
 describe('cue-bank in the real DSH host', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
   let alpha: string
 
-  const chatSince = (start: number) => server.requests.slice(start).filter((request) => request.purpose === 'chat')
+  const chatSince = (start: number) => hosted.server.requests.slice(start).filter((request) => request.purpose === 'chat')
 
   async function run(prompt: string, options: { cwd?: string; patch?: string } = {}): Promise<{ result: DshRunResult; requests: LoggedRequest[] }> {
-    const start = server.requests.length
-    const result = await home.run({ profile: 'cue-bank', cwd: options.cwd ?? alpha, modelUrl: server.url, args: [prompt], patch: options.patch })
+    const start = hosted.server.requests.length
+    const result = await hosted.home.run({ profile: 'cue-bank', cwd: options.cwd ?? alpha, modelUrl: hosted.server.url, args: [prompt], patch: options.patch })
     expect(result.stderr).not.toMatch(/Error/)
     expect(result.code).toBe(0)
     return { result, requests: chatSince(start) }
   }
 
-  beforeAll(async () => {
-    server = await startModelServer({
-      responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }),
-    })
-    ;({ home, root, cleanup } = await freshHome('cue-bank'))
-    alpha = join(root, 'work', 'alpha')
-    // Installed the way a user installs: `dsh plugin --profile cue-bank add <tarballs>`. Capture is
-    // not needed by the cue bank; it is installed so cue_bank_open can show recorded L0 turns.
-    await home.createProfile('cue-bank', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/cue-bank'])
+  const hosted = useHostProfile('cue-bank', {
+    packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/cue-bank'],
+    responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }),
   })
 
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
-  })
+  beforeAll(async () => {
+    alpha = join(hosted.root, 'work', 'alpha')
+    // Installed the way a user installs: `dsh plugin --profile cue-bank add <tarballs>`. Capture is
+    // not needed by the cue bank; it is installed so cue_bank_open can show recorded L0 turns.
+    })
 
   it('session B switching to session A’s topic gets the cue block; continuing on it gets no second block; an unrelated topic and another workspace get none', async () => {
     // Session A talks about one topic; its cues are written at turn end.
     const a = await run(TOPIC_A)
     expect(a.requests.every((request) => blocks(request) === 0)).toBe(true)
     const sessionA = sessionOf(a.requests[0]!)
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    const store = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db') })
     try {
       const repository = await openCueRepository(store)
       const cues = repository.listCues(undefined)
@@ -75,7 +66,7 @@ describe('cue-bank in the real DSH host', () => {
 
     // Session B starts on something else, then switches to A's topic, then continues on it: three
     // prompts in one session (a support plugin sends the second and third through agent.followup).
-    const plugin = await writeFollowupPlugin(root)
+    const plugin = await writeFollowupPlugin(hosted.root)
     const b = await run(UNRELATED, { patch: followupOverlay(plugin, [SWITCH_B, CONTINUE_B]) })
     expect(b.requests).toHaveLength(3)
     const [openRequest, switchRequest, continueRequest] = b.requests as [LoggedRequest, LoggedRequest, LoggedRequest]
@@ -105,13 +96,13 @@ describe('cue-bank in the real DSH host', () => {
     expect(c.requests.every((request) => blocks(request) === 0)).toBe(true)
 
     // A's topic from another workspace: its cues are not that workspace's.
-    const d = await run(SWITCH_B, { cwd: join(root, 'work', 'beta') })
+    const d = await run(SWITCH_B, { cwd: join(hosted.root, 'work', 'beta') })
     expect(d.requests.every((request) => blocks(request) === 0)).toBe(true)
 
     // The cue the block showed was marked as woken in the store.
     const shown = [...block.matchAll(/cue: ([ct]-[0-9a-f-]+)/g)].map((match) => match[1]!)
     expect(shown.length).toBeGreaterThan(0)
-    const after = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    const after = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db') })
     try {
       const repository = await openCueRepository(after)
       const woken = shown.map((id) => repository.getCue(id))
@@ -124,7 +115,7 @@ describe('cue-bank in the real DSH host', () => {
 
   it('the model can open a woken cue’s source with cue_bank_open, and the next step shows no second block', async () => {
     let asked: { cueId: string; session: string } | undefined
-    server.setResponder((request) => {
+    hosted.server.setResponder((request) => {
       if (request.purpose !== 'chat') return undefined
       const toolResult = request.body.messages.find((message) => message.role === 'tool')
       if (toolResult) return { kind: 'text', text: `Source: ${contentText(toolResult.content).slice(0, 200)}` }
@@ -153,13 +144,13 @@ describe('cue-bank in the real DSH host', () => {
   })
 
   it("partition 'user' gives one person one bank across workspaces, and inject.format 'reference' shows the reference's block", async () => {
-    server.setResponder((request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }))
+    hosted.server.setResponder((request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }))
     const patch = '- id: memory-cue-bank\n  config:\n    partition: user\n    userId: e2e-person\n    inject:\n      format: reference\n'
     const topic = '我们决定用 Redis 集群做会话缓存，过期时间设为 30 分钟'
     const back = 'Redis 集群的会话缓存过期时间是多少？'
-    await run(topic, { cwd: join(root, 'work', 'gamma'), patch })
+    await run(topic, { cwd: join(hosted.root, 'work', 'gamma'), patch })
     // Another project of the same person: the topic wakes, in the reference's own words.
-    const other = await run(back, { cwd: join(root, 'work', 'delta'), patch })
+    const other = await run(back, { cwd: join(hosted.root, 'work', 'delta'), patch })
     const texts = other.requests.flatMap((request) => request.body.messages.map((message) => contentText(message.content)))
     const block = texts.find((text) => text.includes('📌 记忆唤醒（cue-bank）'))
     expect(block).toBeDefined()
@@ -171,7 +162,7 @@ describe('cue-bank in the real DSH host', () => {
     expect(block).toContain('查看原始对话：调用 cue_bank_open')
     expect(texts.some((text) => text.includes(BLOCK))).toBe(false)
     // The cue lives in the person's partition, not in either workspace's.
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    const store = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db') })
     try {
       const repository = await openCueRepository(store)
       const cues = repository.listCues(['user:e2e-person'])
@@ -181,15 +172,15 @@ describe('cue-bank in the real DSH host', () => {
       await store.close()
     }
     // With the default (per-workspace) bank, a third workspace does not see it.
-    const isolated = await run(back, { cwd: join(root, 'work', 'epsilon') })
+    const isolated = await run(back, { cwd: join(hosted.root, 'work', 'epsilon') })
     expect(isolated.requests.every((request) => blocks(request) === 0 && !request.body.messages.some((message) => contentText(message.content).includes('📌')))).toBe(true)
   })
 
   it('fails boot with a message naming the field when the cue-bank config is broken', async () => {
-    const result = await home.run({
+    const result = await hosted.home.run({
       profile: 'cue-bank',
-      cwd: join(root, 'work', 'broken'),
-      modelUrl: server.url,
+      cwd: join(hosted.root, 'work', 'broken'),
+      modelUrl: hosted.server.url,
       patch: '- id: memory-cue-bank\n  config:\n    topic:\n      switchThreshold: 7\n',
       args: ['hello'],
     })

@@ -1,9 +1,8 @@
 import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome } from '../src/host.js'
-import { lastUserText, requestText, startModelServer, type ModelServer, type ScriptedReply } from '../src/model-server.js'
-import { freshHome, tarballs, withHomeStore } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { lastUserText, requestText, type ScriptedReply } from '../src/model-server.js'
+import { useHostProfile, withHomeStore } from './helpers.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
 
 const FACTS: ScriptedFact[] = [
@@ -13,48 +12,35 @@ const FACTS: ScriptedFact[] = [
   { match: '猫', kind: 'fact', text: 'ユーザーは猫を二匹飼っている。', scope: 'global' },
 ]
 
-
 /** Distill calls get the scripted extraction, everything else a chat reply. */
 const chat = (request: Parameters<typeof distillReply>[0]): ScriptedReply => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 40)}` })
 
 describe('distill in the real DSH host', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
   let mode: 'ok' | 'http-500' | 'garbage' = 'ok'
 
-  beforeAll(async () => {
-    server = await startModelServer({
-      responder: (request) => {
-        if (!distillLayer(request)) return chat(request)
-        if (mode === 'http-500') return { kind: 'http-error', status: 500 }
-        if (mode === 'garbage') return { kind: 'garbage', body: '<html>502 Bad Gateway</html>' }
-        return distillReply(request, FACTS)
-      },
-    })
-    ;({ home, root, cleanup } = await freshHome('distill'))
-    await home.createProfile('distill', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill'])
+  const hosted = useHostProfile('distill', {
+    packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill'],
+    responder: (request) => {
+      if (!distillLayer(request)) return chat(request)
+      if (mode === 'http-500') return { kind: 'http-error', status: 500 }
+      if (mode === 'garbage') return { kind: 'garbage', body: '<html>502 Bad Gateway</html>' }
+      return distillReply(request, FACTS)
+    },
   })
 
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
-  })
-
-  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(home, fn)
-  const distillRequests = () => server.requests.filter((request) => distillLayer(request))
-  const run = (cwd: string, prompt: string, patch = '') => home.run({ profile: 'distill', cwd, modelUrl: server.url, patch, args: [prompt] })
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(hosted.home, fn)
+  const distillRequests = () => hosted.server.requests.filter((request) => distillLayer(request))
+  const run = (cwd: string, prompt: string, patch = '') => hosted.home.run({ profile: 'distill', cwd, modelUrl: hosted.server.url, patch, args: [prompt] })
 
   it('distills what the user said into L1 memories during the headless run', async () => {
-    const workspace = join(root, 'work', 'alpha')
-    const before = server.requests.length
+    const workspace = join(hosted.root, 'work', 'alpha')
+    const before = hosted.server.requests.length
     const result = await run(workspace, 'I live in Sapporo and I prefer dark roast coffee.')
     expect(result.stderr).not.toMatch(/Error:/)
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('Noted: I live in Sapporo')
 
-    const requests = server.requests.slice(before).filter((request) => distillLayer(request) === 'l1')
+    const requests = hosted.server.requests.slice(before).filter((request) => distillLayer(request) === 'l1')
     expect(requests).toHaveLength(1)
     // A background call: no tools, no session header, our marker first in the system prompt.
     expect(requests[0]!.body.tools ?? []).toHaveLength(0)
@@ -79,9 +65,9 @@ describe('distill in the real DSH host', () => {
   })
 
   it('keeps the turn working when distillation gets HTTP 500 or garbage, stores nothing invalid, and retries on the next run', async () => {
-    const beta = join(root, 'work', 'beta')
-    const gamma = join(root, 'work', 'gamma')
-    const delta = join(root, 'work', 'delta')
+    const beta = join(hosted.root, 'work', 'beta')
+    const gamma = join(hosted.root, 'work', 'gamma')
+    const delta = join(hosted.root, 'work', 'delta')
 
     mode = 'http-500'
     let started = Date.now()
@@ -134,7 +120,7 @@ describe('distill in the real DSH host', () => {
   })
 
   it('fails boot with a message naming the field when distill config is broken', async () => {
-    const result = await run(join(root, 'work', 'broken'), 'hello', '- id: memory-distill\n  config:\n    extract:\n      minMessages: lots\n')
+    const result = await run(join(hosted.root, 'work', 'broken'), 'hello', '- id: memory-distill\n  config:\n    extract:\n      minMessages: lots\n')
     const output = result.stdout + result.stderr
     expect(result.code).not.toBe(0)
     expect(output).toMatch(/memory-distill/)

@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
-import { inject } from 'vitest'
+import { afterAll, beforeAll, inject } from 'vitest'
 import { DshHome } from '../src/host.js'
+import { startModelServer, type ModelServer, type Responder } from '../src/model-server.js'
 
 /** A fresh DSH home under the OS temp dir; removed by the returned cleanup unless KEEP_E2E is set. */
 export async function freshHome(label: string): Promise<{ home: DshHome; root: string; cleanup: () => Promise<void> }> {
@@ -30,5 +31,56 @@ export async function withHomeStore<T>(home: DshHome, fn: (store: MemoryStore) =
     return await fn(store)
   } finally {
     await store.close()
+  }
+}
+
+/** What {@link useHostProfile} gives a describe block; read it inside tests and later hooks. */
+export interface HostedProfile {
+  /** The scripted model server the host talks to. */
+  readonly server: ModelServer
+  /** The fresh DSH home. */
+  readonly home: DshHome
+  /** The temp dir holding the home (and any workspaces a test makes). */
+  readonly root: string
+  /** The profile directory, as `createProfile` returned it. */
+  readonly profileDir: string
+}
+
+/**
+ * The setup nearly every end-to-end file needs, registered in the calling describe block: a
+ * scripted model server, a fresh DSH home, and one profile with `packages` installed from the
+ * packed tarballs the way a user installs them (`dsh plugin --profile <profile> add …`); the
+ * server is closed and the home removed after the block. Hooks registered after this call run
+ * after it, so they can seed the home.
+ */
+export function useHostProfile(label: string, options: { readonly packages: readonly string[]; readonly profile?: string; readonly responder?: Responder }): HostedProfile {
+  let state: (HostedProfile & { cleanup: () => Promise<void> }) | undefined
+  let server: ModelServer | undefined
+  beforeAll(async () => {
+    server = await startModelServer(options.responder ? { responder: options.responder } : {})
+    const { home, root, cleanup } = await freshHome(label)
+    state = { server, home, root, cleanup, profileDir: await home.createProfile(options.profile ?? label, tarballs(), options.packages) }
+  })
+  afterAll(async () => {
+    await server?.close()
+    await state?.cleanup()
+  })
+  const ready = (): HostedProfile => {
+    if (!state) throw new Error(`the ${label} host profile is not set up yet (read it inside tests and hooks)`)
+    return state
+  }
+  return {
+    get server() {
+      return ready().server
+    },
+    get home() {
+      return ready().home
+    },
+    get root() {
+      return ready().root
+    },
+    get profileDir() {
+      return ready().profileDir
+    },
   }
 }

@@ -1,9 +1,8 @@
 import { join } from 'node:path'
 import { coordinatedStore, openMemoryStore, type CoordinatedMemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome } from '../src/host.js'
-import { contentText, lastUserText, type LoggedRequest, startModelServer, type ModelServer } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { contentText, lastUserText, type LoggedRequest } from '../src/model-server.js'
+import { useHostProfile } from './helpers.js'
 import { driverOverlay, readReport, startHost, waitForFile, writeLayersDriver, type DriverStep } from './support/layers-driver.js'
 import { loggedUserMessages } from './support/recall-requests.js'
 
@@ -18,15 +17,11 @@ function snapshotsIn(request: LoggedRequest): string[] {
 }
 
 describe('explicit memory layers in the real DSH host, across a restart', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
   let driver: string
-  const workspace = () => join(root, 'work', 'alpha')
+  const workspace = () => join(hosted.root, 'work', 'alpha')
 
   const withStore = async <T>(fn: (store: CoordinatedMemoryStore) => Promise<T>): Promise<T> => {
-    const store = coordinatedStore(openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') }))
+    const store = coordinatedStore(openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db') }))
     try {
       return await fn(store)
     } finally {
@@ -36,8 +31,8 @@ describe('explicit memory layers in the real DSH host, across a restart', () => 
 
   /** Run the driver for one host process; `kill` waits for `mark` and SIGKILLs it there. */
   const drive = async (name: string, config: { sessionId: string; resume: boolean; steps: DriverStep[] }, kill?: string) => {
-    const reportFile = join(root, `report-${name}.json`)
-    const running = await startHost(home, { profile: 'layers', cwd: workspace(), modelUrl: server.url, name, patch: driverOverlay(driver, { ...config, reportFile }) })
+    const reportFile = join(hosted.root, `report-${name}.json`)
+    const running = await startHost(hosted.home, { profile: 'layers', cwd: workspace(), modelUrl: hosted.server.url, name, patch: driverOverlay(driver, { ...config, reportFile }) })
     if (kill) {
       await waitForFile(kill, running)
       running.child.kill('SIGKILL')
@@ -46,29 +41,26 @@ describe('explicit memory layers in the real DSH host, across a restart', () => 
     return { ...result, report: await readReport(reportFile) }
   }
 
-  const chats = (from: number) => server.requests.slice(from).filter((request) => request.purpose === 'chat')
+  const chats = (from: number) => hosted.server.requests.slice(from).filter((request) => request.purpose === 'chat')
   const ledger = (sessionId: string) => withStore(async (store) => JSON.parse((await store.meta.get(`recall.layers.${sessionId}`)) ?? 'null'))
 
+  const hosted = useHostProfile('layers', {
+    packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/recall'],
+    responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 40)}` }),
+  })
+
   beforeAll(async () => {
-    server = await startModelServer({ responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 40)}` }) })
-    ;({ home, root, cleanup } = await freshHome('layers'))
-    await home.createProfile('layers', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/recall'])
-    driver = await writeLayersDriver(join(root, 'plugins'))
+    driver = await writeLayersDriver(join(hosted.root, 'plugins'))
     await withStore(async (store) => {
       await store.memories.add({ kind: 'fact', text: 'Staging deploys of this project go out with Kamal.', scope: 'workspace', workspace: workspace() })
       await store.memories.add({ kind: 'instruction', text: 'Run the linter before every commit.', scope: 'workspace', workspace: workspace() })
       await store.memories.add({ kind: 'preference', text: 'The user drinks green tea while coding.', scope: 'global' })
     })
-  }, 600_000)
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
-  })
+    }, 600_000)
 
   it('the host is killed between queued and committed; the resumed session logs the snapshot exactly once', async () => {
     const sessionId = 'session-layers-e2e-killed'
-    const mark = join(root, 'queued.mark')
+    const mark = join(hosted.root, 'queued.mark')
     const first = await drive(
       'killed-1',
       { sessionId, resume: false, steps: [{ say: 'hello' }, { command: '/memory enable workspace' }, { flush: true }, { mark }, { hang: true }] },
@@ -80,11 +72,11 @@ describe('explicit memory layers in the real DSH host, across a restart', () => 
     const queued = await ledger(sessionId)
     expect(queued.injections.map((record: { state: string }) => record.state)).toEqual(['queued'])
     const id = queued.injections[0].id as string
-    const logged = async () => (await loggedUserMessages(join(home.dir, 'sessions'))).filter((message) => message.text.includes(`injection="${id}"`))
+    const logged = async () => (await loggedUserMessages(join(hosted.home.dir, 'sessions'))).filter((message) => message.text.includes(`injection="${id}"`))
     expect(await logged()).toEqual([])
 
     // A new host process resumes the session by id and the user goes on.
-    const before = server.requests.length
+    const before = hosted.server.requests.length
     const second = await drive('killed-2', { sessionId, resume: true, steps: [{ say: 'What do you know about deploys here?' }] })
     expect(second.code).toBe(0)
     expect(second.report.error).toBeUndefined()
@@ -102,7 +94,7 @@ describe('explicit memory layers in the real DSH host, across a restart', () => 
     expect((await ledger(sessionId)).injections.map((record: { id: string; state: string }) => [record.id, record.state])).toEqual([[id, 'committed']])
 
     // And once more: a third process adds nothing.
-    const again = server.requests.length
+    const again = hosted.server.requests.length
     const third = await drive('killed-3', { sessionId, resume: true, steps: [{ say: 'Anything else?' }, { command: '/memory status' }] })
     expect(third.code).toBe(0)
     expect(snapshotsIn(chats(again)[0]!)).toEqual(snapshots)
@@ -115,9 +107,9 @@ describe('explicit memory layers in the real DSH host, across a restart', () => 
     const first = await drive('exited-1', { sessionId, resume: false, steps: [{ say: 'hello' }, { command: '/memory enable global' }] })
     expect(first.code).toBe(0)
     const [record] = (await ledger(sessionId)).injections
-    const logged = async () => (await loggedUserMessages(join(home.dir, 'sessions'))).filter((message) => message.text.includes(`injection="${record.id}"`))
+    const logged = async () => (await loggedUserMessages(join(hosted.home.dir, 'sessions'))).filter((message) => message.text.includes(`injection="${record.id}"`))
     expect(await logged()).toEqual([])
-    const before = server.requests.length
+    const before = hosted.server.requests.length
     const second = await drive('exited-2', { sessionId, resume: true, steps: [{ say: 'Which tea do I like?' }, { say: 'thanks' }] })
     expect(second.code).toBe(0)
     const requests = chats(before)

@@ -1,10 +1,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome } from '../src/host.js'
-import { contentText, startModelServer, type ChatRequestBody, type LoggedRequest, type ModelServer } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { contentText, type ChatRequestBody, type LoggedRequest } from '../src/model-server.js'
+import { useHostProfile } from './helpers.js'
 
 const MEMORY = 'Project Alpha'
 const PROMPT = 'Remember this for later: the launch codename is 蓝鲸-Orion and the rollback window is 42 minutes. Then read the project files one by one.'
@@ -95,25 +94,11 @@ function toolResults(request: LoggedRequest): string[] {
 }
 
 describe('memory palace in the real DSH host', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
-
-  beforeAll(async () => {
-    server = await startModelServer()
-    ;({ home, root, cleanup } = await freshHome('palace'))
-    // Installed the way a user installs: `dsh plugin --profile palace add <tarballs>`.
-    await home.createProfile('palace', tarballs(), ['@dsh-memory/store', '@dsh-memory/palace'])
-  })
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
-  })
+  // Installed the way a user installs: `dsh plugin --profile palace add <tarballs>`.
+  const hosted = useHostProfile('palace', { packages: ['@dsh-memory/store', '@dsh-memory/palace'] })
 
   it('archives the turns a compaction drops before its summary request, and palace_search finds them afterwards', async () => {
-    const workspace = join(root, 'work', 'alpha')
+    const workspace = join(hosted.root, 'work', 'alpha')
     mkdirSync(workspace, { recursive: true })
     for (let i = 0; i < 12; i++) {
       writeFileSync(join(workspace, `notes-${i}.txt`), Array.from({ length: 80 }, (_, line) => `notes ${i} line ${line}: ${'status report and follow-ups '.repeat(3)}`).join('\n'))
@@ -122,7 +107,7 @@ describe('memory palace in the real DSH host', () => {
     let named = false
     let reads = 0
     let searched = false
-    server.setResponder((request) => {
+    hosted.server.setResponder((request) => {
         if (request.purpose === 'title') return { kind: 'text', text: 'Palace e2e' }
         if (request.purpose === 'compaction') {
           // The summarizer request has arrived: what it is about to condense must be on disk now.
@@ -144,7 +129,7 @@ describe('memory palace in the real DSH host', () => {
         return { kind: 'text', text: 'done' }
     })
 
-    const result = await home.run({ profile: 'palace', cwd: workspace, modelUrl: server.url, patch: SMALL_WINDOW, args: [PROMPT], timeoutMs: 120_000 })
+    const result = await hosted.home.run({ profile: 'palace', cwd: workspace, modelUrl: hosted.server.url, patch: SMALL_WINDOW, args: [PROMPT], timeoutMs: 120_000 })
     expect(result.stderr).not.toMatch(/Error:/)
     expect(result.code).toBe(0)
 
@@ -158,7 +143,7 @@ describe('memory palace in the real DSH host', () => {
     expect(checks[0]!.fullFileOnDisk).toBe(true)
 
     // The model searched after the compaction, and the tool result in the next request found the phrase.
-    const searchReply = server.requests
+    const searchReply = hosted.server.requests
       .filter((request) => request.purpose === 'chat')
       .flatMap(toolResults)
       .find((text) => text.startsWith('palace_search'))
@@ -168,7 +153,7 @@ describe('memory palace in the real DSH host', () => {
     expect(searchReply).toContain('蓝鲸-Orion')
     expect(searchReply).toContain(`${MEMORY}/2026-`)
     // The prompt itself was no longer in context when the model searched: compaction dropped it.
-    const searchRequest = server.requests.find((request) => toolResults(request).some((text) => text.startsWith('palace_search')))!
+    const searchRequest = hosted.server.requests.find((request) => toolResults(request).some((text) => text.startsWith('palace_search')))!
     expect(searchRequest.body.messages.filter((message) => message.role === 'user').map((message) => contentText(message.content))).not.toContain(PROMPT)
     // One guidance note after the compaction pointed at the summary to read.
     const guidance = searchRequest.body.messages.map((message) => contentText(message.content)).filter((text) => text.startsWith('[memory palace] Earlier turns were compacted'))
@@ -191,7 +176,7 @@ describe('memory palace in the real DSH host', () => {
     expect(Object.entries(sessions)).toEqual([[state.sessionId, MEMORY]])
 
     // The archive is indexed in the shared store, outside the conversation space.
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db'), readonly: true })
+    const store = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db'), readonly: true })
     try {
       const conversations = await store.conversations.list()
       expect(conversations.map((conversation) => conversation.title)).toEqual([`memory palace · ${MEMORY}`])
@@ -205,7 +190,7 @@ describe('memory palace in the real DSH host', () => {
 
   it('a headless run that never names its session loses nothing: the compacted tool output is archived under an automatic name and indexed', async () => {
     // A Chinese folder name: the automatic name cannot come from it, so it comes from the session.
-    const workspace = join(root, 'work', '账本')
+    const workspace = join(hosted.root, 'work', '账本')
     mkdirSync(workspace, { recursive: true })
     const prompt = 'Audit the ledgers one by one and report the checksums.'
     for (let i = 0; i < 12; i++) {
@@ -215,7 +200,7 @@ describe('memory palace in the real DSH host', () => {
     const memories: string[] = []
     let reads = 0
     let searched = false
-    server.setResponder((request) => {
+    hosted.server.setResponder((request) => {
       if (request.purpose === 'title') return { kind: 'text', text: 'Ledger audit' }
       if (request.purpose === 'compaction') {
         // The archive is written before this request is answered: read its name from the map.
@@ -233,11 +218,11 @@ describe('memory palace in the real DSH host', () => {
       }
       return { kind: 'text', text: 'done' }
     })
-    const before = server.requests.length
-    const result = await home.run({ profile: 'palace', cwd: workspace, modelUrl: server.url, patch: SMALL_WINDOW, args: [prompt], timeoutMs: 120_000 })
+    const before = hosted.server.requests.length
+    const result = await hosted.home.run({ profile: 'palace', cwd: workspace, modelUrl: hosted.server.url, patch: SMALL_WINDOW, args: [prompt], timeoutMs: 120_000 })
     expect(result.stderr).not.toMatch(/Error:/)
     expect(result.code).toBe(0)
-    const requests = server.requests.slice(before)
+    const requests = hosted.server.requests.slice(before)
 
     // The host compacted; by the time its summary request arrived, every replayed turn, the
     // whole tool results included, was on disk under one automatic name.
@@ -276,7 +261,7 @@ describe('memory palace in the real DSH host', () => {
     expect(searchReply).toContain(`${memory}/2026-`)
 
     // Indexed in the shared store under this session's palace conversation.
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db'), readonly: true })
+    const store = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db'), readonly: true })
     try {
       const conversation = (await store.conversations.list()).find((row) => row.title === `memory palace · ${memory}`)
       expect(conversation?.workspace).toBe(`memory-palace:${workspace}`)
@@ -288,7 +273,7 @@ describe('memory palace in the real DSH host', () => {
   })
 
   it('steers the model to archive when both gates hold, archives its segments, compacts them, and reads them back', async () => {
-    const workspace = join(root, 'work', 'beta')
+    const workspace = join(hosted.root, 'work', 'beta')
     mkdirSync(workspace, { recursive: true })
     for (let i = 0; i < 12; i++) {
       writeFileSync(join(workspace, `notes-${i}.txt`), Array.from({ length: 40 }, (_, line) => `beta ${i} line ${line}: ${'design review notes '.repeat(3)}`).join('\n'))
@@ -301,7 +286,7 @@ describe('memory palace in the real DSH host', () => {
     let compactions = 0
     let readBack: string | undefined
     let first = 0
-    server.setResponder((request) => {
+    hosted.server.setResponder((request) => {
       if (request.purpose === 'title') return { kind: 'text', text: 'Palace steering' }
       if (request.purpose === 'compaction') {
         compactions++
@@ -347,11 +332,11 @@ describe('memory palace in the real DSH host', () => {
     compactAfterArchive: true
     recallStrength: medium
 `
-    const before = server.requests.length
-    const result = await home.run({ profile: 'palace', cwd: workspace, modelUrl: server.url, patch, args: ['Beta kickoff: the design freeze is on 3 March. Read the notes files one by one.'], timeoutMs: 120_000 })
+    const before = hosted.server.requests.length
+    const result = await hosted.home.run({ profile: 'palace', cwd: workspace, modelUrl: hosted.server.url, patch, args: ['Beta kickoff: the design freeze is on 3 March. Read the notes files one by one.'], timeoutMs: 120_000 })
     expect(result.code).toBe(0)
     // The steering note showed the numbers behind both gates, once.
-    const notes = new Set(server.requests.slice(before).flatMap((request) => request.body.messages.map((message) => contentText(message.content)).filter((text) => text.startsWith('[memory palace] Context is at'))))
+    const notes = new Set(hosted.server.requests.slice(before).flatMap((request) => request.body.messages.map((message) => contentText(message.content)).filter((text) => text.startsWith('[memory palace] Context is at'))))
     expect([...notes].map((text) => text.slice(0, 160))).toHaveLength(1)
     expect(steer).toMatch(/^\[memory palace\] Context is at \d+% of the window \(archive threshold 25%\), and \d+ turns \(\d+–\d+, about \d+ tokens\) can be archived/)
     expect(steer).toContain('into memory "Beta Notes"')
@@ -366,17 +351,17 @@ describe('memory palace in the real DSH host', () => {
     // palace_read returned the archived prompt verbatim, while the prompt itself had been
     // compacted out of the model's context.
     expect(readBack).toContain('Beta kickoff: the design freeze is on 3 March.')
-    const readRequest = server.requests.slice(before).find((request) => toolResults(request).some((text) => text.startsWith('<!-- Beta Notes/')))!
+    const readRequest = hosted.server.requests.slice(before).find((request) => toolResults(request).some((text) => text.startsWith('<!-- Beta Notes/')))!
     const userTexts = readRequest.body.messages.filter((message) => message.role === 'user').map((message) => contentText(message.content))
     expect(userTexts.some((text) => text.startsWith('Beta kickoff'))).toBe(false)
     expect(userTexts.some((text) => text.startsWith('This is an automatically generated checkpoint'))).toBe(true)
   })
 
   it('fails boot with a message naming the field when the palace config is broken', async () => {
-    const broken = await home.run({
+    const broken = await hosted.home.run({
       profile: 'palace',
-      cwd: join(root, 'work', 'broken'),
-      modelUrl: server.url,
+      cwd: join(hosted.root, 'work', 'broken'),
+      modelUrl: hosted.server.url,
       patch: '- id: memory-palace\n  config:\n    recallStrength: extreme\n',
       args: ['hello'],
     })
@@ -384,10 +369,10 @@ describe('memory palace in the real DSH host', () => {
     expect(broken.stdout + broken.stderr).toMatch(/memory-palace/)
     expect(broken.stdout + broken.stderr).toMatch(/recallStrength/)
 
-    const crossField = await home.run({
+    const crossField = await hosted.home.run({
       profile: 'palace',
-      cwd: join(root, 'work', 'broken'),
-      modelUrl: server.url,
+      cwd: join(hosted.root, 'work', 'broken'),
+      modelUrl: hosted.server.url,
       patch: '- id: memory-palace\n  config:\n    triggerPressure: 0.1\n',
       args: ['hello'],
     })

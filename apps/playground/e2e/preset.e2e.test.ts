@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome, DshRunResult } from '../src/host.js'
 import { contentText, lastUserText, startModelServer, type LoggedRequest, type ModelServer } from '../src/model-server.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
-import { freshHome, tarballs } from './helpers.js'
+import { freshHome, tarballs, useHostProfile } from './helpers.js'
 import { activeRows, allRows, probeOverlay, readProbe, writeProbePlugin } from './support/preset-probe.js'
 import { RECALL_FENCE, recallTexts, systemText } from './support/recall-requests.js'
 
@@ -64,26 +64,12 @@ function expectClean(result: DshRunResult): void {
 }
 
 describe('the preset in the real DSH host', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
-  let profileDir: string
 
-  beforeAll(async () => {
-    server = await startModelServer({ responder: scriptedModel })
-    ;({ home, root, cleanup } = await freshHome('preset'))
-    // One package: `dsh plugin --profile preset add @dsh-memory/preset` brings everything.
-    profileDir = await home.createProfile('preset', tarballs(), ['@dsh-memory/preset'])
-  })
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
-  })
+  // One package: `dsh plugin --profile preset add @dsh-memory/preset` brings everything.
+  const hosted = useHostProfile('preset', { packages: ['@dsh-memory/preset'], responder: scriptedModel })
 
   it('--dump-config shows one group row holding the store row and every plugin row', async () => {
-    const dump = await home.run({ profile: 'preset', cwd: join(root, 'work', 'dump'), args: ['--dump-config'] })
+    const dump = await hosted.home.run({ profile: 'preset', cwd: join(hosted.root, 'work', 'dump'), args: ['--dump-config'] })
     expect(dump.code).toBe(0)
     const rows = dumpedRows(dump.stdout)
     const memoryRows = rows.filter(([id]) => id.startsWith('memory-'))
@@ -94,11 +80,11 @@ describe('the preset in the real DSH host', () => {
   })
 
   it('a run exercises every plugin: captured, distilled, recalled, the cue bank and the tree in the next session, palace tools offered', async () => {
-    const project = join(root, 'work', 'shop-api')
-    const beforeA = server.requests.length
-    const a = await home.run({ profile: 'preset', cwd: project, modelUrl: server.url, args: [PROMPT_A] })
+    const project = join(hosted.root, 'work', 'shop-api')
+    const beforeA = hosted.server.requests.length
+    const a = await hosted.home.run({ profile: 'preset', cwd: project, modelUrl: hosted.server.url, args: [PROMPT_A] })
     expectClean(a)
-    const [chatA] = chatRequests(server.requests.slice(beforeA))
+    const [chatA] = chatRequests(hosted.server.requests.slice(beforeA))
     // Every plugin's tools are in the request: recall, cue bank, palace, tree.
     expect(toolNames(chatA!)).toEqual(
       expect.arrayContaining([
@@ -116,9 +102,9 @@ describe('the preset in the real DSH host', () => {
       ]),
     )
     // Distillation ran through the host's model during the run.
-    expect(server.requests.slice(beforeA).some((request) => distillLayer(request) === 'l1')).toBe(true)
+    expect(hosted.server.requests.slice(beforeA).some((request) => distillLayer(request) === 'l1')).toBe(true)
 
-    await withStore(home, async (store) => {
+    await withStore(hosted.home, async (store) => {
       // capture: the prompt and the reply, once.
       const messages = await store.messages.list({ workspace: project })
       expect(messages.map((message) => [message.role, message.text])).toEqual([
@@ -139,10 +125,10 @@ describe('the preset in the real DSH host', () => {
       }
     })
 
-    const beforeB = server.requests.length
-    const b = await home.run({ profile: 'preset', cwd: project, modelUrl: server.url, args: [QUESTION] })
+    const beforeB = hosted.server.requests.length
+    const b = await hosted.home.run({ profile: 'preset', cwd: project, modelUrl: hosted.server.url, args: [QUESTION] })
     expectClean(b)
-    const [chatB] = chatRequests(server.requests.slice(beforeB))
+    const [chatB] = chatRequests(hosted.server.requests.slice(beforeB))
     // recall: session B's request carries both memories in the fenced block.
     const recalled = recallTexts(chatB!)
     expect(recalled).toHaveLength(1)
@@ -159,8 +145,8 @@ describe('the preset in the real DSH host', () => {
   })
 
   it('a child is configured by id in the profile’s cordis.patch.yml: recall.maxResults 1 recalls one memory', async () => {
-    await writeFile(join(profileDir, 'cordis.patch.yml'), '- id: memory-preset-recall\n  config:\n    recall:\n      maxResults: 1\n')
-    const dump = await home.run({ profile: 'preset', cwd: join(root, 'work', 'dump'), args: ['--dump-config'] })
+    await writeFile(join(hosted.profileDir, 'cordis.patch.yml'), '- id: memory-preset-recall\n  config:\n    recall:\n      maxResults: 1\n')
+    const dump = await hosted.home.run({ profile: 'preset', cwd: join(hosted.root, 'work', 'dump'), args: ['--dump-config'] })
     expect(dump.code).toBe(0)
     const block = dumpedBlock(dump.stdout, 'memory-preset-recall')
     expect(block).toMatch(/maxResults: 1\n/)
@@ -168,20 +154,20 @@ describe('the preset in the real DSH host', () => {
     // Only the overridden child changed.
     expect(dumpedRows(dump.stdout).filter(([id]) => id.startsWith('memory-'))).toEqual([['memory-preset', 'cordis:group'], ...PRESET_CHILDREN])
 
-    const before = server.requests.length
-    const c = await home.run({ profile: 'preset', cwd: join(root, 'work', 'shop-api'), modelUrl: server.url, args: [QUESTION] })
+    const before = hosted.server.requests.length
+    const c = await hosted.home.run({ profile: 'preset', cwd: join(hosted.root, 'work', 'shop-api'), modelUrl: hosted.server.url, args: [QUESTION] })
     expectClean(c)
-    const [chat] = chatRequests(server.requests.slice(before))
+    const [chat] = chatRequests(hosted.server.requests.slice(before))
     const recalled = recallTexts(chat!)
     expect(recalled).toHaveLength(1)
     expect(memoryTags(recalled[0]!)).toBe(1)
   })
 
   it('a broken child config fails boot, naming the row and the field', async () => {
-    const result = await home.run({
+    const result = await hosted.home.run({
       profile: 'preset',
-      cwd: join(root, 'work', 'broken'),
-      modelUrl: server.url,
+      cwd: join(hosted.root, 'work', 'broken'),
+      modelUrl: hosted.server.url,
       patch: '- id: memory-preset-recall\n  config:\n    recall:\n      maxResults: lots\n',
       args: ['hello'],
     })

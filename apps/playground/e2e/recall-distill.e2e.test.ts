@@ -1,10 +1,9 @@
 import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome } from '../src/host.js'
-import { lastUserText, startModelServer, type ModelServer } from '../src/model-server.js'
+import { describe, expect, it } from 'vitest'
+import { lastUserText } from '../src/model-server.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
-import { freshHome, tarballs, withHomeStore } from './helpers.js'
+import { useHostProfile, withHomeStore } from './helpers.js'
 import { loggedUserMessages, RECALL_FENCE, recallTexts } from './support/recall-requests.js'
 
 /** What the scripted extractor "finds" in session A: two facts about the user's project. */
@@ -14,30 +13,18 @@ const FACTS: ScriptedFact[] = [
 ]
 
 describe('distill + recall in the real DSH host', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(hosted.home, fn)
+  const run = (cwd: string, prompt: string) => hosted.home.run({ profile: 'memory', cwd, modelUrl: hosted.server.url, args: [prompt] })
 
-  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(home, fn)
-  const run = (cwd: string, prompt: string) => home.run({ profile: 'memory', cwd, modelUrl: server.url, args: [prompt] })
-
-  beforeAll(async () => {
-    server = await startModelServer({
-      responder: (request) => distillReply(request, FACTS) ?? { kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` },
-    })
-    ;({ home, root, cleanup } = await freshHome('recall-distill'))
-    await home.createProfile('memory', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill', '@dsh-memory/recall'])
-  })
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
+  const hosted = useHostProfile('recall-distill', {
+    profile: 'memory',
+    packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill', '@dsh-memory/recall'],
+    responder: (request) => distillReply(request, FACTS) ?? { kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` },
   })
 
   it('session A tells two facts, distillation stores them, session B\'s request carries them from recall, an unrelated workspace\'s does not', async () => {
-    const project = join(root, 'work', 'project')
-    const unrelated = join(root, 'work', 'unrelated')
+    const project = join(hosted.root, 'work', 'project')
+    const unrelated = join(hosted.root, 'work', 'unrelated')
 
     const a = await run(project, 'Our staging server is called heron and we deploy it with Kamal.')
     expect(a.stderr).not.toMatch(/Error:/)
@@ -48,22 +35,22 @@ describe('distill + recall in the real DSH host', () => {
       expect(memories.map((memory) => memory.text).sort()).toEqual([...FACTS.map((fact) => fact.text)].sort())
     })
 
-    const beforeB = server.requests.length
+    const beforeB = hosted.server.requests.length
     const b = await run(project, 'Which tool do we use to deploy the staging server?')
     expect(b.code).toBe(0)
-    const chatB = server.requests.slice(beforeB).filter((request) => request.purpose === 'chat' && !distillLayer(request))
+    const chatB = hosted.server.requests.slice(beforeB).filter((request) => request.purpose === 'chat' && !distillLayer(request))
     expect(chatB).toHaveLength(1)
     const recalled = recallTexts(chatB[0]!)
     expect(recalled).toHaveLength(1)
     expect(recalled[0]).toContain('The user deploys the staging server with Kamal.')
-    const logged = (await loggedUserMessages(join(home.dir, 'sessions'))).filter((message) => message.text.includes('deploys the staging server with Kamal'))
+    const logged = (await loggedUserMessages(join(hosted.home.dir, 'sessions'))).filter((message) => message.text.includes('deploys the staging server with Kamal'))
     expect(logged.map((message) => message.source)).toEqual([{ kind: 'plugin', plugin: 'memory-recall', form: 'recall' }])
     expect(logged[0]!.text.startsWith(RECALL_FENCE)).toBe(true)
 
-    const beforeC = server.requests.length
+    const beforeC = hosted.server.requests.length
     const c = await run(unrelated, 'Which tool do we use to deploy the staging server?')
     expect(c.code).toBe(0)
-    const chatC = server.requests.slice(beforeC).filter((request) => request.purpose === 'chat' && !distillLayer(request))
+    const chatC = hosted.server.requests.slice(beforeC).filter((request) => request.purpose === 'chat' && !distillLayer(request))
     expect(chatC).toHaveLength(1)
     expect(recallTexts(chatC[0]!)).toEqual([])
     expect(JSON.stringify(chatC[0]!.body.messages)).not.toContain('Kamal')

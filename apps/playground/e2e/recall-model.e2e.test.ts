@@ -1,10 +1,9 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome } from '../src/host.js'
-import { contentText, lastUserText, type LoggedRequest, type ModelServer, requestText, startModelServer } from '../src/model-server.js'
-import { freshHome, tarballs, withHomeStore } from './helpers.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { contentText, lastUserText, type LoggedRequest, requestText } from '../src/model-server.js'
+import { useHostProfile, withHomeStore } from './helpers.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
 import { driverOverlay, readReport, startHost, writeLayersDriver, type DriverStep } from './support/layers-driver.js'
 import { prefixReuse, prefixTotals } from './support/prefix-reuse.js'
@@ -20,53 +19,49 @@ const PERSONA = '# Persona\n\nA developer who works in the Zed editor and deploy
 type ToolScript = Record<string, { name: string; arguments: Record<string, unknown> }>
 
 describe('recall as the model meets it in the real DSH host: placement, tools, log', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
   let driver: string
   let script: ToolScript = {}
   const seeded: Record<string, string> = {}
-  const workspace = () => join(root, 'work', 'alpha')
+  const workspace = () => join(hosted.root, 'work', 'alpha')
 
-  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(home, fn)
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(hosted.home, fn)
 
   /** One host process driving one session through `steps`; returns the session's chat requests. */
   const drive = async (sessionId: string, steps: DriverStep[], recallConfig = '') => {
-    const reportFile = join(root, `report-${sessionId}.json`)
+    const reportFile = join(hosted.root, `report-${sessionId}.json`)
     const patch = driverOverlay(driver, { sessionId, resume: false, steps, reportFile }) + recallConfig
-    const running = await startHost(home, { profile: 'recall-model', cwd: workspace(), modelUrl: server.url, name: sessionId, patch })
+    const running = await startHost(hosted.home, { profile: 'recall-model', cwd: workspace(), modelUrl: hosted.server.url, name: sessionId, patch })
     const result = await running.done
     const report = await readReport(reportFile)
     expect(report.error, result.stderr).toBeUndefined()
     expect(result.code, result.stderr).toBe(0)
-    const chats = server.requests.filter((request) => request.purpose === 'chat' && request.headers['x-deepseek-harness-session-id'] === sessionId)
+    const chats = hosted.server.requests.filter((request) => request.purpose === 'chat' && request.headers['x-deepseek-harness-session-id'] === sessionId)
     return { chats, report }
   }
 
+  const hosted = useHostProfile('recall-model', {
+    packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill', '@dsh-memory/recall'],
+    responder: (request) => {
+      const layer = distillLayer(request)
+      if (layer === 'l2') {
+        // One scene over every memory the prompt lists (its `nN` aliases).
+        const memories = [...new Set(requestText(request.body).match(/^n\d+(?= \[)/gm) ?? [])]
+        return { kind: 'text', text: JSON.stringify({ ops: [{ op: 'create', ...SCENE, memories }] }) }
+      }
+      if (layer === 'l3') return { kind: 'text', text: PERSONA }
+      const distill = distillReply(request, FACTS)
+      if (distill) return distill
+      const last = request.body.messages.at(-1)
+      if (last?.role === 'tool') return { kind: 'text', text: `From the tool: ${contentText(last.content).slice(0, 120)}` }
+      const asked = lastUserText(request.body)
+      const call = Object.entries(script).find(([phrase]) => asked.includes(phrase))?.[1]
+      if (call && request.purpose === 'chat') return { kind: 'tools', calls: [call] }
+      return { kind: 'text', text: `Noted: ${asked.slice(0, 60)}` }
+    },
+  })
+
   beforeAll(async () => {
-    server = await startModelServer({
-      responder: (request) => {
-        const layer = distillLayer(request)
-        if (layer === 'l2') {
-          // One scene over every memory the prompt lists (its `nN` aliases).
-          const memories = [...new Set(requestText(request.body).match(/^n\d+(?= \[)/gm) ?? [])]
-          return { kind: 'text', text: JSON.stringify({ ops: [{ op: 'create', ...SCENE, memories }] }) }
-        }
-        if (layer === 'l3') return { kind: 'text', text: PERSONA }
-        const distill = distillReply(request, FACTS)
-        if (distill) return distill
-        const last = request.body.messages.at(-1)
-        if (last?.role === 'tool') return { kind: 'text', text: `From the tool: ${contentText(last.content).slice(0, 120)}` }
-        const asked = lastUserText(request.body)
-        const call = Object.entries(script).find(([phrase]) => asked.includes(phrase))?.[1]
-        if (call && request.purpose === 'chat') return { kind: 'tools', calls: [call] }
-        return { kind: 'text', text: `Noted: ${asked.slice(0, 60)}` }
-      },
-    })
-    ;({ home, root, cleanup } = await freshHome('recall-model'))
-    await home.createProfile('recall-model', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill', '@dsh-memory/recall'])
-    driver = await writeLayersDriver(join(root, 'plugins'))
+    driver = await writeLayersDriver(join(hosted.root, 'plugins'))
     await withStore(async (store) => {
       seeded.kamal = (await store.memories.add({ kind: 'fact', text: 'Staging deploys of this project go out with Kamal.', scope: 'workspace', workspace: workspace() })).id
       seeded.linter = (await store.memories.add({ kind: 'instruction', text: 'Run the linter before every commit.', scope: 'workspace', workspace: workspace() })).id
@@ -76,13 +71,8 @@ describe('recall as the model meets it in the real DSH host: placement, tools, l
     })
     await mkdir(workspace(), { recursive: true })
     await writeFile(join(workspace(), 'AGENTS.md'), '# Rules\n\n- Run `npm test` before every push.\n- 文档用简体中文写。\n')
-    await writeFile(join(root, 'outside.md'), '- not in the workspace\n')
-  }, 600_000)
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
-  })
+    await writeFile(join(hosted.root, 'outside.md'), '- not in the workspace\n')
+    }, 600_000)
 
   it('measures prompt-cache prefix reuse of both recall placements over one scripted multi-turn session each', async () => {
     script = { 'search memory': { name: 'memory_search', arguments: { query: 'linter commit' } } }
@@ -191,12 +181,12 @@ describe('recall as the model meets it in the real DSH host: placement, tools, l
     expect(snapshots).toHaveLength(1)
     expect(snapshots[0]).toContain('Staging deploys of this project go out with Kamal.')
     expect(snapshots[0]).toContain('The release train leaves on Thursdays.')
-    const logged = (await loggedUserMessages(join(home.dir, 'sessions'))).filter((message) => message.text.startsWith('<memory-layer-index'))
+    const logged = (await loggedUserMessages(join(hosted.home.dir, 'sessions'))).filter((message) => message.text.startsWith('<memory-layer-index'))
     expect(logged).toHaveLength(1)
     expect(logged[0]!.source).toEqual({ kind: 'plugin', plugin: 'memory-recall', form: 'catalog' })
 
     // memory.log: one line per stage, ids and numbers only.
-    const log = await readFile(join(home.dir, 'memory', 'memory.log'), 'utf8')
+    const log = await readFile(join(hosted.home.dir, 'memory', 'memory.log'), 'utf8')
     const lines = log.trimEnd().split('\n')
     for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z [\w-]+ [\w-]+( [\w-]+=\S+)*$/)
     expect(log).toMatch(/ capture stored session=tools role=user turn=\d+ truncated=false\n/)

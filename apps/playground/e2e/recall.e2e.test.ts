@@ -1,34 +1,21 @@
 import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome } from '../src/host.js'
-import { lastUserText, startModelServer, type ModelServer } from '../src/model-server.js'
-import { freshHome, tarballs, withHomeStore } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { lastUserText } from '../src/model-server.js'
+import { useHostProfile, withHomeStore } from './helpers.js'
 import { loggedUserMessages, RECALL_FENCE, recallTexts, systemText } from './support/recall-requests.js'
 
 describe('recall in the real DSH host (memories seeded through the store library)', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
-  const alpha = () => join(root, 'work', 'alpha')
-  const beta = () => join(root, 'work', 'beta')
+  const alpha = () => join(hosted.root, 'work', 'alpha')
+  const beta = () => join(hosted.root, 'work', 'beta')
 
-  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(home, fn)
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> => withHomeStore(hosted.home, fn)
   const run = (cwd: string, prompt: string, patch = '') =>
-    home.run({ profile: 'recall', cwd, modelUrl: server.url, patch, args: [prompt] })
+    hosted.home.run({ profile: 'recall', cwd, modelUrl: hosted.server.url, patch, args: [prompt] })
 
-  beforeAll(async () => {
-    server = await startModelServer({
-      responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }),
-    })
-    ;({ home, root, cleanup } = await freshHome('recall'))
-    await home.createProfile('recall', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/recall'])
-  })
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
+  const hosted = useHostProfile('recall', {
+    packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/recall'],
+    responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }),
   })
 
   it('injects the workspace\'s relevant memory into the model request, fenced and sourced from recall, and never captures it back', async () => {
@@ -40,13 +27,13 @@ describe('recall in the real DSH host (memories seeded through the store library
       return { deploy: deploy.id, foreign: foreign.id }
     })
 
-    const before = server.requests.length
+    const before = hosted.server.requests.length
     const result = await run(alpha(), 'How do staging deploys go out?')
     expect(result.stderr).not.toMatch(/Error:/)
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('Noted: How do staging deploys go out?')
 
-    const chats = server.requests.slice(before).filter((request) => request.purpose === 'chat')
+    const chats = hosted.server.requests.slice(before).filter((request) => request.purpose === 'chat')
     expect(chats).toHaveLength(1)
     const recalled = recallTexts(chats[0]!)
     expect(recalled).toHaveLength(1)
@@ -56,7 +43,7 @@ describe('recall in the real DSH host (memories seeded through the store library
     expect(systemText(chats[0]!)).toContain('A platform engineer who runs small teams.')
 
     // In the host's own session log the message carries the recall source.
-    const logged = (await loggedUserMessages(join(home.dir, 'sessions'))).filter((message) => message.text.startsWith(RECALL_FENCE))
+    const logged = (await loggedUserMessages(join(hosted.home.dir, 'sessions'))).filter((message) => message.text.startsWith(RECALL_FENCE))
     expect(logged).toHaveLength(1)
     expect(logged[0]!.source).toEqual({ kind: 'plugin', plugin: 'memory-recall', form: 'recall' })
 
@@ -72,11 +59,11 @@ describe('recall in the real DSH host (memories seeded through the store library
   })
 
   it('does not inject one workspace\'s memories into another workspace\'s request', async () => {
-    const other = join(root, 'work', 'other')
-    const before = server.requests.length
+    const other = join(hosted.root, 'work', 'other')
+    const before = hosted.server.requests.length
     const result = await run(other, 'How do staging deploys go out with Kamal?')
     expect(result.code).toBe(0)
-    const chats = server.requests.slice(before).filter((request) => request.purpose === 'chat')
+    const chats = hosted.server.requests.slice(before).filter((request) => request.purpose === 'chat')
     expect(chats).toHaveLength(1)
     const text = recallTexts(chats[0]!).join('\n')
     expect(text).not.toContain('Kamal from the ops laptop')
@@ -84,15 +71,15 @@ describe('recall in the real DSH host (memories seeded through the store library
   })
 
   it('a session in write-only mode (recall.enabled false) gets nothing injected and still runs', async () => {
-    const before = server.requests.length
+    const before = hosted.server.requests.length
     const result = await run(alpha(), 'How do staging deploys go out again?', '- id: memory-recall\n  config:\n    recall:\n      enabled: false\n')
     expect(result.code).toBe(0)
-    const chats = server.requests.slice(before).filter((request) => request.purpose === 'chat')
+    const chats = hosted.server.requests.slice(before).filter((request) => request.purpose === 'chat')
     expect(recallTexts(chats[0]!)).toEqual([])
   })
 
   it('fails boot with a message naming the field when recall config is broken', async () => {
-    const result = await run(join(root, 'work', 'broken'), 'hello', '- id: memory-recall\n  config:\n    recall:\n      scoreThreshold: 7\n')
+    const result = await run(join(hosted.root, 'work', 'broken'), 'hello', '- id: memory-recall\n  config:\n    recall:\n      scoreThreshold: 7\n')
     const output = result.stdout + result.stderr
     expect(result.code).not.toBe(0)
     expect(output).toMatch(/memory-recall/)

@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome } from '../src/host.js'
 import { lastUserText, requestText, startModelServer, type ModelServer, type ScriptedReply } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { freshHome, tarballs, useHostProfile } from './helpers.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
 import { withStore } from './support/reliability-data-dir.js'
 import { EMBEDDING_DIMENSIONS, startEmbeddingEndpoint, type EmbeddingEndpoint, type EmbeddingOutage } from './support/reliability-embeddings.js'
@@ -50,40 +50,29 @@ const PATCH = `- id: memory-distill
 `
 
 describe('model outages during distillation (real host)', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
   let outage: Outage = 'ok'
-  const dbPath = () => join(home.dir, 'memory', 'memory.db')
+  const dbPath = () => join(hosted.home.dir, 'memory', 'memory.db')
 
-  beforeAll(async () => {
-    server = await startModelServer({
-      responder: (request): ScriptedReply | undefined => {
-        if (!distillLayer(request)) return { kind: 'text', text: `Reply: ${lastUserText(request.body).slice(0, 60)}` }
-        if (outage === 'stall') return { kind: 'stall', text: '{"memo', ms: 20_000 }
-        if (outage === 'http-429') return { kind: 'http-error', status: 429, body: '{"error":{"message":"rate limited","type":"rate_limit_error"}}' }
-        if (outage === 'http-500') return { kind: 'http-error', status: 500 }
-        return distillReply(request, FACTS)
-      },
-    })
-    ;({ home, root, cleanup } = await freshHome('reliability-outage'))
-    await home.createProfile('outage', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill'])
-  })
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
+  const hosted = useHostProfile('reliability-outage', {
+    profile: 'outage',
+    packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill'],
+    responder: (request): ScriptedReply | undefined => {
+      if (!distillLayer(request)) return { kind: 'text', text: `Reply: ${lastUserText(request.body).slice(0, 60)}` }
+      if (outage === 'stall') return { kind: 'stall', text: '{"memo', ms: 20_000 }
+      if (outage === 'http-429') return { kind: 'http-error', status: 429, body: '{"error":{"message":"rate limited","type":"rate_limit_error"}}' }
+      if (outage === 'http-500') return { kind: 'http-error', status: 500 }
+      return distillReply(request, FACTS)
+    },
   })
 
   const run = async (mode: Outage, workspace: string, prompt: string) => {
     outage = mode
-    const requestsBefore = server.requests.length
+    const requestsBefore = hosted.server.requests.length
     const started = Date.now()
-    const result = await home.run({ profile: 'outage', cwd: join(root, 'work', workspace), modelUrl: server.url, patch: PATCH, args: [prompt] })
+    const result = await hosted.home.run({ profile: 'outage', cwd: join(hosted.root, 'work', workspace), modelUrl: hosted.server.url, patch: PATCH, args: [prompt] })
     const elapsed = Date.now() - started
     console.log(`outage ${mode}: headless run finished in ${elapsed} ms (exit ${result.code})`)
-    console.log(`outage ${mode}: ${server.requests.slice(requestsBefore).filter((request) => distillLayer(request) === 'l1').length} L1 distill request(s) during the run`)
+    console.log(`outage ${mode}: ${hosted.server.requests.slice(requestsBefore).filter((request) => distillLayer(request) === 'l1').length} L1 distill request(s) during the run`)
     return { ...result, elapsed }
   }
 
@@ -95,13 +84,13 @@ describe('model outages during distillation (real host)', () => {
     ]
     const failed: string[] = []
     for (const [mode, workspace, prompt] of outages) {
-      const before = server.requests.length
+      const before = hosted.server.requests.length
       const result = await run(mode, workspace, prompt)
       expect(result.code, result.stderr).toBe(0)
       expect(result.stdout).toContain(`Reply: ${prompt.slice(0, 40)}`)
       expect(result.stderr).not.toMatch(/unhandled|UnhandledPromiseRejection/i)
       // The distill call was attempted during the run, and failed.
-      const ofRun = server.requests.slice(before)
+      const ofRun = hosted.server.requests.slice(before)
       // (Earlier runs' pending conversations are retried at start-up too; this is this turn's.)
       const firstL1 = ofRun.find((request) => distillLayer(request) === 'l1' && requestText(request.body).includes(prompt.slice(0, 30)))
       expect(firstL1).toBeDefined()
@@ -113,7 +102,7 @@ describe('model outages during distillation (real host)', () => {
       // stall (which it would outlast if anything waited for the stalled stream).
       expect(result.elapsed).toBeLessThan(19_000)
       await withStore(dbPath(), async (store) => {
-        const [conversation] = await store.conversations.list({ workspace: join(root, 'work', workspace) })
+        const [conversation] = await store.conversations.list({ workspace: join(hosted.root, 'work', workspace) })
         expect(await store.messages.list({ conversationId: conversation!.id })).toHaveLength(2)
         const state = JSON.parse((await store.meta.get(`distill.conversation.${conversation!.id}`))!) as { cursorSeq: number; attempts: number; notBefore: number; lastError: string; lease: unknown }
         // Backed off: not distilled, an attempt counted, a retry time in the future, the lease released.

@@ -6,10 +6,9 @@
  */
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome } from '../src/host.js'
-import { contentText, lastUserText, requestText, startModelServer, type LoggedRequest, type ModelServer, type ScriptedReply } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { contentText, lastUserText, requestText, type LoggedRequest, type ScriptedReply } from '../src/model-server.js'
+import { useHostProfile } from './helpers.js'
 import { distillLayer, newLines } from './support/distill-model.js'
 import { filesUnder, findSecrets, withStore } from './support/reliability-data-dir.js'
 import { RECALL_FENCE, recallTexts } from './support/recall-requests.js'
@@ -37,38 +36,26 @@ const LEAKY_MEMORIES = [
 ]
 
 describe('secrets never reach the data dir or the injected text (real host)', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
-
-  beforeAll(async () => {
-    server = await startModelServer({
-      responder: (request: LoggedRequest): ScriptedReply | undefined => {
-        const layer = distillLayer(request)
-        if (!layer) return { kind: 'text', text: `Noted. ${lastUserText(request.body).slice(0, 30)}` }
-        if (layer === 'l1') {
-          const lines = newLines(request).filter((line) => line.role === 'user')
-          const source = lines.find((line) => line.text.includes('deploy'))
-          const memories = source ? LEAKY_MEMORIES.map((text) => ({ kind: 'fact', text, scope: 'workspace', priority: 4, src: [source.alias] })) : []
-          return { kind: 'text', text: JSON.stringify({ memories }) }
-        }
-        if (layer === 'dedup') return { kind: 'text', text: '{"decisions":[]}' }
-        if (layer === 'l2') return { kind: 'text', text: `{"ops":[{"op":"create","title":"Deploy ${SECRETS.github}","summary":"Deploy uses ${SECRETS.aws} and ${DB_URL}","memories":["n1"]}]}` }
-        return { kind: 'text', text: `# Persona\n- Deploys with ${SECRETS.openai}\n` }
-      },
-    })
-    ;({ home, root, cleanup } = await freshHome('reliability-privacy'))
-    await home.createProfile('privacy', tarballs(), ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill', '@dsh-memory/recall', '@dsh-memory/tree', '@dsh-memory/cue-bank'])
-  })
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
+  const hosted = useHostProfile('reliability-privacy', {
+    profile: 'privacy',
+    packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill', '@dsh-memory/recall', '@dsh-memory/tree', '@dsh-memory/cue-bank'],
+    responder: (request: LoggedRequest): ScriptedReply | undefined => {
+      const layer = distillLayer(request)
+      if (!layer) return { kind: 'text', text: `Noted. ${lastUserText(request.body).slice(0, 30)}` }
+      if (layer === 'l1') {
+        const lines = newLines(request).filter((line) => line.role === 'user')
+        const source = lines.find((line) => line.text.includes('deploy'))
+        const memories = source ? LEAKY_MEMORIES.map((text) => ({ kind: 'fact', text, scope: 'workspace', priority: 4, src: [source.alias] })) : []
+        return { kind: 'text', text: JSON.stringify({ memories }) }
+      }
+      if (layer === 'dedup') return { kind: 'text', text: '{"decisions":[]}' }
+      if (layer === 'l2') return { kind: 'text', text: `{"ops":[{"op":"create","title":"Deploy ${SECRETS.github}","summary":"Deploy uses ${SECRETS.aws} and ${DB_URL}","memories":["n1"]}]}` }
+      return { kind: 'text', text: `# Persona\n- Deploys with ${SECRETS.openai}\n` }
+    },
   })
 
   it('scans every byte of the data dir after a run that fed secrets in: none present', async () => {
-    const workspace = join(root, 'work', 'orders-service')
+    const workspace = join(hosted.root, 'work', 'orders-service')
     const prompt = [
       'We decided the deploy pipeline for the orders service config uses these credentials, please remember them:',
       `OPENAI_KEY ${SECRETS.openai}`,
@@ -78,11 +65,11 @@ describe('secrets never reach the data dir or the injected text (real host)', ()
     ].join('\n')
     // An earlier memory close to what the extractor returns, so the distiller asks the model to
     // deduplicate: the dedup prompt shows the model's own candidates again.
-    await mkdir(join(home.dir, 'memory'), { recursive: true })
-    await withStore(join(home.dir, 'memory', 'memory.db'), async (store) => {
+    await mkdir(join(hosted.home.dir, 'memory'), { recursive: true })
+    await withStore(join(hosted.home.dir, 'memory', 'memory.db'), async (store) => {
       await store.memories.add({ kind: 'fact', text: "The user's OpenAI key for the deploy is kept in the team vault.", scope: 'workspace', workspace })
     })
-    const first = await home.run({ profile: 'privacy', cwd: workspace, modelUrl: server.url, args: [prompt], patch: '- id: memory-distill\n  config:\n    l2:\n      minNewMemories: 1\n    l3:\n      interval: 1\n' })
+    const first = await hosted.home.run({ profile: 'privacy', cwd: workspace, modelUrl: hosted.server.url, args: [prompt], patch: '- id: memory-distill\n  config:\n    l2:\n      minNewMemories: 1\n    l3:\n      interval: 1\n' })
     expect(first.code, first.stderr).toBe(0)
     expect(first.stdout).toContain('Noted.')
 
@@ -90,7 +77,7 @@ describe('secrets never reach the data dir or the injected text (real host)', ()
     // the dedup prompt with the model's own candidates; scenes; persona) carry no secret,
     // although the scripted model put every secret into its extraction. (Its chat request
     // holds the user's own message, which the user sent to the model themselves.)
-    const firstRun = server.requests.filter((request) => request.purpose !== 'chat' && request.purpose !== 'title')
+    const firstRun = hosted.server.requests.filter((request) => request.purpose !== 'chat' && request.purpose !== 'title')
     expect(firstRun.filter((request) => distillLayer(request)).map((request) => distillLayer(request))).toEqual(expect.arrayContaining(['l1', 'dedup', 'l2', 'l3']))
     for (const request of firstRun) {
       const shown = requestText(request.body)
@@ -98,11 +85,11 @@ describe('secrets never reach the data dir or the injected text (real host)', ()
     }
 
     // The second run recalls: its request shows what recall and the tree inject.
-    const before = server.requests.length
-    const second = await home.run({ profile: 'privacy', cwd: workspace, modelUrl: server.url, args: ['What do you remember about the deploy credentials note and the orders database?'] })
+    const before = hosted.server.requests.length
+    const second = await hosted.home.run({ profile: 'privacy', cwd: workspace, modelUrl: hosted.server.url, args: ['What do you remember about the deploy credentials note and the orders database?'] })
     expect(second.code, second.stderr).toBe(0)
 
-    const dataDir = join(home.dir, 'memory')
+    const dataDir = join(hosted.home.dir, 'memory')
     const files = (await filesUnder(dataDir)).map((file) => file.slice(dataDir.length + 1))
     console.log(`privacy scan: ${files.length} files under the data dir: ${files.join(', ')}`)
     expect(files).toContain('memory.db')
@@ -119,7 +106,7 @@ describe('secrets never reach the data dir or the injected text (real host)', ()
 
     // What the models were shown on the second run (system prompt, tree section, recall
     // message, history, and any background request): no secret anywhere.
-    const requests = server.requests.slice(before)
+    const requests = hosted.server.requests.slice(before)
     for (const request of requests) {
       const shown = requestText(request.body)
       for (const secret of Object.values(SECRETS)) {

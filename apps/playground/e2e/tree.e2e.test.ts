@@ -3,10 +3,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { openMemoryTree } from '@dsh-memory/tree'
 import { Config } from '@dsh-memory/tree/plugin'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome } from '../src/host.js'
-import { contentText, lastUserText, startModelServer, type ChatRequestBody, type LoggedRequest, type ModelServer } from '../src/model-server.js'
-import { freshHome, tarballs } from './helpers.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { contentText, lastUserText, type ChatRequestBody, type LoggedRequest } from '../src/model-server.js'
+import { useHostProfile } from './helpers.js'
 
 const CHIT_CHAT = '你好!今天天气真好,谢谢你昨天的帮助 😊'
 const EXPLORE = "Let's explore which database to use for the orders service."
@@ -51,35 +50,24 @@ function responder(request: LoggedRequest) {
 }
 
 describe('memory tree in the real DSH host', () => {
-  let server: ModelServer
-  let home: DshHome
-  let root: string
-  let cleanup: () => Promise<void>
   let workspace: string
-  let profileDir: string
+
+  const hosted = useHostProfile('tree', { packages: ['@dsh-memory/store', '@dsh-memory/tree'], responder })
 
   beforeAll(async () => {
-    server = await startModelServer({ responder })
-    ;({ home, root, cleanup } = await freshHome('tree'))
-    workspace = join(root, 'work', 'orders-service')
+    workspace = join(hosted.root, 'work', 'orders-service')
     // Installed the way a user installs: `dsh plugin --profile tree add <tarballs>`.
-    profileDir = await home.createProfile('tree', tarballs(), ['@dsh-memory/store', '@dsh-memory/tree'])
-  })
-
-  afterAll(async () => {
-    await server?.close()
-    await cleanup?.()
-  })
+    })
 
   it('branches and merges through model tool calls; a later run sees the decision in the mainline, not the chit-chat', async () => {
-    const chat = await home.run({ profile: 'tree', cwd: workspace, modelUrl: server.url, args: [CHIT_CHAT] })
+    const chat = await hosted.home.run({ profile: 'tree', cwd: workspace, modelUrl: hosted.server.url, args: [CHIT_CHAT] })
     expect(chat.stderr).not.toMatch(/Error:/)
     expect(chat.code).toBe(0)
 
-    const before = server.requests.length
-    const explore = await home.run({ profile: 'tree', cwd: workspace, modelUrl: server.url, args: [EXPLORE] })
+    const before = hosted.server.requests.length
+    const explore = await hosted.home.run({ profile: 'tree', cwd: workspace, modelUrl: hosted.server.url, args: [EXPLORE] })
     expect(explore.code).toBe(0)
-    const exploreRequests = server.requests.slice(before).filter((request) => request.purpose === 'chat')
+    const exploreRequests = hosted.server.requests.slice(before).filter((request) => request.purpose === 'chat')
     // prompt → mt_branch, tool result → mt_merge, tool result → answer
     expect(exploreRequests).toHaveLength(3)
     expect(exploreRequests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(expect.arrayContaining(['mt_branch', 'mt_merge', 'mt_checkpoint', 'mt_status']))
@@ -89,10 +77,10 @@ describe('memory tree in the real DSH host', () => {
     expect(mergeResult).toContain(`decision: ${DECISION}`)
     expect(mergeResult).toContain('constraint: order payloads stay JSONB')
 
-    const later = server.requests.length
-    const next = await home.run({ profile: 'tree', cwd: workspace, modelUrl: server.url, args: [LATER] })
+    const later = hosted.server.requests.length
+    const next = await hosted.home.run({ profile: 'tree', cwd: workspace, modelUrl: hosted.server.url, args: [LATER] })
     expect(next.code).toBe(0)
-    const request = server.requests.slice(later).find((r) => r.purpose === 'chat')!
+    const request = hosted.server.requests.slice(later).find((r) => r.purpose === 'chat')!
     const system = systemPrompt(request.body)
     expect(system).toContain('<memory-tree-mainline project="orders-service"')
     expect(system).toContain(DECISION)
@@ -104,7 +92,7 @@ describe('memory tree in the real DSH host', () => {
     expect(everything(request.body)).not.toContain(BRANCH_NOTE)
 
     // The data is where the user expects it, and the chat partition holds the chit-chat.
-    const opened = await openMemoryTree({ dataDir: join(home.dir, 'memory') })
+    const opened = await openMemoryTree({ dataDir: join(hosted.home.dir, 'memory') })
     try {
       const partition = await opened.tree.repository.listChat(workspace, 10)
       expect(partition.map((entry) => [entry.role, entry.text])).toEqual([
@@ -128,8 +116,8 @@ describe('memory tree in the real DSH host', () => {
     // launched in the workspace like an editor agent would launch it.
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: [join(profileDir, 'node_modules', '@dsh-memory', 'tree', 'dist', 'mcp.js')],
-      env: { ...(process.env as Record<string, string>), DSH_HOME: home.dir },
+      args: [join(hosted.profileDir, 'node_modules', '@dsh-memory', 'tree', 'dist', 'mcp.js')],
+      env: { ...(process.env as Record<string, string>), DSH_HOME: hosted.home.dir },
       cwd: workspace,
       stderr: 'pipe',
     })
@@ -138,7 +126,7 @@ describe('memory tree in the real DSH host', () => {
     try {
       // Both processes write at once: the host routes its prompt, the MCP client adds a constraint.
       const [run, note] = await Promise.all([
-        home.run({ profile: 'tree', cwd: workspace, modelUrl: server.url, args: ['Please review the orders service schema design.'] }),
+        hosted.home.run({ profile: 'tree', cwd: workspace, modelUrl: hosted.server.url, args: ['Please review the orders service schema design.'] }),
         client.callTool({ name: 'mt_note', arguments: { kind: 'constraint', text: 'Order ids are UUIDv7' } }),
       ])
       expect(run.code).toBe(0)
@@ -149,16 +137,16 @@ describe('memory tree in the real DSH host', () => {
     } finally {
       await client.close()
     }
-    const later = server.requests.length
-    const next = await home.run({ profile: 'tree', cwd: workspace, modelUrl: server.url, args: ['What is next for the orders service?'] })
+    const later = hosted.server.requests.length
+    const next = await hosted.home.run({ profile: 'tree', cwd: workspace, modelUrl: hosted.server.url, args: ['What is next for the orders service?'] })
     expect(next.code).toBe(0)
-    const system = systemPrompt(server.requests.slice(later).find((r) => r.purpose === 'chat')!.body)
+    const system = systemPrompt(hosted.server.requests.slice(later).find((r) => r.purpose === 'chat')!.body)
     expect(system).toContain('Order ids are UUIDv7')
     expect(system).toContain('Please review the orders service schema design.')
   })
 
   it('loads the bundle with its full default config and fails boot naming a broken field', async () => {
-    const dump = await home.run({ profile: 'tree', cwd: workspace, modelUrl: server.url, args: ['--dump-config'] })
+    const dump = await hosted.home.run({ profile: 'tree', cwd: workspace, modelUrl: hosted.server.url, args: ['--dump-config'] })
     expect(dump.code).toBe(0)
     // The composed tree has the store row and our row with every config field of the schema.
     expect(dump.stdout).toMatch(/- id: memory-tree-store\n\s+name: '@dsh-memory\/store\/plugin'/)
@@ -167,10 +155,10 @@ describe('memory tree in the real DSH host', () => {
     expect(fields.length).toBeGreaterThan(15)
     for (const field of fields) expect(row).toMatch(new RegExp(`^    ${field}:`, 'm'))
 
-    const broken = await home.run({
+    const broken = await hosted.home.run({
       profile: 'tree',
       cwd: workspace,
-      modelUrl: server.url,
+      modelUrl: hosted.server.url,
       patch: '- id: memory-tree\n  config:\n    recentTurns: many\n',
       args: ['hello'],
     })

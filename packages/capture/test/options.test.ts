@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest'
 import { CaptureOptionsError, DEFAULT_CAPTURE_OPTIONS, resolveCaptureOptions } from '../src/core/options.js'
 
 describe('resolveCaptureOptions', () => {
+  it('refuses a misspelt key, naming it', () => {
+    expect(() => resolveCaptureOptions({ maxMesageChars: 100 } as never)).toThrow(expect.objectContaining({ path: 'maxMesageChars', message: expect.stringContaining('unknown option') }))
+  })
+
   it('fills the reference defaults and freezes the result', () => {
     const options = resolveCaptureOptions()
     expect(options).toEqual(DEFAULT_CAPTURE_OPTIONS)

@@ -4,19 +4,10 @@
  */
 import type { CueWokenEvent, CueWrittenEvent } from './core/cue-bank.js'
 import type { ContentBlockLike } from './core/text.js'
+import type { SessionEventLike, SessionLike } from '@dsh-memory/store/kit'
 
-/** The part of a host session the plugin reads. */
-export interface SessionLike {
-  readonly id: string
-  readonly header?: { readonly cwd?: string }
-}
-
-/** The part of a host session event the plugin reads. */
-export interface SessionEventLike {
-  readonly type: string
-  readonly seq?: number
-  readonly data?: unknown
-}
+/** The parts of a host session and its events the plugin reads. */
+export type { SessionEventLike, SessionLike }
 
 /** The part of a host message the plugin reads. */
 export interface MessageLike {

@@ -2,6 +2,8 @@
  * `ctx.cueBank` and the `cue_bank_open` tool: the adapter-side surface over the core.
  */
 import type { MemoryStore, PackageTablesHost } from '@dsh-memory/store'
+import { parseToolInput, toolOutput, toolParameters } from '@dsh-memory/store/kit'
+import { z } from 'zod'
 import type { CueBank, CueListFilter, OpenedCue, SessionRef, WakeDecision } from './core/cue-bank.js'
 import { importCueBankJson, type ImportCueBankOptions, type ImportCueBankResult } from './core/import.js'
 import type { Cue, Idiom } from './core/model.js'
@@ -70,30 +72,30 @@ export function renderOpenedCue(opened: OpenedCue): string {
   return lines.join('\n')
 }
 
+const OPEN_TOOL_INPUT = z
+  .object({ cueId: z.string().trim().min(1, 'must be a non-empty string').describe('The cue id, e.g. c-0190… or t-0190…') })
+  .strict()
+
 /** The `cue_bank_open` tool definition (dsh-tools shape: schema, mandatory output, execute). */
 export function openToolDefinition(bank: CueBank): unknown {
   return {
     name: OPEN_TOOL_NAME,
     description:
       'Open a recalled memory cue (ids appear in <memory-cues> blocks): shows the session and date it came from and the original conversation turns.',
-    parameters: {
-      type: 'object',
-      properties: { cueId: { type: 'string', description: 'The cue id, e.g. c-0190… or t-0190…' } },
-      required: ['cueId'],
-      additionalProperties: false,
-    },
+    parameters: toolParameters(OPEN_TOOL_INPUT),
     output: {
-      schema: { type: 'string' },
+      schema: toolOutput(z.string()),
       render: (_args: unknown, value: unknown) => [{ type: 'text', text: String(value) }],
     },
     isConcurrencySafe: () => true,
     async execute(args: unknown, exec?: { agent?: AgentLike }): Promise<string> {
-      const cueId = (args as { cueId?: unknown } | null)?.cueId
-      if (typeof cueId !== 'string' || cueId.trim() === '') throw new Error('cueId must be a non-empty string')
+      const parsed = parseToolInput(OPEN_TOOL_INPUT, args)
+      if (!parsed.ok) throw new Error(`invalid arguments for cue_bank_open: ${parsed.message}`)
+      const cueId = parsed.value.cueId
       // The calling session sees only the partitions it may be woken from.
       const session = exec?.agent?.session ?? (exec?.agent ? { id: exec.agent.id } : undefined)
       const viewer = session ? { id: session.id, workspace: session.header?.cwd ?? '' } : undefined
-      return renderOpenedCue(await bank.open(cueId.trim(), viewer))
+      return renderOpenedCue(await bank.open(cueId, viewer))
     },
   }
 }

@@ -12,19 +12,18 @@
 import type { Context } from '@deepseek-ai/cordis'
 import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
 import type { CueBank } from './core/cue-bank.js'
-import { resolveCueBankOptions, type ResolvedCueBankOptions } from './core/options.js'
-import type { Config } from './plugin.js'
+import { type CueBankOptions, resolveCueBankOptions, type ResolvedCueBankOptions } from './core/options.js'
 
 /** The settings namespace of the cue bank (equal to the plugin id, so a settings card keys on it). */
 export const CUE_BANK_SETTINGS_NAMESPACE = 'memory-cue-bank'
 
 const LIVE = ['topic', 'inject', 'extract', 'decay'] as const
 
-/** The live part of the cue bank's {@link Config}. */
-export type CueBankSettings = Pick<Config, (typeof LIVE)[number]>
+/** The live part of the cue bank's options (the row's `Config`). */
+export type CueBankSettings = Pick<CueBankOptions, (typeof LIVE)[number]>
 
 /** Register the namespace and keep `bank` on the value in force. */
-export function applyCueBankSettings(ctx: Context, schema: unknown, config: Config, bank: CueBank, warn: (message: string) => void): void {
+export function applyCueBankSettings(ctx: Context, schema: unknown, config: CueBankOptions, bank: CueBank, warn: (message: string) => void): void {
   registerLiveSettings<CueBankSettings, ResolvedCueBankOptions>(ctx, {
     namespace: CUE_BANK_SETTINGS_NAMESPACE,
     ...liveFields(schema, config, LIVE),

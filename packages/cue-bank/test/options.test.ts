@@ -45,6 +45,8 @@ describe('resolveCueBankOptions', () => {
     expect(failure(() => resolveCueBankOptions({ embedding: { baseURL: 'ftp://x' } }, {})).path).toBe('embedding.baseURL')
     expect(failure(() => resolveCueBankOptions({ decay: { pruneBelow: 1 } }, {})).path).toBe('decay.pruneBelow')
     expect(failure(() => resolveCueBankOptions({ maxTopics: -1 }, {})).message).toMatch(/maxTopics/)
+    // A misspelt key fails too instead of being ignored.
+    expect(failure(() => resolveCueBankOptions({ inject: { maxCue: 3 } } as never, {})).path).toBe('inject.maxCue')
   })
 
   it('checks cross-field rules', () => {

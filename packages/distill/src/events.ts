@@ -1,4 +1,5 @@
 import type { MemoriesUpdatedEvent, PersonaUpdatedEvent, ScenesUpdatedEvent } from './core/distiller.js'
+import type { SessionLike } from '@dsh-memory/store/kit'
 
 /** The part of `memory/captured` (from @dsh-memory/capture) distill reads. */
 export interface CapturedMessageLike {
@@ -10,10 +11,7 @@ export interface CapturedMessageLike {
 }
 
 /** The part of a host session distill reads. */
-export interface SessionLike {
-  readonly id: string
-  readonly header?: { readonly cwd?: string }
-}
+export type { SessionLike }
 
 /** The part of a host agent distill reads. */
 export interface AgentLike {

@@ -35,6 +35,7 @@ describe('resolveDistillOptions', () => {
     ['model without provider', { llm: { model: 'x' } }, /llm\.provider/],
     ['a fallback without model', { llm: { fallbacks: [{ provider: 'p' }] } }, /llm\.fallbacks\[0\]\.model/],
     ['an unknown layer route', { llm: { layerRoutes: { l4: [] } } }, /llm\.layerRoutes\.l4/],
+    ['a misspelt key', { extract: { minMessage: 3 } }, /extract\.minMessage: unknown option/],
     ['a temperature out of range', { llm: { temperature: 3 } }, /llm\.temperature/],
     ['a tiny timeout', { llm: { timeoutMs: 10 } }, /llm\.timeoutMs/],
     ['negative retention', { tokenCost: { retentionDays: -5 } }, /tokenCost\.retentionDays/],

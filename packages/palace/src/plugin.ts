@@ -11,6 +11,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
+import { BackgroundWork, toolOutput } from '@dsh-memory/store/kit'
+import { z as zod } from 'zod'
 import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { describeError } from './core/errors.js'
 import { PALACE_PLUGIN_ID } from './core/guidance.js'
@@ -140,16 +142,13 @@ interface SystemPromptLike {
 type Listener = (...args: any[]) => unknown
 type On = (name: string, listener: Listener) => () => void
 
-const OUTPUT_SCHEMA = {
-  type: 'object',
-  properties: {
-    ok: { type: 'boolean', description: 'false when the call was refused or failed' },
-    code: { type: 'string', description: 'stable error code when ok is false' },
-    text: { type: 'string' },
-  },
-  required: ['ok', 'text'],
-  additionalProperties: false,
-} as const
+const OUTPUT_SCHEMA = toolOutput(
+  zod.object({
+    ok: zod.boolean().describe('false when the call was refused or failed'),
+    code: zod.string().optional().describe('stable error code when ok is false'),
+    text: zod.string(),
+  }),
+)
 
 /** A durable plugin-sourced user message, the way the host expects injected context. */
 function pluginMessage(text: string, summary: string): HostMessage {
@@ -216,13 +215,8 @@ export function apply(ctx: Context, config: Config): void {
   const recall = new Map<string, string>()
   // Archives still running after their caller stopped waiting (a pre-compaction archive past
   // archiveTimeoutMs): the host's flush waits for them, so a headless exit does not cut them.
-  const running = new Set<Promise<unknown>>()
-  const track = <T>(work: Promise<T>): Promise<T> => {
-    const settled = work.catch(() => undefined)
-    running.add(settled)
-    void settled.finally(() => running.delete(settled))
-    return work
-  }
+  const running = new BackgroundWork()
+  const track = <T>(work: Promise<T>): Promise<T> => running.track(work)
 
   const palace = new Palace(options, {
     index: new StorePalaceIndex(ctx.memoryStore),
@@ -428,7 +422,7 @@ export function apply(ctx: Context, config: Config): void {
   })
 
   on('session/flush', async () => {
-    await Promise.allSettled([...running])
+    await running.settled()
     await palace.idle()
   })
 

@@ -10,18 +10,17 @@
 import type { Context } from '@deepseek-ai/cordis'
 import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
 import { type PalaceOptions, resolvePalaceOptions } from './core/options.js'
-import type { Config } from './plugin.js'
 
 /** The settings namespace of the palace (equal to the plugin id, so a settings card keys on it). */
 export const PALACE_SETTINGS_NAMESPACE = 'memory-palace'
 
 const LIVE = ['enabled', 'recallStrength', 'injectNotice', 'enableSteer', 'recallBudgetRounds', 'recallBudgetKeywords'] as const
 
-/** The live part of the palace's {@link Config}. */
-export type PalaceSettings = Pick<Config, (typeof LIVE)[number]>
+/** The live part of the palace's options (the row's `Config`). */
+export type PalaceSettings = Pick<PalaceOptions, (typeof LIVE)[number]>
 
 /** Register the namespace; `apply` receives the resolved options in force, at once and after every change. */
-export function applyPalaceSettings(ctx: Context, schema: unknown, config: Config, apply: (options: PalaceOptions) => void, warn: (message: string) => void): void {
+export function applyPalaceSettings(ctx: Context, schema: unknown, config: PalaceOptions, apply: (options: PalaceOptions) => void, warn: (message: string) => void): void {
   registerLiveSettings<PalaceSettings, PalaceOptions>(ctx, {
     namespace: PALACE_SETTINGS_NAMESPACE,
     ...liveFields(schema, config, LIVE),

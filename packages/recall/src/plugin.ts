@@ -9,6 +9,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import { createUserMessage } from '@deepseek-ai/dsh-llm/message'
 import z from '@deepseek-ai/schemastery'
+import { BackgroundWork } from '@dsh-memory/store/kit'
 import type {} from '@dsh-memory/store/plugin'
 import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { runMemoryCommand, MEMORY_COMMAND_USAGE } from './core/command.ts'
@@ -281,12 +282,8 @@ export function apply(ctx: Context, config: Config): void {
   applyRecallSettings(ctx, Config, config, engine, warn)
   const injector = new RecallInjector(engine, { onWarning: warn, explicitLayers: (sessionId) => layers.controller.isExplicit(sessionId) })
   const sections = new PromptSections(engine, { onWarning: warn })
-  const pending = new Set<Promise<unknown>>()
-
-  const track = (job: Promise<unknown>) => {
-    pending.add(job)
-    void job.finally(() => pending.delete(job))
-  }
+  const pending = new BackgroundWork()
+  const track = (job: Promise<unknown>) => void pending.track(job)
   const emit = (event: string, payload: unknown) => {
     try {
       ;(ctx.emit as (name: string, ...args: unknown[]) => void)(event, payload)
@@ -342,7 +339,7 @@ export function apply(ctx: Context, config: Config): void {
   // Headless runs exit right after the turn: finish bookkeeping writes before the store closes.
   ctx.on('session/flush', async () => {
     // Tracked work may track more (a counted turn starts a review): wait until none is left.
-    while (pending.size > 0) await Promise.allSettled([...pending])
+    await pending.settled()
     // Embedding backfill is opportunistic network work: a stalled endpoint must not hold the
     // process open after the turn. What is not embedded now is picked up by a later recall.
     let timer: NodeJS.Timeout | undefined

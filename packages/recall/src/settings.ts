@@ -9,24 +9,22 @@
  * @module @dsh-memory/recall/plugin
  */
 import type { Context } from '@deepseek-ai/cordis'
-import type z from '@deepseek-ai/schemastery'
 import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
 import { createEmbedder, type Embedder } from './core/embedding.ts'
 import { type RecallOptions, type RecallOptionsInput, resolveRecallOptions } from './core/options.ts'
 import type { RecallEngine } from './core/recall-engine.ts'
-import type { Config } from './plugin.ts'
 
 /** The settings namespace of recall (equal to the plugin id, so a settings card keys on it). */
 export const RECALL_SETTINGS_NAMESPACE = 'memory-recall'
 
-/** The live part of recall's {@link Config}. */
-export type RecallSettings = Pick<Config, 'defaultMode' | 'recall' | 'embedding'>
+/** The live part of recall's options (the row's `Config`). */
+export type RecallSettings = Pick<RecallOptions, 'defaultMode' | 'recall' | 'embedding'>
 
 /**
  * Register the namespace and keep `engine` on the value in force. The embedder is rebuilt
  * only when the embedding block changed, so a budget change keeps its connection state.
  */
-export function applyRecallSettings(ctx: Context, schema: z<Config>, config: Config, engine: RecallEngine, warn: (message: string) => void): void {
+export function applyRecallSettings(ctx: Context, schema: unknown, config: RecallOptions, engine: RecallEngine, warn: (message: string) => void): void {
   // The first apply builds the embedder for the value in force; later ones only on a change.
   let embedding = ''
   let embedder: Embedder | null = null

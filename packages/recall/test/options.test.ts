@@ -38,6 +38,9 @@ describe('resolveRecallOptions', () => {
     expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, baseUrl: 'http://127.0.0.1:1/v1' } }))).toBe('embedding.model')
     expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, baseUrl: 'http://127.0.0.1:1/v1', model: 'm' } }))).toBe('embedding.dimensions')
     expect(fieldOf(() => resolveRecallOptions({ recall: { enabled: 'yes' as never } }))).toBe('recall.enabled')
+    // The host's Config passes unknown keys through; the core refuses them with their path.
+    expect(fieldOf(() => resolveRecallOptions(Config({ recall: { maxResult: 3 } } as never) as never))).toBe('recall.maxResult')
+    expect(fieldOf(() => resolveRecallOptions({ strategy: 'keyword' } as never))).toBe('strategy')
   })
 
   it('names the offending field of the layer, lifecycle, retention and limit blocks', () => {

@@ -10,6 +10,7 @@ import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { ActivityLog, type ActivityValue } from './core/activity-log.ts'
 import { MemoryStoreError } from './core/errors.ts'
+import { findUnknownOption, optionKeysOf, strictOptionsSchema } from './kit/options.ts'
 import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, MAX_CACHE_MIB, resolveDataDir } from './core/options.ts'
 import type { PackageTables, PackageTablesDeclaration, PackageTablesHost } from './core/package-tables.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
@@ -82,6 +83,15 @@ export const Config: z<Partial<Config>, Config> = z.object({
   logFiles: z.natural().max(20).default(DEFAULT_LOG_FILES).description('Rotated files kept beside memory.log (memory.log.1 is the newest).'),
 })
 
+/** The keys of {@link Config}; any other key is refused at load. */
+const CONFIG_KEYS = strictOptionsSchema(optionKeysOf(Config({})))
+
+/** schemastery passes unknown keys through: a typo must fail the load, naming the key. */
+function refuseUnknownKeys(config: unknown): void {
+  const unknown = findUnknownOption(config, CONFIG_KEYS)
+  if (unknown) throw new MemoryStoreError('invalid-argument', `memory-store: ${unknown.path}: ${unknown.message}`, { path: unknown.path })
+}
+
 /**
  * `ctx.memoryStore`: the {@link MemoryStore} API of the shared database, plus `dataDir`.
  * Repositories are live only while the plugin runs; afterwards every call fails with
@@ -104,6 +114,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   readonly log: ActivityLog
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
+    refuseUnknownKeys(config)
     super(ctx, 'memoryStore')
     this.dataDir = resolveDataDir(config.dataDir)
     this.path = join(this.dataDir, DATABASE_FILE)
@@ -344,6 +355,8 @@ export function pluginRows(ctx: Context): { plugin: string; rows: PluginRowState
  * @throws MemoryStoreError `invalid-argument` when two rows name different data directories.
  */
 export async function apply(ctx: Context, config: Partial<Config> = {}): Promise<void> {
+  // Idle rows too: a typo in any row of the profile fails its load.
+  refuseUnknownKeys(config)
   const dataDir = resolveDataDir(config.dataDir)
   const other = rowsOf(ctx, name).find((row) => row.ctx.fiber !== ctx.fiber && row.data !== dataDir)
   if (other) {

@@ -123,6 +123,13 @@ describe('memory-store plugin', () => {
     expect(String((error as Error).message)).toMatch(/^dataDir: /)
   })
 
+  it('refuses a misspelt config key at load, naming it', async () => {
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    const error = await rejectionOf(async () => await ctx.plugin(MemoryStoreDefault, { dataDir: tempDir(), busyTimeout: 5 } as never))
+    expect(error).toMatchObject({ code: 'invalid-argument', path: 'busyTimeout', message: expect.stringContaining('memory-store: busyTimeout: unknown option') })
+  })
+
   it('reports one active store row however many bundles mounted one', async () => {
     const dataDir = tempDir()
     const ctx = new Context()

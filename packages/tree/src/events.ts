@@ -1,17 +1,8 @@
 import type { TreeChange } from './core/tree.js'
+import type { SessionEventLike, SessionLike } from '@dsh-memory/store/kit'
 
-/** The part of a host session the adapter reads. */
-export interface SessionLike {
-  readonly id: string
-  readonly header?: { readonly cwd?: string }
-}
-
-/** The part of a host session event the adapter reads. */
-export interface SessionEventLike {
-  readonly type: string
-  readonly seq?: number
-  readonly data?: unknown
-}
+/** The parts of a host session and its events the adapter reads. */
+export type { SessionEventLike, SessionLike }
 
 /** Payload of each `memory-tree/<type>` event: the committed change. */
 export type TreeEventPayload<T extends TreeChange['type']> = Extract<TreeChange, { type: T }>

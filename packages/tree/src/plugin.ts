@@ -9,6 +9,8 @@
 import { join } from 'node:path'
 import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
+import { findUnknownOption, messageText as kitMessageText, optionKeysOf, strictOptionsSchema, toolOutput } from '@dsh-memory/store/kit'
+import { z as zod } from 'zod'
 import type {} from '@dsh-memory/store/plugin'
 import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { describeError, TreeError } from './core/errors.js'
@@ -86,6 +88,9 @@ export const Config: z<Config> = z.object({
   maxMergeItems: z.natural().default(DEFAULT_TREE_OPTIONS.maxMergeItems).description('Most items one merge adds to the mainline.'),
 })
 
+/** The keys of {@link Config}; any other key is refused at load. */
+const CONFIG_KEYS = strictOptionsSchema(optionKeysOf(Config({} as Config)))
+
 // The host services this adapter uses, declared structurally: dsh-tools and dsh-system-prompt
 // own their types, and augmenting Context with them here would clash with theirs.
 interface ContentBlockLike {
@@ -117,23 +122,11 @@ interface HostContext {
 }
 
 /** The canonical output declaration of every mt_* tool. */
-const TOOL_OUTPUT_SCHEMA = {
-  type: 'object',
-  properties: { ok: { type: 'boolean' }, tool: { type: 'string' }, text: { type: 'string' } },
-  required: ['ok', 'tool', 'text'],
-  additionalProperties: true,
-}
+const TOOL_OUTPUT_SCHEMA = toolOutput(zod.looseObject({ ok: zod.boolean(), tool: zod.string(), text: zod.string() }))
 
 /** Text of a host message's text blocks. */
 function messageText(message: unknown): string {
-  const content = (message as { content?: unknown })?.content
-  if (typeof content === 'string') return content
-  if (!Array.isArray(content)) return ''
-  return content
-    .filter((block): block is ContentBlockLike => !!block && typeof block === 'object' && (block as { type?: unknown }).type === 'text' && typeof (block as { text?: unknown }).text === 'string')
-    .map((block) => block.text)
-    .join('\n')
-    .trim()
+  return kitMessageText((message as { content?: unknown } | undefined)?.content)
 }
 
 function callerOf(agent: AgentLike | undefined, source: string): Caller {
@@ -163,6 +156,9 @@ export class MemoryTreeService extends Service {
   private readonly logger!: ReturnType<Context['logger']>
 
   constructor(ctx: Context, config: Config) {
+    // schemastery passes unknown keys through: a typo must fail the load (idle rows too), naming the key.
+    const unknown = findUnknownOption(config, CONFIG_KEYS)
+    if (unknown) throw new TreeError('invalid-config', `memory-tree: ${unknown.path}: ${unknown.message}`, { path: unknown.path })
     // Installed twice (the preset plus this bundle)? Only the first row runs; an idle row must not
     // call super(), which would register the service a second time. See claimPluginRow.
     if (!claimPluginRow(ctx, name)) return Object.create(null)

@@ -8,18 +8,22 @@
  */
 import type { Context } from '@deepseek-ai/cordis'
 import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
-import type { Config } from './plugin.js'
 
 /** The settings namespace of the tree (equal to the plugin id, so a settings card keys on it). */
 export const TREE_SETTINGS_NAMESPACE = 'memory-tree'
 
 const LIVE = ['autoRoute', 'inject', 'refresh', 'contextTimeoutMs'] as const
 
-/** The live part of the tree's {@link Config}. */
-export type TreeSettings = Pick<Config, (typeof LIVE)[number]>
+/** The live part of the tree's options: the row's `Config` has these fields (adapter-only, not the core's). */
+export interface TreeSettings {
+  autoRoute: boolean
+  inject: boolean
+  refresh: 'session' | 'step'
+  contextTimeoutMs: number
+}
 
 /** Register the namespace; `apply` receives the live part in force, at once and after every change. */
-export function applyTreeSettings(ctx: Context, schema: unknown, config: Config, apply: (live: TreeSettings) => void, warn: (message: string) => void): void {
+export function applyTreeSettings(ctx: Context, schema: unknown, config: TreeSettings, apply: (live: TreeSettings) => void, warn: (message: string) => void): void {
   registerLiveSettings<TreeSettings, TreeSettings>(ctx, {
     namespace: TREE_SETTINGS_NAMESPACE,
     ...liveFields(schema, config, LIVE),

@@ -173,6 +173,7 @@ describe('memory-tree config', () => {
     try {
       await ctx.plugin(MemoryStoreService, { dataDir: temp.dir })
       await expect((async () => await ctx.plugin(MemoryTreeService, { recentTurns: 'many' } as unknown as Config))()).rejects.toThrow(/recentTurns/)
+      await expect((async () => await ctx.plugin(MemoryTreeService, { recentTurn: 3 } as unknown as Config))()).rejects.toThrow(/memory-tree: recentTurn: unknown option/)
       await expect((async () => await ctx.plugin(MemoryTreeService, { chatKeywords: ['deploy'], projectKeywords: ['deploy'] } as unknown as Config))()).rejects.toThrow(/chatKeywords and projectKeywords both contain "deploy"/)
     } finally {
       await ctx.fiber.dispose()

@@ -11,8 +11,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { dirname, join } from 'node:path'
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
+import { findUnknownOption, optionKeysOf, strictOptionsSchema } from '@dsh-memory/store/kit'
 import type {} from '@dsh-memory/store/plugin'
 import { MemoryBrowser } from './core/browser.ts'
+import { WebError } from './core/errors.ts'
 import { createMemoryBrowserHandler } from './core/handler.ts'
 import { newToken } from './core/token.ts'
 import { clientApiDeps } from './client-host.ts'
@@ -53,9 +55,15 @@ export const Config: z<Config> = z.object({
   palaceWorkspaces: z.array(z.string()).default([]).description('Workspaces whose memory-palace/ folders to show besides those the store knows.'),
 })
 
+/** The keys of {@link Config}; any other key is refused at load. */
+const CONFIG_KEYS = strictOptionsSchema(optionKeysOf(Config({} as Config)))
+
 /** Mount the browser; the route and the browser are released when the plugin unloads. */
 export function apply(ctx: Context, config: Config): void {
   const logger = ctx.logger('memory-web')
+  // schemastery passes unknown keys through: a typo must fail the load, naming the key.
+  const unknown = findUnknownOption(config, CONFIG_KEYS)
+  if (unknown) throw new WebError('invalid-config', `memory-web: ${unknown.path}: ${unknown.message}`, { path: unknown.path })
   if (config.token !== '' && config.token.length < 16) throw new Error(`memory-web: token must have at least 16 characters (config field "token")`)
   const webServer = (ctx as unknown as { webServer: WebServerLike }).webServer
   const browser = MemoryBrowser.fromStore(ctx.memoryStore, { palaceWorkspaces: config.palaceWorkspaces, actor: 'web' })

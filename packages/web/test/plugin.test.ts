@@ -91,6 +91,7 @@ describe('@dsh-memory/web/plugin', () => {
     const root = await import('../src/index.ts')
     expect([root.name, root.inject]).toEqual([webPlugin.name, webPlugin.inject])
     await expect(root.apply(new Context(), { path: 'no-slash' })).rejects.toThrow(/path/)
+    await expect(root.apply(new Context(), { paths: '/memory' } as never)).rejects.toThrow(/memory-web: paths: unknown option/)
     await ctx.plugin(root, {})
     const api = `http://127.0.0.1:${(ctx as unknown as { webServer: { port: number } }).webServer.port}/dsh-memory`
     const session = fixture.conversations.shop

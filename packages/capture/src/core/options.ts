@@ -1,3 +1,5 @@
+import { findUnknownOption, optionKeysOf, strictOptionsSchema } from '@dsh-memory/store/kit'
+
 /** Capture options as the core uses them (already validated shape; see the plugin's Config). */
 export interface CaptureOptions {
   /** Master switch: when false nothing is written. */
@@ -14,6 +16,9 @@ export const DEFAULT_CAPTURE_OPTIONS: CaptureOptions = Object.freeze({
   stripCodeBlocks: true,
   maxMessageChars: 4000,
 })
+
+/** The option keys; any other key is refused. */
+const OPTION_KEYS = strictOptionsSchema(optionKeysOf(DEFAULT_CAPTURE_OPTIONS))
 
 /** Error thrown for options the core cannot run with; `path` names the bad field. */
 export class CaptureOptionsError extends Error {
@@ -33,6 +38,8 @@ export class CaptureOptionsError extends Error {
  * @throws CaptureOptionsError naming the field path.
  */
 export function resolveCaptureOptions(input: Partial<CaptureOptions> = {}): CaptureOptions {
+  const unknown = findUnknownOption(input, OPTION_KEYS)
+  if (unknown) throw new CaptureOptionsError(unknown.path, unknown.message)
   const options = { ...DEFAULT_CAPTURE_OPTIONS, ...input }
   if (typeof options.enabled !== 'boolean') throw new CaptureOptionsError('enabled', 'must be a boolean')
   if (typeof options.stripCodeBlocks !== 'boolean') throw new CaptureOptionsError('stripCodeBlocks', 'must be a boolean')

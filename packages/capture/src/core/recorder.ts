@@ -1,4 +1,5 @@
 import { isMemoryStoreError, type MemoryStore } from '@dsh-memory/store'
+import { busyBackoffMs, retryWhileBusy } from '@dsh-memory/store/kit'
 import type { CaptureOptions } from './options.js'
 import { clip, messageText, stripCodeBlocks, type ContentBlockLike } from './text.js'
 
@@ -208,15 +209,10 @@ export class CaptureRecorder {
 }
 
 /** Run `job`, running it again after a pause when the store reports `busy`. */
-async function retryBusy<T>(job: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await job()
-    } catch (error) {
-      if (attempt >= BUSY_RETRIES || !isMemoryStoreError(error, 'busy')) throw error
-      // Jitter, so processes that collided do not collide again in step.
-      const delay = BUSY_RETRY_DELAY_MS * 2 ** attempt * (0.5 + Math.random())
-      await new Promise((resolve) => setTimeout(resolve, delay))
-    }
-  }
+function retryBusy<T>(job: () => Promise<T>): Promise<T> {
+  return retryWhileBusy(job, {
+    isBusy: (error) => isMemoryStoreError(error, 'busy'),
+    retries: BUSY_RETRIES,
+    delayMs: (attempt) => busyBackoffMs(attempt, BUSY_RETRY_DELAY_MS, Infinity),
+  })
 }

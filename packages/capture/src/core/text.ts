@@ -1,23 +1,14 @@
-/** A content block as the host shapes it; only `text` blocks carry conversation text. */
-export interface ContentBlockLike {
-  readonly type: string
-  readonly text?: string
-}
+import { clip as clipText, messageText as kitMessageText, replaceCodeFences, type ContentBlockLike } from '@dsh-memory/store/kit'
+
+export type { ContentBlockLike }
 
 /**
  * Join the text blocks of a message. Reasoning, images and tool-call blocks are not
  * conversation: they are dropped.
  */
 export function messageText(content: readonly ContentBlockLike[] | undefined): string {
-  if (!Array.isArray(content)) return ''
-  const parts: string[] = []
-  for (const block of content) {
-    if (block?.type === 'text' && typeof block.text === 'string' && block.text.length > 0) parts.push(block.text)
-  }
-  return parts.join('\n').trim()
+  return kitMessageText(content)
 }
-
-const FENCE = /(^|\n)(`{3,}|~{3,})([^\n`]*)\n[\s\S]*?(?:\n\2[ \t]*(?=\n|$)|$)/g
 
 /**
  * Replace fenced code blocks with a one-line placeholder naming the language and size,
@@ -25,23 +16,20 @@ const FENCE = /(^|\n)(`{3,}|~{3,})([^\n`]*)\n[\s\S]*?(?:\n\2[ \t]*(?=\n|$)|$)/g
  * runs to the end of the text, as Markdown renders it.
  */
 export function stripCodeBlocks(text: string): string {
-  return text.replace(FENCE, (match: string, lead: string, fence: string, info: string) => {
-    const language = info.trim().split(/\s+/)[0] ?? ''
-    const lines = match.slice(lead.length).split('\n')
-    const closed = lines.length > 1 && lines.at(-1)!.trim().startsWith(fence)
-    const body = lines.length - 1 - (closed ? 1 : 0)
-    return `${lead}[code block${language ? `: ${language}` : ''}, ${body} lines omitted]`
+  return replaceCodeFences(text, (fence) => {
+    const lines = fence.body === '' ? 0 : fence.body.split('\n').length
+    return `[code block${fence.language ? `: ${fence.language}` : ''}, ${lines} lines omitted]`
   })
 }
+
+/** Marks text cut at `maxMessageChars`, inside the limit. */
+const TRUNCATED = ' …[truncated]'
 
 /**
  * Cut text to at most `max` characters (by code point, so CJK and emoji are not split),
  * marking the cut. `max` of 0 means no limit.
  */
 export function clip(text: string, max: number): { text: string; truncated: boolean } {
-  if (max <= 0) return { text, truncated: false }
-  const points = Array.from(text)
-  if (points.length <= max) return { text, truncated: false }
-  const marker = ' …[truncated]'
-  return { text: points.slice(0, Math.max(0, max - marker.length)).join('') + marker, truncated: true }
+  const cut = clipText(text, max, TRUNCATED)
+  return { text: cut, truncated: cut !== text }
 }

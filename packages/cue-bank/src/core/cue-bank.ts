@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { redactSecrets, type MessageRepository } from '@dsh-memory/store'
+import { BackgroundWork } from '@dsh-memory/store/kit'
 import type { Embedder } from './embedding.js'
 import { CueBankError, isCueBankError } from './errors.js'
 import { computeIdioms, selectIdiomHints } from './idioms.js'
@@ -186,7 +187,7 @@ export class CueBank {
   readonly #openTool: () => string | undefined
   readonly #sessions = new Map<string, SessionState>()
   #queue: Promise<unknown> = Promise.resolve()
-  readonly #background = new Set<Promise<void>>()
+  readonly #background = new BackgroundWork()
   #closed = false
   #closing: Promise<void> | undefined
 
@@ -632,7 +633,7 @@ export class CueBank {
   /** Resolves when queued writes and background embeddings have all settled. */
   async whenIdle(): Promise<void> {
     await this.whenCommitted()
-    while (this.#background.size > 0) await Promise.allSettled([...this.#background])
+    await this.#background.settled()
   }
 
   /** Drop a session's in-memory state (its cues stay). */
@@ -677,8 +678,7 @@ export class CueBank {
 
   /** Keep a background promise (which never rejects) until it settles, so close() can wait for it. */
   #track(work: Promise<void>): void {
-    this.#background.add(work)
-    void work.finally(() => this.#background.delete(work))
+    void this.#background.track(work)
   }
 
   #enqueue<T>(where: string, job: () => Promise<T>): Promise<T | undefined> {

@@ -1,3 +1,5 @@
+import { codedErrorClass, type CodedError } from '@dsh-memory/store/kit'
+
 /**
  * Stable error codes of the cue bank. Callers switch on `code`, never on the message; a
  * published code is never renamed.
@@ -19,22 +21,9 @@ export type CueBankErrorCode =
   | 'closed'
 
 /** The only error type the cue bank throws on purpose. */
-export class CueBankError extends Error {
-  override readonly name = 'CueBankError'
-  readonly code: CueBankErrorCode
-  /** For `invalid-config` / `invalid-import`: the dotted path of the offending field. */
-  readonly path: string | undefined
-
-  constructor(code: CueBankErrorCode, message: string, options: { path?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = code
-    this.path = options.path
-  }
-}
+export const CueBankError = codedErrorClass<CueBankErrorCode>('CueBankError')
+/** An instance of {@link CueBankError}. */
+export type CueBankError = CodedError<CueBankErrorCode>
 
 /** True when `error` is a {@link CueBankError} (optionally with `code`); checks the shape, so duplicated copies of the package agree. */
-export function isCueBankError(error: unknown, code?: CueBankErrorCode): error is CueBankError {
-  if (!(error instanceof Error) || error.name !== 'CueBankError') return false
-  const actual = (error as { code?: unknown }).code
-  return typeof actual === 'string' && (code === undefined || actual === code)
-}
+export const isCueBankError = CueBankError.is

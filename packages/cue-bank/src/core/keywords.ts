@@ -9,6 +9,7 @@
  * instead of keeping raw bigrams: "飞书插件", "闭环", "プラグイン" survive, "们决" does not.
  */
 import { tokenize } from '@dsh-memory/store'
+import { CJK_CLASS, containsCjk } from '@dsh-memory/store/kit'
 import { stripNonProse } from './text.js'
 
 /** One keyword with its weight (term frequency among the text's candidate terms). */
@@ -65,9 +66,8 @@ export const ENGLISH_FILLER_WORDS: ReadonlySet<string> = new Set([
   'cool', 'great', 'good', 'nice', 'fine', 'right', 'bit', 'kind', 'sort', 'stuff', 'guess', 'mean', 'question', 'set', 'keeps',
 ])
 
-// Same CJK definition as the store's tokenizer (Han, kana, Hangul, the prolonged sound mark and 〆).
-const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3006]/u
-const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3006]+/gu
+// The kit's CJK set, the same the store's tokenizer uses (Han, kana, Hangul, ー and 〆).
+const CJK_RUN = new RegExp(`[${CJK_CLASS}]+`, 'gu')
 const KATAKANA_WORD = /^[\p{Script=Katakana}\u30fc]+$/u
 const NUMBERISH = /^[\d.,:_-]+$|^[0-9a-f]{8,}$|^\d+[a-z]{0,2}$/
 const MAX_COMPOUND = 4
@@ -108,7 +108,7 @@ export function isStopWord(word: string): boolean {
 
 /** True when `word` contains a CJK character. */
 export function isCjk(word: string): boolean {
-  return CJK.test(word)
+  return containsCjk(word)
 }
 
 /**

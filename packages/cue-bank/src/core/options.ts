@@ -1,3 +1,4 @@
+import { findUnknownOption, optionKeysOf, strictOptionsSchema } from '@dsh-memory/store/kit'
 import { CueBankError } from './errors.js'
 
 /** How cues are partitioned (the reference partitions per user). */
@@ -140,6 +141,9 @@ export const DEFAULT_CUE_BANK_OPTIONS: CueBankOptions = deepFreeze({
   dbg: false,
 })
 
+/** The option keys; any other key is refused. */
+const OPTION_KEYS = strictOptionsSchema(optionKeysOf(DEFAULT_CUE_BANK_OPTIONS))
+
 /**
  * Fill defaults and check every field plus the cross-field rules the schema cannot express.
  * @param env - where `embedding.apiKeyEnv` is looked up (default `process.env`).
@@ -151,6 +155,8 @@ export function resolveCueBankOptions(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): ResolvedCueBankOptions {
   if (input === null || typeof input !== 'object') throw invalid('', 'options must be an object')
+  const unknown = findUnknownOption(input, OPTION_KEYS)
+  if (unknown) throw invalid(unknown.path, unknown.message)
   const d = DEFAULT_CUE_BANK_OPTIONS
   const section = <K extends 'embedding' | 'topic' | 'inject' | 'extract' | 'decay'>(key: K): CueBankOptions[K] => {
     const value = input[key]

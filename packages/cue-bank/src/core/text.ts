@@ -1,21 +1,7 @@
-/** A content block as the host shapes it; only `text` blocks carry conversation text. */
-export interface ContentBlockLike {
-  readonly type: string
-  readonly text?: string
-}
+import { clip, messageText, replaceCodeFences, type ContentBlockLike } from '@dsh-memory/store/kit'
 
-/** Join the text blocks of a host message; reasoning, images and tool calls are not conversation. */
-export function messageText(content: readonly ContentBlockLike[] | undefined): string {
-  if (!Array.isArray(content)) return ''
-  const parts: string[] = []
-  for (const block of content) {
-    if (block?.type === 'text' && typeof block.text === 'string' && block.text.length > 0) parts.push(block.text)
-  }
-  return parts.join('\n').trim()
-}
+export { messageText, type ContentBlockLike }
 
-// From an opening fence (anywhere: chat users put them mid-line) to the same fence or the end.
-const FENCE = /(`{3,}|~{3,})[\s\S]*?(?:\1|$)/g
 const INLINE_CODE = /`[^`\n]+`/g
 const URL = /\b(?:https?|ftp|file):\/\/[^\s<>()"'`]+/gi
 // The store's redaction markers (`[REDACTED:api-key]`) are not topics.
@@ -34,7 +20,7 @@ const CODE_KEYWORD_LINE = /^\s*(?:import|export|const|let|var|function|def|class
  */
 export function stripNonProse(text: string): string {
   if (typeof text !== 'string' || text.length === 0) return ''
-  const withoutBlocks = text.replace(FENCE, ' ').replace(INLINE_CODE, ' ').replace(URL, ' ').replace(EMAIL, ' ').replace(REDACTED, ' ')
+  const withoutBlocks = replaceCodeFences(text, () => ' ').replace(INLINE_CODE, ' ').replace(URL, ' ').replace(EMAIL, ' ').replace(REDACTED, ' ')
   const lines = withoutBlocks.split('\n').filter((line) => !isCodeLine(line))
   return lines.join('\n').replace(EMOJI, ' ')
 }
@@ -54,11 +40,7 @@ function isCodeLine(line: string): boolean {
  * ending with `…` when cut. `max` 0 returns ''.
  */
 export function excerpt(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim()
-  if (max <= 0) return ''
-  const points = Array.from(flat)
-  if (points.length <= max) return flat
-  return points.slice(0, Math.max(1, max - 1)).join('').trimEnd() + '…'
+  return max <= 0 ? '' : clip(text.replace(/\s+/g, ' ').trim(), max)
 }
 
 /**
@@ -100,5 +82,5 @@ function countMatches(text: string, pattern: RegExp): number {
  * should say what was decided, not repeat the code.
  */
 export function omitCodeBlocks(text: string): string {
-  return text.replace(FENCE, '[code omitted]')
+  return replaceCodeFences(text, () => '[code omitted]')
 }

@@ -1,3 +1,5 @@
+import { codedErrorClass, describeError as describeCodedError, type CodedError } from '@dsh-memory/store/kit'
+
 /**
  * Stable error codes of the distill package. Callers switch on `code`, never on the message;
  * a published code is never renamed.
@@ -21,27 +23,14 @@ export type DistillErrorCode =
   | 'closed'
 
 /** The only error type the distill core throws on purpose. */
-export class DistillError extends Error {
-  override readonly name = 'DistillError'
-  readonly code: DistillErrorCode
-
-  constructor(code: DistillErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.code = code
-  }
-}
+export const DistillError = codedErrorClass<DistillErrorCode>('DistillError')
+/** An instance of {@link DistillError}. */
+export type DistillError = CodedError<DistillErrorCode>
 
 /** True when `error` is a {@link DistillError} (optionally with `code`); checks the shape, not the prototype. */
-export function isDistillError(error: unknown, code?: DistillErrorCode): error is DistillError {
-  if (!(error instanceof Error) || error.name !== 'DistillError') return false
-  return code === undefined || (error as DistillError).code === code
-}
+export const isDistillError = DistillError.is
 
 /** One line for logs: the message of an Error (with its code), or the value as a string. */
 export function describeError(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code
-    return typeof code === 'string' && !error.message.includes(code) ? `${code}: ${error.message}` : error.message
-  }
-  return String(error)
+  return describeCodedError(error, 'prefix')
 }

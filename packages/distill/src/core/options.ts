@@ -1,3 +1,4 @@
+import { findUnknownOption, optionKeysOf, strictOptionsSchema } from '@dsh-memory/store/kit'
 import { DistillError } from './errors.js'
 
 /** One provider route: the provider id the host registered and a model id of that provider. */
@@ -128,6 +129,9 @@ export const DEFAULT_DISTILL_OPTIONS: DistillOptions = deepFreeze({
   tokenCost: { retentionDays: 365 },
 })
 
+/** The option keys; any other key is refused. */
+const OPTION_KEYS = strictOptionsSchema(optionKeysOf(DEFAULT_DISTILL_OPTIONS))
+
 /** setTimeout's limit; larger delays fire at once. */
 const MAX_TIMER_MS = 2_147_483_647
 
@@ -139,6 +143,8 @@ const MAX_TIMER_MS = 2_147_483_647
  */
 export function resolveDistillOptions(input: DistillOptionsInput = {}): DistillOptions {
   if (!input || typeof input !== 'object') fail('', 'options must be an object')
+  const unknown = findUnknownOption(input, OPTION_KEYS)
+  if (unknown) fail(unknown.path, unknown.message)
   const d = DEFAULT_DISTILL_OPTIONS
   const extractIn = block(input, 'extract')
   const l2In = block(input, 'l2')
@@ -208,7 +214,7 @@ function block(input: DistillOptionsInput, key: keyof DistillOptions): Record<st
 }
 
 function fail(path: string, message: string): never {
-  throw new DistillError('invalid-config', `memory-distill: ${path ? `${path}: ` : ''}${message}`)
+  throw new DistillError('invalid-config', `memory-distill: ${path ? `${path}: ` : ''}${message}`, path ? { path } : {})
 }
 
 function bool(path: string, value: unknown): boolean {

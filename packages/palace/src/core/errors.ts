@@ -1,3 +1,5 @@
+import { codedErrorClass, describeError as describeCodedError, type CodedError } from '@dsh-memory/store/kit'
+
 /**
  * Stable error codes of the memory palace. Callers (the tools, the adapter, tests) switch on
  * `code`, never on the message; a code is never renamed once published.
@@ -35,26 +37,14 @@ export type PalaceErrorCode =
   | 'disabled'
 
 /** The only error type the palace throws on purpose; `code` is stable API, `message` is for humans. */
-export class PalaceError extends Error {
-  override readonly name = 'PalaceError'
-
-  constructor(
-    readonly code: PalaceErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options)
-  }
-}
+export const PalaceError = codedErrorClass<PalaceErrorCode>('PalaceError')
+/** An instance of {@link PalaceError}. */
+export type PalaceError = CodedError<PalaceErrorCode>
 
 /** True for a {@link PalaceError}, also across module copies (checks the name and a string code). */
-export function isPalaceError(value: unknown): value is PalaceError {
-  return value instanceof PalaceError || (value instanceof Error && value.name === 'PalaceError' && typeof (value as { code?: unknown }).code === 'string')
-}
+export const isPalaceError = PalaceError.is
 
 /** A one-line description of any thrown value, for logs and tool results. */
 export function describeError(error: unknown): string {
-  if (isPalaceError(error)) return `[${error.code}] ${error.message}`
-  if (error instanceof Error) return error.message
-  return String(error)
+  return describeCodedError(error, isPalaceError(error) ? 'bracket' : 'none')
 }

@@ -3,6 +3,7 @@
  * adapter (`plugin.ts`) only translates host events into these calls.
  */
 import { isAbsolute } from 'node:path'
+import { BackgroundWork } from '@dsh-memory/store/kit'
 import { describeError, PalaceError } from './errors.js'
 import type { CrashHook } from './fs.js'
 import { CheckCadence, evaluateGates, retainBudget, splitArchivable, type GateResult } from './gates.js'
@@ -82,7 +83,7 @@ export class Palace {
   private readonly pendingGuidance = new Map<string, string>()
   private readonly lastSteer = new Map<string, { turns: number; watermark: number }>()
   private readonly lastGuided = new Map<string, string>()
-  private readonly background = new Set<Promise<void>>()
+  private readonly background = new BackgroundWork()
   private readonly indexing = new Map<string, Promise<void>>()
 
   constructor(
@@ -268,13 +269,12 @@ export class Palace {
   }
 
   private inBackground(work: Promise<void>): void {
-    this.background.add(work)
-    void work.finally(() => this.background.delete(work))
+    void this.background.track(work)
   }
 
   /** Resolves once background work (store indexing) has settled; the adapter awaits it on flush. */
   async idle(): Promise<void> {
-    while (this.background.size > 0) await Promise.allSettled([...this.background])
+    await this.background.settled()
   }
 
   /**

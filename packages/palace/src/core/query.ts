@@ -19,6 +19,7 @@
  * Normalisation is NFKC + lower case, so full-width and half-width forms match each other.
  */
 import { tokenize } from '@dsh-memory/store'
+import { CJK_CLASS } from '@dsh-memory/store/kit'
 
 /** One keyword or phrase of a query. */
 export interface Keyword {
@@ -44,7 +45,7 @@ export interface ParsedQuery {
 }
 
 const QUOTES: Record<string, string> = { '"': '"', '“': '”', '「': '」', '『': '』', '«': '»' }
-const CJK_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3006]/u
+const CJK_CHAR = new RegExp(`[${CJK_CLASS}]`, 'u')
 const CJK_ONLY = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3006]+$/u
 const WORD_CHAR = /[\p{L}\p{N}_]/u
 const CJK_RUN = new RegExp(`${CJK_CHAR.source}+`, 'gu')

@@ -4,6 +4,7 @@
  * that never throws — every failure becomes `{ ok: false, code, text }` with a message the
  * model can act on.
  */
+import { toolParameters } from '@dsh-memory/store/kit'
 import { z } from 'zod'
 import { describeError, isPalaceError, PalaceError } from './errors.js'
 import { retainBudget, splitArchivable } from './gates.js'
@@ -48,10 +49,26 @@ const turnNumber = int.nonnegative()
 
 const archiveArgs = z
   .object({
-    segments: z.array(z.object({ category: z.string(), fromTurn: turnNumber, toTurn: turnNumber }).strict()).min(1).max(200),
-    summaries: z.array(z.object({ category: z.string(), text: z.string() }).strict()).max(50).optional(),
-    summary: z.string().optional(),
-    selfName: z.string().optional(),
+    segments: z
+      .array(
+        z
+          .object({
+            category: z.string().describe('Category name: letters (any script), digits, space, "_" or "-", at most 40.'),
+            fromTurn: turnNumber.describe('First turn of the segment (inclusive).'),
+            toTurn: turnNumber.describe('Last turn of the segment (inclusive).'),
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(200)
+      .describe('Consecutive turn ranges with their category, e.g. [{"category":"setup","fromTurn":3,"toTurn":20},{"category":"debugging","fromTurn":21,"toTurn":40}].'),
+    summaries: z
+      .array(z.object({ category: z.string(), text: z.string() }).strict())
+      .max(50)
+      .optional()
+      .describe('One summary per category used in segments: what those turns covered.'),
+    summary: z.string().optional().describe('Instead of summaries when all segments use one category.'),
+    selfName: z.string().optional().describe('File-name prefix (letters, digits, "-"); defaults to the configured selfNameSlug.'),
   })
   .strict()
 
@@ -59,18 +76,18 @@ const turnsArgs = z
   .object({
     fromTurn: turnNumber.optional(),
     toTurn: turnNumber.optional(),
-    limit: int.min(1).max(500).optional(),
-    all: z.boolean().optional(),
+    limit: int.min(1).max(500).optional().describe('At most this many turns (default 80, max 500).'),
+    all: z.boolean().optional().describe('Include archived turns (marked ✓).'),
   })
   .strict()
 
 const summaryArgs = z
   .object({
-    month: z.string().optional(),
+    month: z.string().optional().describe('YYYY-MM'),
     category: z.string().optional(),
-    limit: int.min(1).max(36).optional(),
-    namespace: z.string().optional(),
-    append: z.string().optional(),
+    limit: int.min(1).max(36).optional().describe('Months to list (default 6).'),
+    namespace: z.string().optional().describe('Another memory name of this workspace.'),
+    append: z.string().optional().describe('A note to append for not-yet-archived turns (needs fromTurn/toTurn).'),
     fromTurn: turnNumber.optional(),
     toTurn: turnNumber.optional(),
   })
@@ -78,12 +95,12 @@ const summaryArgs = z
 
 const searchArgs = z
   .object({
-    keyword: z.string().min(1).max(500),
+    keyword: z.string().min(1).max(500).describe('Keywords (AND), "quoted phrases" allowed.'),
     namespace: z.string().optional(),
     all: z.boolean().optional(),
     category: z.string().optional(),
-    limitTurns: int.min(1).max(30).optional(),
-    limit: int.min(1).max(200).optional(),
+    limitTurns: int.min(1).max(30).optional().describe('Turns to return when grouping (1–30).'),
+    limit: int.min(1).max(200).optional().describe('Hit lines to return with groupByTurn=false (1–200).'),
     groupByTurn: z.boolean().optional(),
     includeSummary: z.boolean().optional(),
   })
@@ -95,16 +112,16 @@ const readArgs = z
     toTurn: turnNumber.optional(),
     path: z.string().min(1).max(1000).optional(),
     namespace: z.string().optional(),
-    offset: int.nonnegative().optional(),
-    maxChars: int.min(1).max(READ_CAP).optional(),
+    offset: int.nonnegative().optional().describe('Character offset to continue a long read.'),
+    maxChars: int.min(1).max(READ_CAP).optional().describe('At most this many characters (default and max 60000).'),
   })
   .strict()
 
 const configArgs = z
   .object({
     action: z.enum(['get', 'set']).optional(),
-    scope: z.enum(['session', 'workspace']).optional(),
-    namespace: z.string().optional(),
+    scope: z.enum(['session', 'workspace']).optional().describe('Where set writes settings (default session).'),
+    namespace: z.string().optional().describe('Memory name of this session.'),
   })
   .extend(settingsLayerSchema.shape)
   .strict()
@@ -183,39 +200,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
       name: 'palace_archive',
       description:
         'Archive turns of this session verbatim into the memory palace (workspace folder memory-palace/). Give segments=[{category, fromTurn, toTurn}, …]: every turn gets exactly one category, ranges must not overlap, and together they must start at the first unarchived turn and leave no unarchived turn in between (a category may take several segments; its turns go into one file per month). Give summaries=[{category, text}, …] with one short paragraph per category describing only those turns (appended to the month\'s _summary.md), or summary="…" when there is a single category. selfName sets the file-name prefix. Turn numbers come from palace_turns. A session without a memory name gets an automatic one (unless autoName is off).',
-      parameters: {
-        type: 'object',
-        properties: {
-          segments: {
-            type: 'array',
-            description: 'Consecutive turn ranges with their category, e.g. [{"category":"setup","fromTurn":3,"toTurn":20},{"category":"debugging","fromTurn":21,"toTurn":40}].',
-            items: {
-              type: 'object',
-              properties: {
-                category: { type: 'string', description: 'Category name: letters (any script), digits, space, "_" or "-", at most 40.' },
-                fromTurn: { type: 'integer', description: 'First turn of the segment (inclusive).' },
-                toTurn: { type: 'integer', description: 'Last turn of the segment (inclusive).' },
-              },
-              required: ['category', 'fromTurn', 'toTurn'],
-              additionalProperties: false,
-            },
-          },
-          summaries: {
-            type: 'array',
-            description: 'One summary per category used in segments: what those turns covered.',
-            items: {
-              type: 'object',
-              properties: { category: { type: 'string' }, text: { type: 'string' } },
-              required: ['category', 'text'],
-              additionalProperties: false,
-            },
-          },
-          summary: { type: 'string', description: 'Instead of summaries when all segments use one category.' },
-          selfName: { type: 'string', description: 'File-name prefix (letters, digits, "-"); defaults to the configured selfNameSlug.' },
-        },
-        required: ['segments'],
-        additionalProperties: false,
-      },
+      parameters: toolParameters(archiveArgs),
       async run(args, call) {
         try {
           const input = parse(archiveArgs, args, 'palace_archive')
@@ -258,16 +243,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
       name: 'palace_turns',
       description:
         'List this session\'s turns for archiving: turn number, speaker and the first 70 characters. Turn numbers are session log event numbers (system notes, plugin steering and pure tool rounds count too), so never derive them from message positions. By default lists the turns not archived yet; all=true includes archived ones. fromTurn/toTurn/limit narrow the list.',
-      parameters: {
-        type: 'object',
-        properties: {
-          fromTurn: { type: 'integer' },
-          toTurn: { type: 'integer' },
-          limit: { type: 'integer', description: 'At most this many turns (default 80, max 500).' },
-          all: { type: 'boolean', description: 'Include archived turns (marked ✓).' },
-        },
-        additionalProperties: false,
-      },
+      parameters: toolParameters(turnsArgs),
       async run(args, call) {
         try {
           const input = parse(turnsArgs, args, 'palace_turns')
@@ -308,19 +284,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
       name: 'palace_summary',
       description:
         'Read month summaries of the memory palace. Without month: the most recent months (limit, default 6) with the end of each summary and the number of archive files. month="YYYY-MM": that month\'s whole summary (which archive covered what). category: only that category\'s paragraphs. append="text" with fromTurn/toTurn: add a note about recent turns that are not archived yet. namespace reads another session\'s memory.',
-      parameters: {
-        type: 'object',
-        properties: {
-          month: { type: 'string', description: 'YYYY-MM' },
-          category: { type: 'string' },
-          limit: { type: 'integer', description: 'Months to list (default 6).' },
-          namespace: { type: 'string', description: 'Another memory name of this workspace.' },
-          append: { type: 'string', description: 'A note to append for not-yet-archived turns (needs fromTurn/toTurn).' },
-          fromTurn: { type: 'integer' },
-          toTurn: { type: 'integer' },
-        },
-        additionalProperties: false,
-      },
+      parameters: toolParameters(summaryArgs),
       async run(args, call) {
         try {
           const input = parse(summaryArgs, args, 'palace_summary')
@@ -371,21 +335,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
       name: 'palace_search',
       description:
         'Search archived turns (not the summaries). keyword: space-separated keywords that must all occur (AND); quote a phrase with "…" or 「…」. Works for Chinese and Japanese. By default searches this session\'s memory; namespace searches another memory of this workspace, all=true searches every memory (results name their source); category limits to one category. Results are grouped by turn (one representative hit and the turn\'s hit count; limitTurns, default from settings) or, with groupByTurn=false, raw hit lines (limit). Each hit shows turn, file path and line; output is capped at 8000 characters. When no turn matches, matching month summaries are shown and labelled (a summary is not a turn); includeSummary=true adds them anyway.',
-      parameters: {
-        type: 'object',
-        properties: {
-          keyword: { type: 'string', description: 'Keywords (AND), "quoted phrases" allowed.' },
-          namespace: { type: 'string' },
-          all: { type: 'boolean' },
-          category: { type: 'string' },
-          limitTurns: { type: 'integer', description: 'Turns to return when grouping (1–30).' },
-          limit: { type: 'integer', description: 'Hit lines to return with groupByTurn=false (1–200).' },
-          groupByTurn: { type: 'boolean' },
-          includeSummary: { type: 'boolean' },
-        },
-        required: ['keyword'],
-        additionalProperties: false,
-      },
+      parameters: toolParameters(searchArgs),
       async run(args, call) {
         try {
           const input = parse(searchArgs, args, 'palace_search')
@@ -426,18 +376,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
       name: 'palace_read',
       description:
         'Read archived turns verbatim (text, reasoning, tool calls and results). fromTurn/toTurn return those turns in full; path reads a file of the palace ("<YYYY-MM>/<category>/<file>.md", also the "<memory>/…:<line>" paths palace_search prints, which jump to that turn); namespace reads another memory. At most 60000 characters per call: when more remains, the reply says which offset to continue from. Ends with a line of auto-extracted back-links (turns, files, tools) for orientation.',
-      parameters: {
-        type: 'object',
-        properties: {
-          fromTurn: { type: 'integer' },
-          toTurn: { type: 'integer' },
-          path: { type: 'string' },
-          namespace: { type: 'string' },
-          offset: { type: 'integer', description: 'Character offset to continue a long read.' },
-          maxChars: { type: 'integer', description: 'At most this many characters (default and max 60000).' },
-        },
-        additionalProperties: false,
-      },
+      parameters: toolParameters(readArgs),
       async run(args, call) {
         try {
           const input = parse(readArgs, args, 'palace_read')
@@ -471,34 +410,7 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
       name: 'palace_config',
       description:
         `View or change the memory palace settings of this session. action="get" (default) shows the effective settings, the workspace defaults and this session's own. action="set" with namespace="…" names this session's memory (English letters, digits, space, "_", "-", at most 32; renaming, an automatic name too, moves its folder with everything archived), and/or with settings (${SETTING_KEYS.join(', ')}) changes them for this session, or with scope="workspace" the defaults of new sessions.`,
-      parameters: {
-        type: 'object',
-        properties: {
-          action: { type: 'string', enum: ['get', 'set'] },
-          scope: { type: 'string', enum: ['session', 'workspace'], description: 'Where set writes settings (default session).' },
-          namespace: { type: 'string', description: 'Memory name of this session.' },
-          enabled: { type: 'boolean' },
-          triggerPressure: { type: 'number' },
-          retainFraction: { type: 'number' },
-          batchByteFraction: { type: 'number' },
-          minBatchTurns: { type: 'integer' },
-          checkEveryTurns: { type: 'integer' },
-          maxFileBytes: { type: 'integer' },
-          selfNameSlug: { type: 'string' },
-          includeReasoning: { type: 'boolean' },
-          compactAfterArchive: { type: 'boolean' },
-          enableSteer: { type: 'boolean' },
-          injectNotice: { type: 'boolean' },
-          recallStrength: { type: 'string', enum: ['off', 'low', 'medium', 'high', 'forced'] },
-          searchTurnLimit: { type: 'integer' },
-          recallBudgetRounds: { type: 'integer' },
-          recallBudgetKeywords: { type: 'integer' },
-          archiveBeforeCompaction: { type: 'boolean' },
-          autoArchiveCategory: { type: 'string' },
-          autoName: { type: 'boolean' },
-        },
-        additionalProperties: false,
-      },
+      parameters: toolParameters(configArgs),
       async run(args, call) {
         try {
           const input = parse(configArgs, args, 'palace_config')

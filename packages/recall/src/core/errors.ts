@@ -1,3 +1,5 @@
+import { codedErrorClass, describeError, type CodedError } from '@dsh-memory/store/kit'
+
 /**
  * Stable error codes of the recall package. Callers switch on `code`, never on the message.
  */
@@ -16,26 +18,14 @@ export type RecallErrorCode =
   | 'corrupt-state'
 
 /** The only error type the recall core throws on purpose. */
-export class RecallError extends Error {
-  override readonly name = 'RecallError'
-  readonly code: RecallErrorCode
-  /** For `invalid-config` / `invalid-argument`: the offending field path. */
-  readonly path: string | undefined
-
-  constructor(code: RecallErrorCode, message: string, options: { path?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = code
-    this.path = options.path
-  }
-}
+export const RecallError = codedErrorClass<RecallErrorCode>('RecallError')
+/** An instance of {@link RecallError}. */
+export type RecallError = CodedError<RecallErrorCode>
 
 /** True when `error` is a {@link RecallError} (checked by shape, so duplicated copies of the package agree). */
-export function isRecallError(error: unknown, code?: RecallErrorCode): error is RecallError {
-  if (!(error instanceof Error) || error.name !== 'RecallError') return false
-  return code === undefined || (error as { code?: unknown }).code === code
-}
+export const isRecallError = RecallError.is
 
 /** Human-readable message of any thrown value. */
 export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
+  return describeError(error)
 }

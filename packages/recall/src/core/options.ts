@@ -2,6 +2,7 @@
  * Recall options as the core uses them, their defaults (the reference's `recall.*` and
  * `embedding.*` blocks) and the cross-field rules the adapter's schema cannot express.
  */
+import { findUnknownOption, optionKeysOf, strictOptionsSchema } from '@dsh-memory/store/kit'
 import { RecallError } from './errors.ts'
 
 /** Search strategies. `hybrid` fuses keyword and embedding rankings (reciprocal rank fusion). */
@@ -196,6 +197,9 @@ const MODES: readonly MemoryMode[] = ['auto', 'chat', 'work', 'off']
 const STRATEGIES: readonly RecallStrategy[] = ['keyword', 'embedding', 'hybrid']
 const PLACEMENTS: readonly RecallPlacement[] = ['before-user', 'after-user']
 
+/** The option keys; any other key is refused. */
+const OPTION_KEYS = strictOptionsSchema(optionKeysOf(DEFAULT_RECALL_OPTIONS))
+
 function fail(path: string, message: string): never {
   throw new RecallError('invalid-config', `memory-recall: ${path}: ${message}`, { path })
 }
@@ -242,6 +246,8 @@ function resolveRetention(input: unknown): RetentionOptions {
  * @throws RecallError `invalid-config` whose `path` names the field.
  */
 export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOptions {
+  const unknown = findUnknownOption(input, OPTION_KEYS)
+  if (unknown) fail(unknown.path, unknown.message)
   const recallInput = { ...DEFAULT_RECALL_OPTIONS.recall, ...(input.recall ?? {}) }
   const embeddingInput = { ...DEFAULT_RECALL_OPTIONS.embedding, ...(input.embedding ?? {}) }
   const defaultMode = input.defaultMode ?? DEFAULT_RECALL_OPTIONS.defaultMode

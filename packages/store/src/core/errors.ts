@@ -1,3 +1,5 @@
+import { codedErrorClass, type CodedError } from '../kit/errors.ts'
+
 /**
  * Stable error codes of the store. Callers switch on `code`, never on the message,
  * so a code is never renamed once published; new failure kinds get new codes.
@@ -34,22 +36,12 @@ export type MemoryStoreErrorCode =
  * The only error type the store throws on purpose. `code` is stable API; `message` is
  * for humans and may change. `cause` carries the underlying driver error when there is one.
  */
-export class MemoryStoreError extends Error {
-  override readonly name = 'MemoryStoreError'
-  readonly code: MemoryStoreErrorCode
-
-  constructor(code: MemoryStoreErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.code = code
-  }
-}
+export const MemoryStoreError = codedErrorClass<MemoryStoreErrorCode>('MemoryStoreError')
+/** An instance of {@link MemoryStoreError}. */
+export type MemoryStoreError = CodedError<MemoryStoreErrorCode>
 
 /**
  * True when `error` is a {@link MemoryStoreError}, optionally with the given code.
  * Works across duplicated copies of this package (checks the shape, not the prototype).
  */
-export function isMemoryStoreError(error: unknown, code?: MemoryStoreErrorCode): error is MemoryStoreError {
-  if (!(error instanceof Error) || error.name !== 'MemoryStoreError') return false
-  const actual = (error as { code?: unknown }).code
-  return typeof actual === 'string' && (code === undefined || actual === code)
-}
+export const isMemoryStoreError = MemoryStoreError.is

@@ -11,6 +11,7 @@
  * (`[REDACTED:api-key]`) produce no terms: the store writes them in place of secrets, and
  * their words would make a question about "our API" find every redacted key.
  */
+import { CJK_CLASS, containsCjk } from '../kit/text.ts'
 import { withoutRedactionMarkers } from './redact.ts'
 
 /**
@@ -35,8 +36,7 @@ const SEGMENTER = new Intl.Segmenter('und', { granularity: 'word' })
 
 // Han/Kana/Hangul plus the kana length mark and 〆, which Unicode files under "Common"
 // although they only occur inside Japanese words.
-const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3006]+/gu
-const HAS_CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc\u3006]/u
+const CJK_RUN = new RegExp(`[${CJK_CLASS}]+`, 'gu')
 
 // Separators ICU keeps inside one word (MidLetter/MidNum/ExtendNumLet) that in code and
 // paths separate meaningful parts: foo_bar, user.name, it's, key:value.
@@ -96,7 +96,7 @@ export function tokenizeWith(text: string, variant: TokenizerVariant): string[] 
 
   for (const { segment, isWordLike } of SEGMENTER.segment(normalized)) {
     if (!isWordLike) continue
-    if (HAS_CJK.test(segment)) {
+    if (containsCjk(segment)) {
       // CJK words: the segmenter's dictionary word. Lone characters only when topical.
       if (!variant.words) continue
       const word = normalizeTerm(segment)

@@ -1,3 +1,8 @@
+import { codedErrorClass, type CodedError } from '@dsh-memory/store/kit'
+
+/** A readable one-line description of any thrown value. */
+export { describeError } from '@dsh-memory/store/kit'
+
 /**
  * Stable error codes of the memory tree. Callers (the tool layer, the MCP server, tests)
  * switch on `code`, never on the message; a code is never renamed once published.
@@ -25,28 +30,12 @@ export type TreeErrorCode =
  * The only error type the memory tree throws on purpose. `code` is stable API; `message` is
  * for humans (and for the model, which reads it in a tool result).
  */
-export class TreeError extends Error {
-  override readonly name = 'TreeError'
-  readonly code: TreeErrorCode
-
-  constructor(code: TreeErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.code = code
-  }
-}
+export const TreeError = codedErrorClass<TreeErrorCode>('TreeError')
+/** An instance of {@link TreeError}. */
+export type TreeError = CodedError<TreeErrorCode>
 
 /**
  * True when `error` is a {@link TreeError}, optionally with the given code. Checks the shape,
  * not the prototype, so it works across duplicated copies of this package.
  */
-export function isTreeError(error: unknown, code?: TreeErrorCode): error is TreeError {
-  if (!(error instanceof Error) || error.name !== 'TreeError') return false
-  const actual = (error as { code?: unknown }).code
-  return typeof actual === 'string' && (code === undefined || actual === code)
-}
-
-/** A readable one-line description of any thrown value. */
-export function describeError(error: unknown): string {
-  if (error instanceof Error) return error.message
-  return String(error)
-}
+export const isTreeError = TreeError.is

@@ -1,3 +1,4 @@
+import { replaceCodeFences } from '@dsh-memory/store/kit'
 import { clip, oneLine, similarity, splitSentences, textKey } from './text.js'
 import type { BranchEvent, ItemKind } from './types.js'
 
@@ -44,7 +45,6 @@ const CUES: Array<[ItemKind, RegExp]> = [
 
 const QUESTION_END = /[?？]\s*$/u
 const BULLET_LINE = /^(?:[-*•·]|\d+[.)、])\s/u
-const FENCE = /```[\s\S]*?(?:```|$)/g
 const MIN_SENTENCE = 4
 
 /** The kind an explicit label gives a line, with the label removed; undefined without a label. */
@@ -73,7 +73,7 @@ export function cueOf(sentence: string): ItemKind | undefined {
  */
 export function extractStatements(text: string, kinds: readonly ItemKind[], maxChars: number): Conclusion[] {
   const out: Conclusion[] = []
-  for (const sentence of splitSentences(text.replace(FENCE, ' '))) {
+  for (const sentence of splitSentences(withoutCode(text))) {
     const labelled = labelOf(sentence)
     const kind = labelled?.kind ?? cueOf(sentence)
     if (!kind || !kinds.includes(kind)) continue
@@ -94,7 +94,7 @@ export function parseSummary(summary: string, maxChars: number): Conclusion[] {
   const out: Conclusion[] = []
   let section: ItemKind | undefined
   let afterBlank = false
-  for (const rawLine of summary.replace(FENCE, ' ').split(/\r?\n/)) {
+  for (const rawLine of withoutCode(summary).split(/\r?\n/)) {
     const line = rawLine.trim()
     if (line.length === 0) {
       afterBlank = true
@@ -134,7 +134,7 @@ export function extractFromBranch(title: string, events: readonly BranchEvent[],
   const candidates: Conclusion[] = []
   for (const event of events) {
     if (event.kind !== 'user' && event.kind !== 'assistant' && event.kind !== 'note') continue
-    for (const sentence of splitSentences(event.text.replace(FENCE, ' '))) {
+    for (const sentence of splitSentences(withoutCode(event.text))) {
       const labelled = labelOf(sentence)
       let kind = labelled?.kind ?? cueOf(sentence)
       if (!kind) continue
@@ -150,7 +150,7 @@ export function extractFromBranch(title: string, events: readonly BranchEvent[],
   const unique = dedupe(candidates)
   if (unique.length > 0) return unique.slice(-max)
   const last = [...events].reverse().find((event) => event.kind === 'assistant' || event.kind === 'note')
-  const quote = last ? splitSentences(last.text.replace(FENCE, ' '))[0] : undefined
+  const quote = last ? splitSentences(withoutCode(last.text))[0] : undefined
   const text = quote ? `Explored "${title}": ${oneLine(quote)}` : `Explored "${title}" (no conclusion was recorded)`
   return [{ kind: 'outcome', text: clip(text, maxChars) }]
 }
@@ -175,4 +175,9 @@ function splitLine(line: string): string[] {
   // A labelled line is one statement even if it has several sentences.
   if (labelOf(line.replace(/^\s*(?:[-*•·>]|\d+[.)、])\s*/u, ''))) return [line.replace(/^\s*(?:[-*•·>]|\d+[.)、])\s*/u, '')]
   return splitSentences(line)
+}
+
+/** `text` with fenced code blanked out: code is never a conclusion. */
+function withoutCode(text: string): string {
+  return replaceCodeFences(text, () => ' ')
 }

@@ -1,21 +1,12 @@
 import { redactSecrets, tokenize } from '@dsh-memory/store'
+import { clip } from '@dsh-memory/store/kit'
 import { TreeError } from './errors.js'
 
-/** Appended to text cut at a length cap. */
-export const CLIP_MARKER = '…'
+/** Cut text to at most `max` code points, marked with `…`; never splits a surrogate pair. */
+export { clip, CLIP_MARKER } from '@dsh-memory/store/kit'
 
 // C0/C1 controls except tab and newline: they break markdown and terminals and carry no meaning.
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g
-
-/**
- * Cut `text` to at most `max` characters (code points), marking the cut. Never splits a
- * surrogate pair.
- */
-export function clip(text: string, max: number): string {
-  const chars = [...text]
-  if (chars.length <= max) return text
-  return chars.slice(0, Math.max(1, max - 1)).join('').trimEnd() + CLIP_MARKER
-}
 
 /**
  * Validate and prepare free text for storage: must be a string with visible content;

@@ -4,6 +4,7 @@
  * validated with zod; a tool never throws: failures come back as `{ ok: false, error }` with a
  * stable code and a message the model can act on.
  */
+import { parseToolInput, toolParameters } from '@dsh-memory/store/kit'
 import { z } from 'zod'
 import { describeError, isTreeError } from './errors.js'
 import { isoDate } from './render.js'
@@ -383,13 +384,10 @@ export const TREE_TOOL_NAMES: readonly string[] = Object.freeze(TREE_TOOLS.map((
 export async function runTreeTool(tree: MemoryTree, name: string, rawArgs: unknown, caller: Caller): Promise<TreeToolResult> {
   const spec = TREE_TOOLS.find((tool) => tool.name === name)
   if (!spec) return failure(name, 'not-found', `unknown memory-tree tool ${name}`)
-  const parsed = spec.input.safeParse(rawArgs ?? {})
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : 'arguments'}: ${issue.message}`)
-    return failure(name, 'invalid-argument', `invalid arguments for ${name}: ${issues.join('; ')}`)
-  }
+  const parsed = parseToolInput(spec.input, rawArgs)
+  if (!parsed.ok) return failure(name, 'invalid-argument', `invalid arguments for ${name}: ${parsed.message}`)
   try {
-    const { text: body, data } = await spec.run(tree, parsed.data as Record<string, unknown>, caller)
+    const { text: body, data } = await spec.run(tree, parsed.value as Record<string, unknown>, caller)
     return { ok: true, tool: name, text: body, data }
   } catch (error) {
     if (isTreeError(error)) return failure(name, error.code, error.message)
@@ -403,9 +401,5 @@ function failure(tool: string, code: string, message: string): TreeToolResult {
 
 /** The JSON Schema of a tool's arguments (for hosts that take raw JSON Schema). */
 export function toolParametersSchema(spec: TreeToolSpec): Record<string, unknown> {
-  const schema = z.toJSONSchema(spec.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>
-  delete schema.$schema
-  // A plain-JSON copy: hosts snapshot schemas as lossless JSON and reject null-prototype
-  // objects or undefined members that zod's output may contain.
-  return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
+  return toolParameters(spec.input)
 }
