@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Distiller, MAX_MEMORY_TEXT, MEMORY_KINDS, resolveDistillOptions } from '@dsh-memory/distill'
+import { Distiller, DistillStateRepository, MAX_MEMORY_TEXT, MEMORY_KINDS, resolveDistillOptions } from '@dsh-memory/distill'
 import { type Memory, type MemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ScriptedDistillModel, type ScriptedAnswer } from '../src/scripted-model.ts'
@@ -69,7 +69,7 @@ async function expectOnlyValidMemories(): Promise<Memory[]> {
   return all
 }
 
-const state = async () => JSON.parse((await store.meta.get('distill.conversation.bad-output'))!) as { cursorSeq: number; skipped: { fromSeq: number; toSeq: number; reason: string }[]; lastError: string | null }
+const state = () => new DistillStateRepository(store).conversation('bad-output')
 
 describe('malformed model output', () => {
   it.each([
