@@ -189,7 +189,7 @@ describe('backoff after a failed model call', () => {
     distiller.noteCaptured({ conversationId: 'backoff', workspace: '/work/bad' })
     await new Promise((resolve) => setTimeout(resolve, 1_000))
     expect(model.callsOf('l1'), 'L1 calls within the backoff window').toHaveLength(1)
-    const after = JSON.parse((await store.meta.get('distill.conversation.backoff'))!) as { attempts: number; notBefore: number }
+    const after = await new DistillStateRepository(store).conversation('backoff')
     expect(after.attempts).toBe(1)
     expect(after.notBefore).toBeGreaterThan(Date.now())
   })

@@ -69,17 +69,7 @@ export class ExtractionJob {
           throw new DistillError('conflict', `conversation ${conversationId} moved on while it was being distilled`)
         }
         applied = await applyMemoryOps(tx, candidates, ops, { conversationId, layer: 'l1' })
-        await this.ctx.state.putConversation({
-          ...current,
-          cursorSeq: slice[slice.length - 1]!.seq,
-          stage: current.stage + 1,
-          attempts: 0,
-          notBefore: 0,
-          lastError: null,
-          lastRunAt: this.ctx.clock.now(),
-          gaveUpAt: null,
-          lease: null,
-        })
+        await this.ctx.state.putConversation(this.advanced(current, slice, null))
         if (applied.written.length > 0) await this.countNewMemories(applied.written)
       }, this.ctx.fenced())
       const result = applied!
@@ -162,23 +152,18 @@ export class ExtractionJob {
         throw new DistillError('conflict', `conversation ${conversationId} moved on while it was being distilled`)
       }
       await this.ctx.state.addSkipped(conversationId, { fromSeq: slice[0]!.seq, toSeq: slice[slice.length - 1]!.seq, at: this.ctx.clock.now(), reason: error.slice(0, 300) })
-      await this.ctx.state.putConversation({
-        ...current,
-        cursorSeq: slice[slice.length - 1]!.seq,
-        stage: current.stage + 1,
-        attempts: 0,
-        notBefore: 0,
-        lastError: `skipped: ${error}`.slice(0, 500),
-        lastRunAt: this.ctx.clock.now(),
-        gaveUpAt: null,
-        lease: null,
-      })
+      await this.ctx.state.putConversation(this.advanced(current, slice, `skipped: ${error}`.slice(0, 500)))
     }, this.ctx.fenced())
     live.stage = claimed.stage + 1
     live.lastError = `skipped: ${error}`
     this.ctx.counters.failures++
     this.ctx.log('warn', `l1 ${conversationId}: gave up on messages seq ${slice[0]!.seq}..${slice[slice.length - 1]!.seq} after two invalid replies (${error}); the L0 messages stay stored`)
     await this.afterSlice(conversationId, slice[slice.length - 1]!.seq)
+  }
+
+  /** The state after a slice was distilled (or skipped): cursor past it, next ramp stage, retry state cleared, lease dropped. */
+  private advanced(current: ConversationState, slice: readonly Message[], lastError: string | null): ConversationState {
+    return { ...current, cursorSeq: slice[slice.length - 1]!.seq, stage: current.stage + 1, attempts: 0, notBefore: 0, lastError, lastRunAt: this.ctx.clock.now(), gaveUpAt: null, lease: null }
   }
 
   /** Recount what is left after a commit and decide the next step. */

@@ -3,7 +3,7 @@
  * scope, run when its counter of new memories passes the threshold. A pass commits its
  * changes with the counter reset in one store transaction; a failure backs off and retries.
  */
-import type { MemoryScopeFilter, Scene } from '@dsh-memory/store'
+import type { Memory, MemoryScopeFilter, Scene } from '@dsh-memory/store'
 import { DistillError, describeError, isDistillError } from './errors.js'
 import { askJson } from './ask-json.js'
 import type { JobContext } from './job-context.js'
@@ -59,13 +59,21 @@ export class LayerJobs {
     return scope.scope === 'global' ? { scope: 'global' } : { scope: 'workspace', workspace: scope.workspace!, includeGlobal: false }
   }
 
+  /**
+   * The memories created in the scope since the layer's watermark (oldest first, at most
+   * `limit`) and the new watermark; with none, the counter is reset and `memories` is empty.
+   */
+  private async newMemories(key: string, layer: 'l2' | 'l3', scope: SceneScope, before: LayerState, limit: number): Promise<{ memories: Memory[]; newest: number }> {
+    const since = layer === 'l2' ? before.lastL2At : before.lastL3At
+    const memories = (await this.ctx.store.memories.list({ ...this.scopeFilter(scope), since: since + 1, orderBy: 'created', limit })).reverse()
+    const newest = memories.reduce((max, memory) => Math.max(max, memory.createdAt), since)
+    if (memories.length === 0) await this.resetLayer(key, layer, before, newest)
+    return { memories, newest }
+  }
+
   private async runScenes(key: string, scope: SceneScope, before: LayerState): Promise<void> {
-    const memories = (await this.ctx.store.memories.list({ ...this.scopeFilter(scope), since: before.lastL2At + 1, orderBy: 'created', limit: 60 })).reverse()
-    const newest = memories.reduce((max, memory) => Math.max(max, memory.createdAt), before.lastL2At)
-    if (memories.length === 0) {
-      await this.resetLayer(key, 'l2', before, newest)
-      return
-    }
+    const { memories, newest } = await this.newMemories(key, 'l2', scope, before, 60)
+    if (memories.length === 0) return
     const scenes = await this.ctx.store.scenes.list({ ...this.sceneFilter(scope), limit: 1_000 })
     const { context, others } = relatedScenes(scenes, memories, this.ctx.options.l2.sceneContextLimit)
     const built = buildScenePrompt({ memories, contextScenes: context, otherScenes: others, maxScenes: this.ctx.options.l2.maxScenes })
@@ -95,12 +103,8 @@ export class LayerJobs {
   }
 
   private async runPersona(key: string, scope: SceneScope, before: LayerState): Promise<void> {
-    const memories = (await this.ctx.store.memories.list({ ...this.scopeFilter(scope), since: before.lastL3At + 1, orderBy: 'created', limit: 40 })).reverse()
-    const newest = memories.reduce((max, memory) => Math.max(max, memory.createdAt), before.lastL3At)
-    if (memories.length === 0) {
-      await this.resetLayer(key, 'l3', before, newest)
-      return
-    }
+    const { memories, newest } = await this.newMemories(key, 'l3', scope, before, 40)
+    if (memories.length === 0) return
     const personaKey = { scope: scope.scope, workspace: scope.workspace }
     const current = await this.ctx.store.persona.get(personaKey)
     const scenes: Scene[] = await this.ctx.store.scenes.list({ ...this.sceneFilter(scope), limit: this.ctx.options.l2.maxScenes })

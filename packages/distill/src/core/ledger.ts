@@ -93,6 +93,19 @@ export interface LedgerFilter {
   readonly model?: string
 }
 
+/** The sums of two rows of the same provider, model and layer. */
+export function addRows(a: LedgerRow, b: LedgerRow): LedgerRow {
+  return {
+    ...a,
+    calls: a.calls + b.calls,
+    failures: a.failures + b.failures,
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    estimatedCalls: a.estimatedCalls + b.estimatedCalls,
+  }
+}
+
 /** Sum the rows of several days per (provider, model, layer), largest input first. */
 export function summarizeLedger(days: readonly LedgerDay[], filter: LedgerFilter = {}): LedgerRow[] {
   const totals = new Map<string, LedgerRow>()
@@ -105,20 +118,7 @@ export function summarizeLedger(days: readonly LedgerDay[], filter: LedgerFilter
       if (filter.model && row.model !== filter.model) continue
       const key = `${row.provider}\u0000${row.model}\u0000${row.layer}`
       const prev = totals.get(key)
-      totals.set(
-        key,
-        prev
-          ? {
-              ...prev,
-              calls: prev.calls + row.calls,
-              failures: prev.failures + row.failures,
-              inputTokens: prev.inputTokens + row.inputTokens,
-              outputTokens: prev.outputTokens + row.outputTokens,
-              cacheReadTokens: prev.cacheReadTokens + row.cacheReadTokens,
-              estimatedCalls: prev.estimatedCalls + row.estimatedCalls,
-            }
-          : { ...row },
-      )
+      totals.set(key, prev ? addRows(prev, row) : { ...row })
     }
   }
   return [...totals.values()].sort((a, b) => b.inputTokens - a.inputTokens || a.layer.localeCompare(b.layer))

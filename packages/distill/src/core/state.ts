@@ -13,7 +13,7 @@
  */
 import { isMemoryStoreError, type MemoryStore } from '@dsh-memory/store'
 import { and, asc, desc, eq, gte, inArray, lt, lte, notInArray, sql } from 'drizzle-orm'
-import { dayKey, oldestKeptDay, type LedgerCall, type LedgerCallFilter, type LedgerDay, type LedgerFilter, type LedgerRow, summarizeLedger } from './ledger.js'
+import { addRows, dayKey, oldestKeptDay, type LedgerCall, type LedgerCallFilter, type LedgerDay, type LedgerFilter, type LedgerRow, summarizeLedger } from './ledger.js'
 import { DistillError } from './errors.js'
 import { readLegacyState, type LegacySnapshot } from './legacy-state.js'
 import type { LedgerEntry } from './model.js'
@@ -41,18 +41,7 @@ function readDays(db: DistillDb, filter: LedgerFilter = {}): LedgerDay[] {
     const rows = byDay.get(day) ?? []
     const same = rows.findIndex((other) => other.provider === row.provider && other.model === row.model && other.layer === row.layer)
     if (same < 0) rows.push(row)
-    else {
-      const prev = rows[same]!
-      rows[same] = {
-        ...prev,
-        calls: prev.calls + row.calls,
-        failures: prev.failures + row.failures,
-        inputTokens: prev.inputTokens + row.inputTokens,
-        outputTokens: prev.outputTokens + row.outputTokens,
-        cacheReadTokens: prev.cacheReadTokens + row.cacheReadTokens,
-        estimatedCalls: prev.estimatedCalls + row.estimatedCalls,
-      }
-    }
+    else rows[same] = addRows(rows[same]!, row)
     byDay.set(day, rows)
   }
   const dayRange = (column: typeof calls.day | typeof carriedDays.day) =>
