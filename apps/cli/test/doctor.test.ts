@@ -1,6 +1,7 @@
 import { closeSync, existsSync, openSync, readSync, writeSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { DistillStateRepository } from '@dsh-memory/distill'
 import { loadMigrationDir, openMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 // Writing behind the store's back needs the driver, which only the store package depends on.
@@ -40,6 +41,7 @@ function damage(fixture: Fixture): void {
     db.prepare("UPDATE store_memories SET superseded_by = 'memory-that-never-was' WHERE id = ?").run(fixture.memories.editor)
     db.prepare('UPDATE store_scenes SET memory_ids = ? WHERE id = ?').run(JSON.stringify([fixture.memories.database, 'deleted-memory-id']), fixture.scene)
     db.prepare("INSERT INTO store_meta (key, value, updated_at) VALUES ('distill.conversation.session-deleted', '{}', 0)").run()
+    db.prepare("INSERT INTO distill_conversations (conversation_id, cursor_seq, last_error) VALUES ('会话-deleted', 3, 'gone')").run()
     db.pragma('wal_checkpoint(TRUNCATE)')
     return {
       pageSize: Number(db.pragma('page_size', { simple: true })),
@@ -88,7 +90,11 @@ describe('doctor', () => {
       ].sort(),
     )
     expect(before['scene-members']).toMatchObject({ status: 'problem', details: [`scene ${fixture.scene}: missing deleted-memory-id`] })
-    expect(before['distill-state']).toMatchObject({ status: 'warning', details: ['distill.conversation.session-deleted'] })
+    expect(before['distill-state']).toMatchObject({
+      status: 'warning',
+      summary: '2 distill state rows of deleted conversations',
+      details: ['distill.conversation.session-deleted', 'distill_conversations 会话-deleted'],
+    })
     expect(before['search-index']).toMatchObject({ status: 'problem' })
     expect(before['search-index']!.details.join('\n')).toMatch(/index holds 6 messages and 5 memories, the database 7 and 6/)
     // Without --fix, nothing was written: the orphan is still there.
@@ -108,7 +114,7 @@ describe('doctor', () => {
     expect(after['foreign-keys']!.found!.summary).toBe('2 orphan rows')
     expect(after['foreign-keys']!.fixed).toBe('deleted 1 orphan row, cleared 1 dangling reference')
     expect(after['scene-members']!.fixed).toBe('removed deleted memory ids from 1 scene')
-    expect(after['distill-state']!.fixed).toBe('deleted 1 state row')
+    expect(after['distill-state']!.fixed).toBe('deleted 2 state rows')
     expect(after['search-index']!.fixed).toBe('rebuilt (6 messages, 6 memories)')
     expect(JSON.parse(fixed.stdout).problems).toBe(0)
 
@@ -127,6 +133,7 @@ describe('doctor', () => {
       expect((await store.search.memories('Helix', { scope: 'global' })).map((hit) => hit.memory.id)).toEqual([fixture.memories.editor])
       expect((await store.scenes.get(fixture.scene))!.memoryIds).toEqual([fixture.memories.database])
       expect(await store.meta.get('distill.conversation.session-deleted')).toBeUndefined()
+      expect((await new DistillStateRepository(store).conversations()).map((state) => state.conversationId)).not.toContain('会话-deleted')
     } finally {
       await store.close()
     }

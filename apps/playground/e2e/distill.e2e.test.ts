@@ -1,4 +1,5 @@
 import { join } from 'node:path'
+import { DistillStateRepository } from '@dsh-memory/distill'
 import type { MemoryStore } from '@dsh-memory/store'
 import { describe, expect, it } from 'vitest'
 import { lastUserText, requestText, type ScriptedReply } from '../src/model-server.js'
@@ -57,10 +58,14 @@ describe('distill in the real DSH host', () => {
       const memories = await store.memories.list({ scope: 'global' })
       expect(memories.map((memory) => memory.text).sort()).toEqual(['The user lives in Sapporo.', 'The user prefers dark roast coffee.'])
       for (const memory of memories) expect(memory.sourceMessageIds).toEqual([userMessage.id])
-      const state = JSON.parse((await store.meta.get(`distill.conversation.${conversation!.id}`))!)
-      expect(state).toMatchObject({ cursorSeq: messages.at(-1)!.seq, attempts: 0, lease: null })
-      const ledger = JSON.parse((await store.meta.get('distill.ledger.days'))!)
-      expect(ledger.days.length).toBe(1)
+      const state = new DistillStateRepository(store)
+      expect(await state.conversation(conversation!.id)).toMatchObject({ cursorSeq: messages.at(-1)!.seq, attempts: 0, lease: null })
+      expect((await state.costDays()).length).toBe(1)
+      // The cost ledger has one row per model call the model server received, of the same layer.
+      const calls = await state.calls({ limit: 10_000 })
+      expect(calls.map((call) => call.layer).sort()).toEqual(distillRequests().map((request) => distillLayer(request)).sort())
+      expect(calls.every((call) => call.outcome === 'ok' && call.model === 'deepseek-v4-flash')).toBe(true)
+      expect(calls.find((call) => call.layer === 'l1')).toMatchObject({ conversationId: conversation!.id })
     })
   })
 
@@ -89,14 +94,14 @@ describe('distill in the real DSH host', () => {
       for (const workspace of [beta, gamma]) {
         const [conversation] = await store.conversations.list({ workspace })
         ids.push(conversation!.id)
-        const state = JSON.parse((await store.meta.get(`distill.conversation.${conversation!.id}`))!)
+        const state = await new DistillStateRepository(store).conversation(conversation!.id)
         expect(state).toMatchObject({ cursorSeq: -1, lease: null })
         expect(state.attempts).toBeGreaterThanOrEqual(1)
         expect(state.lastError).toBeTruthy()
       }
       // Nothing but the two memories of the first test exists: no invalid row was stored.
       expect((await store.memories.list({ includeSuperseded: true })).map((memory) => memory.text).sort()).toEqual(['The user lives in Sapporo.', 'The user prefers dark roast coffee.'])
-      const pending = JSON.parse((await store.meta.get('distill.pending'))!).ids
+      const pending = await new DistillStateRepository(store).pendingIds()
       expect(pending).toEqual(expect.arrayContaining(ids))
       return ids
     })
@@ -112,10 +117,15 @@ describe('distill in the real DSH host', () => {
       expect(texts).toEqual(['The user lives in Sapporo.', 'The user prefers dark roast coffee.', 'The user writes the build tool in Zig.', 'ユーザーは猫を二匹飼っている。'].sort())
       const zig = (await store.memories.list({ workspace: beta, includeGlobal: false }))[0]!
       expect(zig).toMatchObject({ scope: 'workspace', workspace: beta })
-      for (const id of failedIds) {
-        expect(JSON.parse((await store.meta.get(`distill.conversation.${id}`))!)).toMatchObject({ attempts: 0, lastError: null, lease: null })
-      }
-      expect(JSON.parse((await store.meta.get('distill.pending'))!).ids).not.toEqual(expect.arrayContaining(failedIds))
+      const state = new DistillStateRepository(store)
+      for (const id of failedIds) expect(await state.conversation(id)).toMatchObject({ attempts: 0, lastError: null, lease: null })
+      expect(await state.pendingIds()).not.toEqual(expect.arrayContaining(failedIds))
+      // Every model call the server received is one ledger row: the failed attempts (HTTP 500,
+      // garbage) as `failed` rows with zero tokens, the retries that worked as `ok` rows.
+      const calls = await state.calls({ limit: 10_000 })
+      expect(calls.map((call) => call.layer).sort()).toEqual(distillRequests().map((request) => distillLayer(request)).sort())
+      expect(calls.filter((call) => call.outcome === 'failed').every((call) => call.inputTokens === 0 && call.outputTokens === 0)).toBe(true)
+      expect(calls.some((call) => call.outcome === 'failed')).toBe(true)
     })
   })
 

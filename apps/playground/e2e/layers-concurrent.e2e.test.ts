@@ -1,4 +1,5 @@
 import { join } from 'node:path'
+import { DistillStateRepository, initialConversationState } from '@dsh-memory/distill'
 import { coordinatedStore, openMemoryStore, type CoordinatedMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome } from '../src/host.js'
@@ -94,10 +95,8 @@ describe('two DSH processes distilling concurrently on one data dir', () => {
       expect(leases.filter((entry) => entry.op === 'lease.release').length).toBe(acquired.length)
       // The global layer's revision counted every stored memory.
       expect((await store.layers.revision({ scope: 'global' })).revision).toBeGreaterThanOrEqual(CONVERSATIONS)
-      for (let n = 0; n < CONVERSATIONS; n++) {
-        const state = JSON.parse((await store.meta.get(`distill.conversation.captured-${n}`))!)
-        expect(state).toMatchObject({ cursorSeq: 1, lease: null })
-      }
+      const state = new DistillStateRepository(store)
+      for (let n = 0; n < CONVERSATIONS; n++) expect(await state.conversation(`captured-${n}`)).toMatchObject({ cursorSeq: 1, lease: null })
     })
   }, 180_000)
 
@@ -107,9 +106,7 @@ describe('two DSH processes distilling concurrently on one data dir', () => {
     const distillPatch = '- id: memory-distill\n  config:\n    extract:\n      minMessages: 50\n      maxBatchMessages: 50\n      idleSeconds: 0\n      flushWaitMs: 20000\n'
     const reviewPatch = (every: number) => `- id: memory-recall\n  config:\n    lifecycle:\n      reviewEveryUserTurns: ${every}\n`
     const drive = async (sessionId: string, fact: string, every: number) => {
-      await withStore((store) =>
-        store.meta.set(`distill.conversation.${sessionId}`, JSON.stringify({ v: 1, conversationId: sessionId, cursorSeq: -1, stage: 10, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, skipped: [], lease: null })),
-      )
+      await withStore((store) => new DistillStateRepository(store).putConversation({ ...initialConversationState(sessionId), stage: 10 }))
       const reportFile = join(root, `report-${sessionId}.json`)
       const running = await startHost(home, {
         profile: 'concurrent',

@@ -11,6 +11,7 @@
  */
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { DistillStateRepository } from '@dsh-memory/distill'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome } from '../src/host.js'
 import { lastUserText, requestText, startModelServer, type ModelServer, type ScriptedReply } from '../src/model-server.js'
@@ -104,17 +105,17 @@ describe('model outages during distillation (real host)', () => {
       await withStore(dbPath(), async (store) => {
         const [conversation] = await store.conversations.list({ workspace: join(hosted.root, 'work', workspace) })
         expect(await store.messages.list({ conversationId: conversation!.id })).toHaveLength(2)
-        const state = JSON.parse((await store.meta.get(`distill.conversation.${conversation!.id}`))!) as { cursorSeq: number; attempts: number; notBefore: number; lastError: string; lease: unknown }
+        const state = await new DistillStateRepository(store).conversation(conversation!.id)
         // Backed off: not distilled, an attempt counted, a retry time in the future, the lease released.
         expect(state.cursorSeq).toBe(-1)
         // A lease may be left by a retry that was still in flight when the process exited; its
         // owner is then dead, and the next start takes it over at once (distill's pid check).
-        if (state.lease) expect(isAlive((state.lease as { owner: string }).owner), 'lease owner still alive after exit').toBe(false)
+        if (state.lease) expect(isAlive(state.lease.owner), 'lease owner still alive after exit').toBe(false)
         expect(state.attempts).toBeGreaterThanOrEqual(1)
         expect(state.notBefore).toBeGreaterThan(Date.now() - 60_000)
         expect(state.lastError).toBeTruthy()
-        console.log(`outage ${mode}: persisted lastError = ${state.lastError.slice(0, 120)}`)
-        expect(JSON.parse((await store.meta.get('distill.pending'))!).ids).toContain(conversation!.id)
+        console.log(`outage ${mode}: persisted lastError = ${state.lastError!.slice(0, 120)}`)
+        expect(await new DistillStateRepository(store).pendingIds()).toContain(conversation!.id)
         expect(await store.memories.list({ includeSuperseded: true })).toEqual([])
         failed.push(conversation!.id)
       })
@@ -126,10 +127,9 @@ describe('model outages during distillation (real host)', () => {
     await withStore(dbPath(), async (store) => {
       const texts = (await store.memories.list({ includeSuperseded: true })).map((memory) => memory.text).sort()
       expect(texts).toEqual(FACTS.map((fact) => fact.text).sort())
-      for (const id of failed) {
-        expect(JSON.parse((await store.meta.get(`distill.conversation.${id}`))!)).toMatchObject({ attempts: 0, lastError: null, lease: null })
-      }
-      expect(JSON.parse((await store.meta.get('distill.pending'))!).ids).toEqual([])
+      const state = new DistillStateRepository(store)
+      for (const id of failed) expect(await state.conversation(id)).toMatchObject({ attempts: 0, lastError: null, lease: null })
+      expect(await state.pendingIds()).toEqual([])
     })
   })
 })

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { readdirSync, readFileSync } from 'node:fs'
 import { relative } from 'node:path'
+import { DistillStateRepository } from '@dsh-memory/distill'
 import { JOURNAL_FILE, scanVolume, TEMP_MARKER } from '@dsh-memory/palace'
 import { openMemoryStore } from '@dsh-memory/store'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -114,15 +115,15 @@ describe('crash safety (SIGKILL at random points)', () => {
 
     const after = openMemoryStore({ path: join(dataDir, 'memory.db') })
     try {
-      const pending = JSON.parse((await after.meta.get('distill.pending')) ?? '{"ids":[]}') as { ids: string[] }
-      expect(pending.ids).toEqual([])
+      const distillState = new DistillStateRepository(after)
+      expect(await distillState.pendingIds()).toEqual([])
       const distilled = (await after.memories.list({ scope: 'global', limit: 10_000 })).map((memory) => memory.text)
       for (const conversation of await after.conversations.list({ limit: 1_000 })) {
         const rows = await after.messages.list({ conversationId: conversation.id, limit: 10_000 })
         // Capture creates a conversation and stores its first message in one write: a kill
         // never leaves an empty conversation behind.
         expect(rows.length, conversation.id).toBeGreaterThan(0)
-        const state = JSON.parse((await after.meta.get(`distill.conversation.${conversation.id}`))!) as { cursorSeq: number; lease: unknown; skipped: unknown[] }
+        const state = await distillState.conversation(conversation.id)
         // Every captured message is behind the cursor: nothing is left undistilled.
         expect(state.cursorSeq, conversation.id).toBe(rows.at(-1)!.seq)
         expect(state.lease).toBeNull()

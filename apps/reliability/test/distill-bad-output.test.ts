@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Distiller, MAX_MEMORY_TEXT, MEMORY_KINDS, resolveDistillOptions } from '@dsh-memory/distill'
+import { Distiller, DistillStateRepository, MAX_MEMORY_TEXT, MEMORY_KINDS, resolveDistillOptions } from '@dsh-memory/distill'
 import { type Memory, type MemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ScriptedDistillModel, type ScriptedAnswer } from '../src/scripted-model.ts'
@@ -69,7 +69,7 @@ async function expectOnlyValidMemories(): Promise<Memory[]> {
   return all
 }
 
-const state = async () => JSON.parse((await store.meta.get('distill.conversation.bad-output'))!) as { cursorSeq: number; skipped: { fromSeq: number; toSeq: number; reason: string }[]; lastError: string | null }
+const state = () => new DistillStateRepository(store).conversation('bad-output')
 
 describe('malformed model output', () => {
   it.each([
@@ -189,7 +189,7 @@ describe('backoff after a failed model call', () => {
     distiller.noteCaptured({ conversationId: 'backoff', workspace: '/work/bad' })
     await new Promise((resolve) => setTimeout(resolve, 1_000))
     expect(model.callsOf('l1'), 'L1 calls within the backoff window').toHaveLength(1)
-    const after = JSON.parse((await store.meta.get('distill.conversation.backoff'))!) as { attempts: number; notBefore: number }
+    const after = await new DistillStateRepository(store).conversation('backoff')
     expect(after.attempts).toBe(1)
     expect(after.notBefore).toBeGreaterThan(Date.now())
   })

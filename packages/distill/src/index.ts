@@ -55,10 +55,16 @@ export { applySceneOps, layerKey, parseLayerKey, relatedScenes } from './core/sc
 export type { AppliedSceneOps, SceneScope } from './core/scenes.js'
 export { RoutedModel, isTransient } from './core/model.js'
 export type { Completion, LedgerEntry, ModelCall, ModelCallResult, ModelTransport, RoutedModelDeps, UsageLike } from './core/model.js'
-export { addToDay, dayKey, expiredDays, LEDGER_VERSION, summarizeLedger } from './core/ledger.js'
-export type { LedgerDay, LedgerFilter, LedgerRow } from './core/ledger.js'
-export { DistillStateRepository, META_PREFIX, STATE_VERSION, conversationKey } from './core/state.js'
-export type { ConversationState, LayerState, Lease, SkippedRange } from './core/state.js'
+export { dayKey, expiredDays, LEDGER_VERSION, oldestKeptDay, summarizeLedger } from './core/ledger.js'
+export type { LedgerCall, LedgerCallFilter, LedgerDay, LedgerFilter, LedgerRow } from './core/ledger.js'
+export { DistillStateRepository, initialConversationState, initialLayerState, MAX_SKIPPED, STATE_VERSION } from './core/state.js'
+export type { ConversationPatch, ConversationState, LayerState, Lease, SkippedRange, StateStore } from './core/state.js'
+export { DISTILL_MIGRATION_OWNER, distillMigrations, distillSchema } from './core/tables.js'
+export type { DistillDb, DistillSchema, DistillTables } from './core/tables.js'
+export { LEGACY_META_PREFIX, readLegacyState } from './core/legacy-state.js'
+export type { LegacySnapshot } from './core/legacy-state.js'
+export { upgradeLegacyState } from './core/upgrade.js'
+export type { UpgradeReport } from './core/upgrade.js'
 export {
   buildDedupPrompt,
   buildExtractionPrompt,

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest'
 import { Distiller, EVALUATE_DELAY_MS } from '../src/core/distiller.js'
 import { DistillError } from '../src/core/errors.js'
 import { resolveDistillOptions, type DistillOptionsInput } from '../src/core/options.js'
-import { initialConversationState } from '../src/core/state.js'
+import { DistillStateRepository, initialConversationState } from '../src/core/state.js'
 import { appendMessages, extraction, FakeClock, onCleanup, openTempStore, ScriptedModel, settle } from './fixtures.js'
 
 interface Harness {
@@ -97,7 +97,7 @@ describe('Distiller triggers', () => {
 
   it('extracts a slice below the threshold after extract.idleSeconds of silence', async () => {
     const h = harness({ extract: { minMessages: 6, idleSeconds: 300 } })
-    await h.store.meta.set('distill.conversation.conv', JSON.stringify({ ...initialConversationState('conv'), stage: 4 }))
+    await h.distiller.state.putConversation({ ...initialConversationState('conv'), stage: 4 })
     await h.distiller.start()
     await h.capture('conv', ['The staging server is called kiwi.'])
     await h.drain()
@@ -112,7 +112,7 @@ describe('Distiller triggers', () => {
 
   it('never fires by time when idleSeconds is 0', async () => {
     const h = harness({ extract: { minMessages: 6, idleSeconds: 0 } })
-    await h.store.meta.set('distill.conversation.conv', JSON.stringify({ ...initialConversationState('conv'), stage: 4 }))
+    await h.distiller.state.putConversation({ ...initialConversationState('conv'), stage: 4 })
     await h.distiller.start()
     await h.capture('conv', ['one'])
     await h.clock.advance(86_400_000)
@@ -468,14 +468,15 @@ describe('Distiller failures and resume', () => {
   it('takes over the lease of a dead owner at once', async () => {
     const { store } = openTempStore()
     await appendMessages(store, 'conv', '/w', ['I live in Lisbon.'])
-    await store.meta.set('distill.conversation.conv', JSON.stringify({ ...initialConversationState('conv'), lease: { owner: 'somehost-that-is-gone:1:x', until: Date.now() + 3_600_000 } }))
+    const state = new DistillStateRepository(store)
+    await state.putConversation({ ...initialConversationState('conv'), lease: { owner: 'somehost-that-is-gone:1:x', until: Date.now() + 3_600_000 } })
     const h = harness({}, { store, clock: new FakeClock(Date.now()), model: new ScriptedModel().queue('l1', extraction([{ text: 'The user lives in Lisbon.', scope: 'global' }])) })
     const hostGone = harness({}, { store, clock: h.clock, model: h.model })
     // A foreign host's lease is respected until it expires ...
     await hostGone.distiller.runPending(1_000)
     expect(h.model.calls).toHaveLength(0)
     // ... while a dead process on this host (pid that does not exist) is taken over.
-    await store.meta.set('distill.conversation.conv', JSON.stringify({ ...initialConversationState('conv'), lease: { owner: `${(await import('node:os')).hostname()}:999999:x`, until: Date.now() + 3_600_000 } }))
+    await state.putConversation({ ...initialConversationState('conv'), lease: { owner: `${(await import('node:os')).hostname()}:999999:x`, until: Date.now() + 3_600_000 } })
     await h.distiller.runPending(5_000)
     expect((await store.memories.list({ scope: 'global' })).map((memory) => memory.text)).toEqual(['The user lives in Lisbon.'])
   })

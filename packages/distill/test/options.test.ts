@@ -41,6 +41,10 @@ describe('resolveDistillOptions', () => {
     ['negative retention', { tokenCost: { retentionDays: -5 } }, /tokenCost\.retentionDays/],
     ['a block that is not an object', { l2: 5 }, /l2: must be an object/],
     ['a non-boolean switch', { l3: { enabled: 'yes' } }, /l3\.enabled/],
+    ['a misspelt option', { extract: { minMessage: 3 } }, /extract\.minMessage: unknown option/],
+    ['an unknown block', { l4: { enabled: true } }, /memory-distill: l4: unknown option/],
+    ['an unknown key in a route', { llm: { fallbacks: [{ provider: 'p', model: 'm', weight: 2 }] } }, /llm\.fallbacks\[0\]\.weight: unknown option/],
+    ['an unknown key in the ledger block', { tokenCost: { retentionDays: 30, currency: 'EUR' } }, /tokenCost\.currency/],
   ]
   for (const [label, input, pattern] of bad) {
     it(`rejects ${label}, naming the field`, () => {

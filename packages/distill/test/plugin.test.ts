@@ -4,6 +4,7 @@ import { openMemoryStore } from '@dsh-memory/store'
 import MemoryStoreService from '@dsh-memory/store/plugin'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import DistillService, { type Config, type MemoriesUpdatedEvent } from '../src/plugin.js'
+import { DistillStateRepository, initialConversationState } from '../src/core/state.js'
 import { FakeLlm } from './fake-llm.js'
 import { extraction, tempDir } from './fixtures.js'
 
@@ -28,6 +29,9 @@ describe('distill plugin on a real Cordis context', () => {
   afterEach(async () => {
     await root.fiber.dispose()
   })
+
+  /** Distill's persisted state of a conversation, read through its own repository. */
+  const stateOf = (conversationId: string) => new DistillStateRepository(root.memoryStore).conversation(conversationId)
 
   const mount = async (config: DeepPartial<Config> = {}) => {
     const fiber = root.plugin(DistillService, { ...PINNED, ...config, extract: { minMessages: 1, ...config.extract }, llm: { ...PINNED.llm, ...config.llm } } as Config)
@@ -108,8 +112,8 @@ describe('distill plugin on a real Cordis context', () => {
     const fiber = await mount()
     llm.responder = () => ({ kind: 'error', code: 'SERVER', message: 'scripted HTTP 500', status: 500 })
     await capture('s1', 'I moved to Osaka.')
-    await vi.waitFor(async () => expect(JSON.parse((await root.memoryStore.meta.get('distill.conversation.s1')) ?? '{}').attempts).toBe(1))
-    const state = JSON.parse((await root.memoryStore.meta.get('distill.conversation.s1'))!)
+    await vi.waitFor(async () => expect((await stateOf('s1')).attempts).toBe(1))
+    const state = await stateOf('s1')
     expect(state).toMatchObject({ cursorSeq: -1, lease: null, lastError: expect.stringContaining('HTTP 500') })
     expect(await root.memoryStore.memories.list({})).toHaveLength(0)
 
@@ -118,14 +122,14 @@ describe('distill plugin on a real Cordis context', () => {
       request.system.startsWith('[dsh-memory:distill/l1]') ? { kind: 'text', text: extraction([{ text: 'The user lives in Osaka.', scope: 'global' }]) } : { kind: 'text', text: '{"decisions":[]}' }
     await mount({ extract: { minMessages: 6 } })
     await vi.waitFor(async () => expect((await root.memoryStore.memories.list({})).map((memory) => memory.text)).toEqual(['The user lives in Osaka.']))
-    expect(JSON.parse((await root.memoryStore.meta.get('distill.conversation.s1'))!)).toMatchObject({ cursorSeq: 0, attempts: 0, lastError: null })
+    expect(await stateOf('s1')).toMatchObject({ cursorSeq: 0, attempts: 0, lastError: null })
   })
 
   it('rejects malformed model output twice, stores nothing, and records the skipped range', async () => {
     await mount()
     llm.responder = () => ({ kind: 'text', text: 'Sorry, I cannot help with that.' })
     await capture('s1', 'Remember: my PIN hint is "blue".')
-    await vi.waitFor(async () => expect(JSON.parse((await root.memoryStore.meta.get('distill.conversation.s1')) ?? '{}').skipped).toHaveLength(1))
+    await vi.waitFor(async () => expect((await stateOf('s1')).skipped).toHaveLength(1))
     expect(llm.requests).toHaveLength(2)
     expect(await root.memoryStore.memories.list({})).toHaveLength(0)
     expect(await root.memoryStore.messages.list({ conversationId: 's1' })).toHaveLength(1)
@@ -143,9 +147,9 @@ describe('distill plugin on a real Cordis context', () => {
     expect(waited).toBeLessThan(2_000)
     // Disposing (the host exiting) cancels the call; the slice is still pending for the next start.
     await fiber.dispose()
-    const state = JSON.parse((await root.memoryStore.meta.get('distill.conversation.s1'))!)
+    const state = await stateOf('s1')
     expect(state).toMatchObject({ cursorSeq: -1, lease: null })
-    expect(JSON.parse((await root.memoryStore.meta.get('distill.pending'))!).ids).toEqual(['s1'])
+    expect(await new DistillStateRepository(root.memoryStore).pendingIds()).toEqual(['s1'])
     expect(llm.requests[0]!.options.signal?.aborted).toBe(true)
   })
 
@@ -203,7 +207,7 @@ describe('distill plugin on a real Cordis context', () => {
   })
 
   it('extracts a slice below the threshold after extract.idleSeconds of silence', async () => {
-    await root.memoryStore.meta.set('distill.conversation.s1', JSON.stringify({ v: 1, conversationId: 's1', cursorSeq: -1, stage: 5, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, skipped: [], lease: null }))
+    await new DistillStateRepository(root.memoryStore).putConversation({ ...initialConversationState('s1'), stage: 5 })
     await mount({ extract: { minMessages: 6, idleSeconds: 60 } })
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
     try {
@@ -311,13 +315,17 @@ describe('distill plugin on a real Cordis context', () => {
     expect(personas).toEqual([{ scope: 'global', workspace: null, version: 1 }])
   })
 
-  it('prunes ledger days beyond tokenCost.retentionDays at start', async () => {
+  it('upgrades a ledger day the old code left in meta, then prunes days beyond tokenCost.retentionDays at start', async () => {
     const old = new Date(Date.now() - 40 * 86_400_000).toISOString().slice(0, 10)
-    await root.memoryStore.meta.set('distill.ledger.days', JSON.stringify({ v: 1, days: [old] }))
-    await root.memoryStore.meta.set(`distill.ledger.${old}`, JSON.stringify({ v: 1, day: old, rows: [] }))
+    const kept = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)
+    const row = { provider: 'p', model: 'm', layer: 'l1', calls: 1, failures: 0, inputTokens: 10, outputTokens: 1, cacheReadTokens: 0, estimatedCalls: 0 }
+    await root.memoryStore.meta.set('distill.ledger.days', JSON.stringify({ v: 1, days: [old, kept] }))
+    await root.memoryStore.meta.set(`distill.ledger.${old}`, JSON.stringify({ v: 1, day: old, rows: [row] }))
+    await root.memoryStore.meta.set(`distill.ledger.${kept}`, JSON.stringify({ v: 1, day: kept, rows: [row] }))
     await mount({ tokenCost: { retentionDays: 30 } })
-    await vi.waitFor(async () => expect(await root.memoryStore.meta.get(`distill.ledger.${old}`)).toBeUndefined())
-    expect(JSON.parse((await root.memoryStore.meta.get('distill.ledger.days'))!).days).toEqual([])
+    const state = new DistillStateRepository(root.memoryStore)
+    await vi.waitFor(async () => expect((await state.costDays()).map((day) => day.day)).toEqual([kept]))
+    expect(await root.memoryStore.meta.list('distill.')).toEqual([])
   })
 
   const broken: [string, DeepPartial<Config>, RegExp][] = [

@@ -16,6 +16,7 @@
  *   tokenizer and hold exactly the database's messages and memories (`--fix` rebuilds them).
  */
 import type { Command } from 'commander'
+import { DistillStateRepository } from '@dsh-memory/distill'
 import { type ForeignKeyViolation, isMemoryStoreError, type MemoryStore, openMemoryStore, openStoreMaintenance, type SceneOrphans } from '@dsh-memory/store'
 import { existingDatabase, resolveCliDataDir, withDataDir } from '../data/data-dir.ts'
 import { CliError, type CliIO, EXIT, printJson, println } from '../io.ts'
@@ -47,7 +48,10 @@ interface Findings {
   integrity: string[]
   violations: ForeignKeyViolation[]
   scenes: SceneOrphans[]
+  /** Legacy `distill.conversation.<id>` meta keys of deleted conversations (data dirs not upgraded yet). */
   distillStates: string[]
+  /** Conversation ids whose rows in distill's own tables outlived the conversation. */
+  distillRows: string[]
   index: { status: 'ok' | 'warning' | 'problem'; summary: string; details: string[] }
 }
 
@@ -101,6 +105,7 @@ async function inspect(path: string): Promise<Findings> {
   let violations: ForeignKeyViolation[]
   let scenes: SceneOrphans[] = []
   let distillStates: string[] = []
+  let distillRows: string[] = []
   let counts = { messages: 0, memories: 0 }
   try {
     integrity = db.integrityCheck()
@@ -126,11 +131,17 @@ async function inspect(path: string): Promise<Findings> {
       for (const migration of applied) latest.set(migration.owner, Math.max(latest.get(migration.owner) ?? 0, migration.version))
       schema.versions = [...latest.entries()].map(([owner, version]) => `${owner} v${version}`).join(', ')
       index = await checkIndex(store, counts)
+      if (latest.has('distill')) distillRows = await orphanDistillRows(store)
     } finally {
       await store.close()
     }
   }
-  return { schema, integrity, violations, scenes, distillStates, index }
+  return { schema, integrity, violations, scenes, distillStates, distillRows, index }
+}
+
+/** Distill state (through distill's own library) of conversations that no longer exist. */
+function orphanDistillRows(store: MemoryStore): Promise<string[]> {
+  return new DistillStateRepository(store).orphanConversations(async (id) => (await store.conversations.get(id)) !== undefined)
 }
 
 function describeViolation(violation: ForeignKeyViolation): string {
@@ -147,6 +158,7 @@ function checksOf(findings: Findings): DoctorCheck[] {
           ? { name: 'schema', status: 'problem', summary: 'written by a newer dsh-memory: upgrade dsh-memory (nothing here can fix it)', details: [findings.schema.message] }
           : { name: 'schema', status: 'problem', summary: 'the store cannot open the database', details: [findings.schema.message] }
   const integrityOk = findings.integrity.length === 1 && findings.integrity[0] === 'ok'
+  const distillOrphans = findings.distillStates.length + findings.distillRows.length
   return [
     schemaCheck,
     integrityOk
@@ -163,9 +175,14 @@ function checksOf(findings: Findings): DoctorCheck[] {
           summary: `${findings.scenes.length} scene${findings.scenes.length > 1 ? 's list' : ' lists'} deleted memories`,
           details: findings.scenes.map((scene) => `scene ${scene.sceneId}: missing ${scene.missing.join(', ')}`),
         },
-    findings.distillStates.length === 0
+    distillOrphans === 0
       ? { name: 'distill-state', status: 'ok', summary: 'no bookkeeping of deleted conversations', details: [] }
-      : { name: 'distill-state', status: 'warning', summary: `${findings.distillStates.length} distill state row${findings.distillStates.length > 1 ? 's' : ''} of deleted conversations`, details: findings.distillStates },
+      : {
+          name: 'distill-state',
+          status: 'warning',
+          summary: `${distillOrphans} distill state row${distillOrphans > 1 ? 's' : ''} of deleted conversations`,
+          details: [...findings.distillStates, ...findings.distillRows.map((id) => `distill_conversations ${id}`)],
+        },
     { name: 'search-index', status: findings.index.status, summary: findings.index.summary, details: findings.index.details },
   ]
 }
@@ -212,8 +229,11 @@ async function repair(path: string, findings: Findings): Promise<Map<string, str
     }
     for (const scene of findings.scenes) await store.scenes.update(scene.sceneId, { memoryIds: scene.kept }, { actor: 'cli-doctor' })
     if (findings.scenes.length > 0) fixed.set('scene-members', `removed deleted memory ids from ${findings.scenes.length} scene${findings.scenes.length > 1 ? 's' : ''}`)
+    // Legacy keys first: distill's tables upgrade the rest of its meta state when they open.
     for (const key of findings.distillStates) await store.meta.delete(key, { actor: 'cli-doctor' })
-    if (findings.distillStates.length > 0) fixed.set('distill-state', `deleted ${findings.distillStates.length} state row${findings.distillStates.length > 1 ? 's' : ''}`)
+    const forgotten = findings.distillRows.length > 0 ? await new DistillStateRepository(store).forgetConversations(findings.distillRows) : 0
+    const removed = findings.distillStates.length + forgotten
+    if (removed > 0) fixed.set('distill-state', `deleted ${removed} state row${removed > 1 ? 's' : ''}`)
     // Last, after every row change: a fresh index from the rows.
     if (findings.index.status !== 'ok' || findings.violations.length > 0 || !integrityOk) {
       const status = await store.search.rebuild()

@@ -1,12 +1,11 @@
 /**
- * The token-cost ledger as pure functions over day buckets: one bucket per UTC day holds
- * one row per (provider, model, layer). Buckets are what gets persisted; retention drops
- * whole days.
+ * The token-cost ledger's shapes and pure functions. What is persisted is one row per model
+ * call (`distill_calls`, see state.ts); the per-day buckets here (one row per provider,
+ * model and layer and UTC day) are the totals computed on top. Retention drops whole days.
  */
-import type { LedgerEntry } from './model.js'
 import type { DistillLayer } from './options.js'
 
-/** Version of the persisted day bucket. */
+/** Version of the day bucket shape. */
 export const LEDGER_VERSION = 1
 
 /** Totals of one (provider, model, layer) over some period. */
@@ -26,7 +25,7 @@ export interface LedgerRow {
   readonly estimatedCalls: number
 }
 
-/** One persisted day. */
+/** The totals of one day. */
 export interface LedgerDay {
   readonly v: typeof LEDGER_VERSION
   /** `YYYY-MM-DD`, UTC. */
@@ -39,37 +38,48 @@ export function dayKey(at: number): string {
   return new Date(at).toISOString().slice(0, 10)
 }
 
-/** A copy of `day` (or a new bucket) with `entry` added to its row. */
-export function addToDay(day: LedgerDay | undefined, entry: LedgerEntry): LedgerDay {
-  const key = dayKey(entry.at)
-  const rows = day && day.day === key ? [...day.rows] : []
-  const index = rows.findIndex((row) => row.provider === entry.provider && row.model === entry.model && row.layer === entry.layer)
-  const base: LedgerRow =
-    index >= 0
-      ? rows[index]!
-      : { provider: entry.provider, model: entry.model, layer: entry.layer, calls: 0, failures: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, estimatedCalls: 0 }
-  const next: LedgerRow = {
-    ...base,
-    calls: base.calls + (entry.ok ? 1 : 0),
-    failures: base.failures + (entry.ok ? 0 : 1),
-    inputTokens: base.inputTokens + entry.inputTokens,
-    outputTokens: base.outputTokens + entry.outputTokens,
-    cacheReadTokens: base.cacheReadTokens + entry.cacheReadTokens,
-    estimatedCalls: base.estimatedCalls + (entry.ok && entry.estimated ? 1 : 0),
-  }
-  if (index >= 0) rows[index] = next
-  else rows.push(next)
-  return { v: LEDGER_VERSION, day: key, rows }
-}
-
 /**
  * Days that fall out of retention: older than `retentionDays` full days before `now`.
  * `retentionDays` 0 keeps everything.
  */
 export function expiredDays(days: readonly string[], now: number, retentionDays: number): string[] {
-  if (retentionDays <= 0) return []
-  const oldestKept = dayKey(now - retentionDays * 86_400_000)
-  return days.filter((day) => day < oldestKept)
+  const oldestKept = oldestKeptDay(now, retentionDays)
+  return oldestKept === undefined ? [] : days.filter((day) => day < oldestKept)
+}
+
+/** The first day retention keeps (`YYYY-MM-DD`), undefined when everything is kept (`retentionDays` 0). */
+export function oldestKeptDay(now: number, retentionDays: number): string | undefined {
+  return retentionDays <= 0 ? undefined : dayKey(now - retentionDays * 86_400_000)
+}
+
+/** One row of the ledger: one model call attempt. */
+export interface LedgerCall {
+  readonly id: number
+  /** When the call started (epoch ms). */
+  readonly at: number
+  readonly layer: DistillLayer
+  readonly provider: string
+  readonly model: string
+  /** `failed` attempts carry zero tokens (providers do not bill a refused request). */
+  readonly outcome: 'ok' | 'failed'
+  /** Billed input tokens (uncached + cache writes). */
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cacheReadTokens: number
+  /** The provider sent no usage: the counts are estimates. */
+  readonly estimated: boolean
+  readonly durationMs: number | null
+  /** The conversation an L1/dedup call worked for; null for L2/L3. */
+  readonly conversationId: string | null
+}
+
+/** Filter of the ledger's call list. */
+export interface LedgerCallFilter {
+  /** Calls at or after this time (epoch ms). */
+  readonly since?: number
+  readonly layer?: DistillLayer
+  /** Default 1 000, at most 100 000. */
+  readonly limit?: number
 }
 
 /** Filter of {@link summarizeLedger}. */
@@ -81,6 +91,19 @@ export interface LedgerFilter {
   readonly layer?: DistillLayer
   readonly provider?: string
   readonly model?: string
+}
+
+/** The sums of two rows of the same provider, model and layer. */
+export function addRows(a: LedgerRow, b: LedgerRow): LedgerRow {
+  return {
+    ...a,
+    calls: a.calls + b.calls,
+    failures: a.failures + b.failures,
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    estimatedCalls: a.estimatedCalls + b.estimatedCalls,
+  }
 }
 
 /** Sum the rows of several days per (provider, model, layer), largest input first. */
@@ -95,20 +118,7 @@ export function summarizeLedger(days: readonly LedgerDay[], filter: LedgerFilter
       if (filter.model && row.model !== filter.model) continue
       const key = `${row.provider}\u0000${row.model}\u0000${row.layer}`
       const prev = totals.get(key)
-      totals.set(
-        key,
-        prev
-          ? {
-              ...prev,
-              calls: prev.calls + row.calls,
-              failures: prev.failures + row.failures,
-              inputTokens: prev.inputTokens + row.inputTokens,
-              outputTokens: prev.outputTokens + row.outputTokens,
-              cacheReadTokens: prev.cacheReadTokens + row.cacheReadTokens,
-              estimatedCalls: prev.estimatedCalls + row.estimatedCalls,
-            }
-          : { ...row },
-      )
+      totals.set(key, prev ? addRows(prev, row) : { ...row })
     }
   }
   return [...totals.values()].sort((a, b) => b.inputTokens - a.inputTokens || a.layer.localeCompare(b.layer))

@@ -54,6 +54,10 @@ export interface LedgerEntry {
   readonly cacheReadTokens: number
   /** True when the provider sent no usage and the counts are estimates. */
   readonly estimated: boolean
+  /** How long the attempt took (ms). */
+  readonly durationMs?: number
+  /** The conversation the call worked for (L1 and dedup), when known. */
+  readonly conversationId?: string
 }
 
 /** A successful completion. */
@@ -141,11 +145,11 @@ export class RoutedModel {
           reasoningEffort: llm.reasoningEffort,
           signal,
         })
-        const entry = this.entry(route, layer, true, started, request, result)
+        const entry = this.entry(route, layer, true, started, request, result, hint)
         await this.record(entry)
         return { text: result.text, route, entry }
       } catch (error) {
-        await this.record(this.entry(route, layer, false, started, request, undefined))
+        await this.record(this.entry(route, layer, false, started, request, undefined, hint))
         if (signal.aborted) throw new DistillError('aborted', 'distillation was cancelled', { cause: error })
         errors.push(`${route.provider}/${route.model}: ${describeError(error)}`)
         try {
@@ -190,16 +194,14 @@ export class RoutedModel {
     at: number,
     request: { system: string; prompt: string },
     result: ModelCallResult | undefined,
+    conversationId: string | undefined,
   ): LedgerEntry {
+    const call = { at, provider: route.provider, model: route.model, layer, ok, durationMs: Math.max(0, this.deps.clock.now() - at), ...(conversationId ? { conversationId } : {}) }
     const usage = result?.usage
     const valid = usage && Number.isFinite(usage.inputTokens) && Number.isFinite(usage.outputTokens)
     if (valid) {
       return {
-        at,
-        provider: route.provider,
-        model: route.model,
-        layer,
-        ok,
+        ...call,
         inputTokens: Math.max(0, Math.round(usage.inputTokens)) + Math.max(0, Math.round(usage.cacheWriteTokens ?? 0)),
         outputTokens: Math.max(0, Math.round(usage.outputTokens)),
         cacheReadTokens: Math.max(0, Math.round(usage.cacheReadTokens ?? 0)),
@@ -209,11 +211,7 @@ export class RoutedModel {
     // A failed attempt is recorded with zero tokens: providers do not bill a refused request,
     // and an estimate would inflate the ledger on every outage.
     return {
-      at,
-      provider: route.provider,
-      model: route.model,
-      layer,
-      ok,
+      ...call,
       inputTokens: ok ? estimateTokens(request.system) + estimateTokens(request.prompt) : 0,
       outputTokens: ok && result ? estimateTokens(result.text) : 0,
       cacheReadTokens: 0,

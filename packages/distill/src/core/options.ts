@@ -1,4 +1,4 @@
-import { findUnknownOption, optionKeysOf, strictOptionsSchema } from '@dsh-memory/store/kit'
+import { z } from 'zod'
 import { DistillError } from './errors.js'
 
 /** One provider route: the provider id the host registered and a model id of that provider. */
@@ -129,124 +129,95 @@ export const DEFAULT_DISTILL_OPTIONS: DistillOptions = deepFreeze({
   tokenCost: { retentionDays: 365 },
 })
 
-/** The option keys; any other key is refused. */
-const OPTION_KEYS = strictOptionsSchema(optionKeysOf(DEFAULT_DISTILL_OPTIONS))
-
 /** setTimeout's limit; larger delays fire at once. */
 const MAX_TIMER_MS = 2_147_483_647
 
+const shown = (value: unknown) => JSON.stringify(value) ?? String(value)
+const bool = () => z.boolean({ error: (issue) => `must be a boolean, got ${shown(issue.input)}` })
+const str = () => z.string({ error: (issue) => `must be a string, got ${shown(issue.input)}` })
+/** A number (an integer when `integer`) within [min, max]; the messages name the bound and the value. */
+const bounded = (min: number, max: number, integer = true) =>
+  z
+    .number({ error: (issue) => `must be ${integer ? 'an integer' : 'a number'}, got ${shown(issue.input)}` })
+    .refine((value) => !integer || Number.isInteger(value), { error: (issue) => `must be an integer, got ${shown(issue.input)}` })
+    .refine((value) => value >= min && value <= max, { error: (issue) => `must be between ${min} and ${max}, got ${shown(issue.input)}` })
+const nonEmpty = () => str().trim().min(1, { error: 'must be a non-empty string' })
+const route = z.strictObject({ provider: nonEmpty(), model: nonEmpty() }, { error: 'must be an object {provider, model}' })
+const routes = () => z.array(route, { error: 'must be a list of {provider, model}' })
+/** A block of options: any subset of its fields, unknown keys rejected; null counts as absent. */
+const block = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape, { error: 'must be an object' }).partial().nullish()
+
 /**
- * Fill defaults and check every field, including the cross-field rules the schema cannot
- * express (provider and model together, routes complete, bounds).
+ * The one schema of distill's options (plugin config, live settings, library callers): every
+ * field optional, unknown keys rejected at every level so a typo fails loudly.
+ */
+export const distillOptionsSchema = z.strictObject(
+  {
+    extract: block({
+      enabled: bool(),
+      minMessages: bounded(1, 10_000),
+      idleSeconds: bounded(0, Math.floor(MAX_TIMER_MS / 1000)),
+      backgroundMessages: bounded(0, 200),
+      candidatePool: bounded(0, 50),
+      maxBatchMessages: bounded(1, 1_000),
+      flushWaitMs: bounded(0, 600_000),
+      maxAttempts: bounded(1, 1_000),
+    }),
+    l2: block({ enabled: bool(), minNewMemories: bounded(1, 10_000), maxScenes: bounded(1, 200), sceneContextLimit: bounded(0, 200) }),
+    l3: block({ enabled: bool(), interval: bounded(1, 100_000) }),
+    llm: block({
+      provider: str().trim(),
+      model: str().trim(),
+      fallbacks: routes(),
+      layerRoutes: z
+        .strictObject({ l1: routes(), l2: routes(), l3: routes() }, { error: 'must be an object with l1, l2, l3 route lists' })
+        .partial()
+        .nullish(),
+      maxTokens: bounded(256, 1_000_000),
+      reasoningEffort: str().trim(),
+      temperature: bounded(0, 2, false),
+      maxInputChars: bounded(2_000, 100_000_000),
+      timeoutMs: bounded(1_000, MAX_TIMER_MS),
+    }),
+    tokenCost: block({ retentionDays: bounded(0, 36_500) }),
+  },
+  { error: 'options must be an object' },
+)
+
+/** `llm.fallbacks[0].model` from a zod issue path (an unknown key is named by its own path). */
+function issuePath(issue: z.core.$ZodIssue): string {
+  const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path
+  return path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)), '')
+}
+
+/**
+ * Fill defaults and check every field (one strict zod schema), then the cross-field rules the
+ * schema cannot express (provider and model together, batch at least the threshold).
  * @returns a deep-frozen options object.
  * @throws DistillError `invalid-config` naming the field path, e.g. `extract.minMessages`.
  */
 export function resolveDistillOptions(input: DistillOptionsInput = {}): DistillOptions {
-  if (!input || typeof input !== 'object') fail('', 'options must be an object')
-  const unknown = findUnknownOption(input, OPTION_KEYS)
-  if (unknown) fail(unknown.path, unknown.message)
-  const d = DEFAULT_DISTILL_OPTIONS
-  const extractIn = block(input, 'extract')
-  const l2In = block(input, 'l2')
-  const l3In = block(input, 'l3')
-  const llmIn = block(input, 'llm')
-  const costIn = block(input, 'tokenCost')
-
-  const extract: ExtractOptions = {
-    enabled: bool('extract.enabled', extractIn.enabled ?? d.extract.enabled),
-    minMessages: int('extract.minMessages', extractIn.minMessages ?? d.extract.minMessages, 1, 10_000),
-    idleSeconds: int('extract.idleSeconds', extractIn.idleSeconds ?? d.extract.idleSeconds, 0, Math.floor(MAX_TIMER_MS / 1000)),
-    backgroundMessages: int('extract.backgroundMessages', extractIn.backgroundMessages ?? d.extract.backgroundMessages, 0, 200),
-    candidatePool: int('extract.candidatePool', extractIn.candidatePool ?? d.extract.candidatePool, 0, 50),
-    maxBatchMessages: int('extract.maxBatchMessages', extractIn.maxBatchMessages ?? d.extract.maxBatchMessages, 1, 1_000),
-    flushWaitMs: int('extract.flushWaitMs', extractIn.flushWaitMs ?? d.extract.flushWaitMs, 0, 600_000),
-    maxAttempts: int('extract.maxAttempts', extractIn.maxAttempts ?? d.extract.maxAttempts, 1, 1_000),
+  const parsed = distillOptionsSchema.safeParse(input)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!
+    fail(issuePath(issue), issue.code === 'unrecognized_keys' ? 'unknown option (check the spelling)' : issue.message)
   }
+  const given = parsed.data
+  const d = DEFAULT_DISTILL_OPTIONS
+  const extract: ExtractOptions = { ...d.extract, ...given.extract }
   if (extract.maxBatchMessages < extract.minMessages) {
     fail('extract.maxBatchMessages', `must be at least extract.minMessages (${extract.minMessages}), got ${extract.maxBatchMessages}`)
   }
-  const l2: L2Options = {
-    enabled: bool('l2.enabled', l2In.enabled ?? d.l2.enabled),
-    minNewMemories: int('l2.minNewMemories', l2In.minNewMemories ?? d.l2.minNewMemories, 1, 10_000),
-    maxScenes: int('l2.maxScenes', l2In.maxScenes ?? d.l2.maxScenes, 1, 200),
-    sceneContextLimit: int('l2.sceneContextLimit', l2In.sceneContextLimit ?? d.l2.sceneContextLimit, 0, 200),
+  const { layerRoutes, ...llmGiven } = given.llm ?? {}
+  const llm: LlmOptions = { ...d.llm, ...llmGiven, layerRoutes: { l1: [], l2: [], l3: [], ...layerRoutes } }
+  if ((llm.provider === '') !== (llm.model === '')) {
+    fail(llm.provider ? 'llm.model' : 'llm.provider', 'llm.provider and llm.model must be set together (or both left empty for the agent default)')
   }
-  const l3: L3Options = {
-    enabled: bool('l3.enabled', l3In.enabled ?? d.l3.enabled),
-    interval: int('l3.interval', l3In.interval ?? d.l3.interval, 1, 100_000),
-  }
-  const provider = str('llm.provider', llmIn.provider ?? d.llm.provider).trim()
-  const model = str('llm.model', llmIn.model ?? d.llm.model).trim()
-  if ((provider === '') !== (model === '')) {
-    fail(provider ? 'llm.model' : 'llm.provider', 'llm.provider and llm.model must be set together (or both left empty for the agent default)')
-  }
-  const layerIn = (llmIn.layerRoutes ?? {}) as Partial<Record<string, unknown>>
-  if (!layerIn || typeof layerIn !== 'object' || Array.isArray(layerIn)) fail('llm.layerRoutes', 'must be an object with l1, l2, l3 route lists')
-  for (const key of Object.keys(layerIn)) {
-    if (key !== 'l1' && key !== 'l2' && key !== 'l3') fail(`llm.layerRoutes.${key}`, 'unknown layer (expected l1, l2 or l3)')
-  }
-  const llm: LlmOptions = {
-    provider,
-    model,
-    fallbacks: routes('llm.fallbacks', llmIn.fallbacks ?? d.llm.fallbacks),
-    layerRoutes: {
-      l1: routes('llm.layerRoutes.l1', layerIn.l1 ?? []),
-      l2: routes('llm.layerRoutes.l2', layerIn.l2 ?? []),
-      l3: routes('llm.layerRoutes.l3', layerIn.l3 ?? []),
-    },
-    maxTokens: int('llm.maxTokens', llmIn.maxTokens ?? d.llm.maxTokens, 256, 1_000_000),
-    reasoningEffort: str('llm.reasoningEffort', llmIn.reasoningEffort ?? d.llm.reasoningEffort).trim(),
-    temperature: num('llm.temperature', llmIn.temperature ?? d.llm.temperature, 0, 2),
-    maxInputChars: int('llm.maxInputChars', llmIn.maxInputChars ?? d.llm.maxInputChars, 2_000, 100_000_000),
-    timeoutMs: int('llm.timeoutMs', llmIn.timeoutMs ?? d.llm.timeoutMs, 1_000, MAX_TIMER_MS),
-  }
-  const tokenCost: TokenCostOptions = {
-    retentionDays: int('tokenCost.retentionDays', costIn.retentionDays ?? d.tokenCost.retentionDays, 0, 36_500),
-  }
-  return deepFreeze({ extract, l2, l3, llm, tokenCost })
-}
-
-function block(input: DistillOptionsInput, key: keyof DistillOptions): Record<string, any> {
-  const value = (input as Record<string, unknown>)[key]
-  if (value === undefined || value === null) return {}
-  if (typeof value !== 'object' || Array.isArray(value)) fail(key, 'must be an object')
-  return value as Record<string, any>
+  return deepFreeze({ extract, l2: { ...d.l2, ...given.l2 }, l3: { ...d.l3, ...given.l3 }, llm, tokenCost: { ...d.tokenCost, ...given.tokenCost } })
 }
 
 function fail(path: string, message: string): never {
   throw new DistillError('invalid-config', `memory-distill: ${path ? `${path}: ` : ''}${message}`, path ? { path } : {})
-}
-
-function bool(path: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') fail(path, `must be a boolean, got ${JSON.stringify(value)}`)
-  return value
-}
-
-function str(path: string, value: unknown): string {
-  if (typeof value !== 'string') fail(path, `must be a string, got ${JSON.stringify(value)}`)
-  return value
-}
-
-function num(path: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) fail(path, `must be a number, got ${JSON.stringify(value)}`)
-  if (value < min || value > max) fail(path, `must be between ${min} and ${max}, got ${value}`)
-  return value
-}
-
-function int(path: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value)) fail(path, `must be an integer, got ${JSON.stringify(value)}`)
-  return num(path, value, min, max)
-}
-
-function routes(path: string, value: unknown): ModelRoute[] {
-  if (!Array.isArray(value)) fail(path, 'must be a list of {provider, model}')
-  return value.map((entry, index) => {
-    if (!entry || typeof entry !== 'object') fail(`${path}[${index}]`, 'must be an object {provider, model}')
-    const { provider, model } = entry as Record<string, unknown>
-    if (typeof provider !== 'string' || provider.trim() === '') fail(`${path}[${index}].provider`, 'must be a non-empty string')
-    if (typeof model !== 'string' || model.trim() === '') fail(`${path}[${index}].model`, 'must be a non-empty string')
-    return { provider: provider.trim(), model: model.trim() }
-  })
 }
 
 /** Freeze an object graph (options are shared between jobs and must not be mutated). */

@@ -1,185 +1,177 @@
 /**
- * Persistent distill state, kept in the store's key/value `meta` table under `distill.` keys.
+ * Persistent distill state in the package's own tables (tables.ts, `migrations/distill/`),
+ * declared through the store's package-table seam: every query runs on the store's session,
+ * so a write made inside `store.transaction(...)` joins it. That is what keeps a slice's
+ * cursor advance in the SAME transaction as the memories distilled from it: a crash can
+ * neither lose a slice nor distill it twice.
  *
- * Why meta and not tables of our own: the store runs package migrations but (today) offers no
- * way to query package tables, and a second connection could not join the store's
- * transactions. Living in meta, the cursor advance of a slice commits in the SAME
- * transaction as the memories distilled from it, so a crash can neither lose a slice nor
- * distill it twice. Every value is versioned JSON; an unknown version fails loudly.
- *
- * Keys:
- *   distill.conversation.<id>  per-conversation cursor, ramp stage, retry state, lease
- *   distill.pending            conversations that may have undistilled messages
- *   distill.layers             per-scope counters for L2/L3
- *   distill.ledger.days        index of ledger days
- *   distill.ledger.<YYYY-MM-DD> one ledger bucket
+ * The repository opens its tables lazily (the constructor stays synchronous for readers such
+ * as the memory browser and `dsh-memory status`). The first use on a writable store applies
+ * the migrations and moves state an older version left in the meta table into the tables
+ * (upgrade.ts). A read-only store whose migrations were never applied (a data dir not opened
+ * writable since the update) is served from the legacy meta keys, read-only.
  */
-import { createHash } from 'node:crypto'
-import type { MemoryStore, MetaRepository } from '@dsh-memory/store'
-import { z } from 'zod'
+import { isMemoryStoreError, type MemoryStore } from '@dsh-memory/store'
+import { and, asc, desc, eq, gte, inArray, lt, lte, notInArray, sql } from 'drizzle-orm'
+import { addRows, dayKey, oldestKeptDay, type LedgerCall, type LedgerCallFilter, type LedgerDay, type LedgerFilter, type LedgerRow, summarizeLedger } from './ledger.js'
 import { DistillError } from './errors.js'
-import { addToDay, dayKey, expiredDays, LEDGER_VERSION, type LedgerDay, type LedgerFilter, type LedgerRow, summarizeLedger } from './ledger.js'
+import { readLegacyState, type LegacySnapshot } from './legacy-state.js'
 import type { LedgerEntry } from './model.js'
+import { type ConversationState, initialConversationState, initialLayerState, type LayerState, MAX_SKIPPED, STATE_VERSION } from './state-types.js'
+import { calls, carriedDays, conversations, type DistillDb, distillMigrations, distillSchema, type DistillTables, layers, marks, skipped } from './tables.js'
+import { markPending, readConversation, SCAN_MARK, toConversation, toLayer, writeConversation, writeLayer } from './state-rows.js'
+import { upgradeLegacyState } from './upgrade.js'
 
-/** Version of every JSON value this module writes. */
-export const STATE_VERSION = 1
-/** Prefix of every meta key of this package. */
-export const META_PREFIX = 'distill.'
-
-/** A range of messages given up on (invalid model output twice), kept for inspection. */
-export interface SkippedRange {
-  readonly fromSeq: number
-  readonly toSeq: number
-  readonly at: number
-  readonly reason: string
-}
-
-/** A time-limited claim on a conversation, so two processes do not pay for the same slice. */
-export interface Lease {
-  /** `host:pid:random` of the claiming distiller. */
-  readonly owner: string
-  readonly until: number
-}
-
-/** Distill state of one conversation. */
-export interface ConversationState {
-  readonly v: typeof STATE_VERSION
-  readonly conversationId: string
-  /** Seq of the last message distilled (or skipped); -1 before the first. */
-  readonly cursorSeq: number
-  /** Extractions done: the ramp position. */
-  readonly stage: number
-  /** Consecutive failed attempts (outages); reset on success. */
-  readonly attempts: number
-  /** Earliest next attempt after a failure (epoch ms), 0 = none. */
-  readonly notBefore: number
-  readonly lastError: string | null
-  readonly lastRunAt: number | null
-  /**
-   * When the conversation was given up on after `extract.maxAttempts` consecutive failures
-   * (epoch ms), null while it is retried. A message captured after it brings it back.
-   */
-  readonly gaveUpAt: number | null
-  /** Most recent given-up ranges (at most {@link MAX_SKIPPED}). */
-  readonly skipped: readonly SkippedRange[]
-  readonly lease: Lease | null
-}
-
-/** Counters of one L2/L3 scope key (`global` or `workspace:<path>`). */
-export interface LayerState {
-  /** New memories since the last scene pass. */
-  readonly sinceL2: number
-  /** New memories since the last persona. */
-  readonly sinceL3: number
-  /** Creation time of the newest memory the last scene pass saw. */
-  readonly lastL2At: number
-  /** Creation time of the newest memory the last persona saw. */
-  readonly lastL3At: number
-  readonly attempts: number
-  readonly notBefore: number
-  readonly lastError: string | null
-}
-
-/** How many skipped ranges a conversation keeps. */
-export const MAX_SKIPPED = 20
-
-const leaseSchema = z.object({ owner: z.string(), until: z.number() })
-const conversationSchema = z.object({
-  v: z.number(),
-  conversationId: z.string(),
-  cursorSeq: z.number(),
-  stage: z.number(),
-  attempts: z.number(),
-  notBefore: z.number(),
-  lastError: z.string().nullable(),
-  lastRunAt: z.number().nullable(),
-  // Added after version 1 shipped; states written before read as "not given up".
-  gaveUpAt: z.number().nullable().default(null),
-  skipped: z.array(z.object({ fromSeq: z.number(), toSeq: z.number(), at: z.number(), reason: z.string() })),
-  lease: leaseSchema.nullable(),
-})
-const layerSchema = z.object({
-  sinceL2: z.number(),
-  sinceL3: z.number(),
-  lastL2At: z.number(),
-  lastL3At: z.number(),
-  attempts: z.number(),
-  notBefore: z.number(),
-  lastError: z.string().nullable(),
-})
-const layersSchema = z.object({ v: z.number(), keys: z.record(z.string(), layerSchema) })
-const pendingSchema = z.object({ v: z.number(), ids: z.array(z.string()) })
-const scanSchema = z.object({ v: z.number(), at: z.number() })
-const daysSchema = z.object({ v: z.number(), days: z.array(z.string()) })
-const rowSchema = z.object({
-  provider: z.string(),
-  model: z.string(),
-  layer: z.enum(['l1', 'dedup', 'l2', 'l3']),
-  calls: z.number(),
-  failures: z.number(),
-  inputTokens: z.number(),
-  outputTokens: z.number(),
-  cacheReadTokens: z.number(),
-  estimatedCalls: z.number(),
-})
-const daySchema = z.object({ v: z.number(), day: z.string(), rows: z.array(rowSchema) })
-
-/** A fresh conversation state. */
-export function initialConversationState(conversationId: string): ConversationState {
-  return { v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, gaveUpAt: null, skipped: [], lease: null }
-}
-
-/** A fresh layer state. */
-export function initialLayerState(): LayerState {
-  return { sinceL2: 0, sinceL3: 0, lastL2At: 0, lastL3At: 0, attempts: 0, notBefore: 0, lastError: null }
-}
-
-/** Meta key of a conversation (long ids are hashed to stay under the store's key limit). */
-export function conversationKey(conversationId: string): string {
-  const id = conversationId.length <= 150 ? conversationId : createHash('sha256').update(conversationId).digest('hex')
-  return `${META_PREFIX}conversation.${id}`
-}
-
-const PENDING_KEY = `${META_PREFIX}pending`
-const SCAN_KEY = `${META_PREFIX}scan`
-const LAYERS_KEY = `${META_PREFIX}layers`
-const DAYS_KEY = `${META_PREFIX}ledger.days`
-const dayMetaKey = (day: string) => `${META_PREFIX}ledger.${day}`
-
-function decode<T>(key: string, raw: string | undefined, schema: z.ZodType<T>, version: number): T | undefined {
-  if (raw === undefined) return undefined
-  let value: unknown
-  try {
-    value = JSON.parse(raw)
-  } catch (error) {
-    throw new DistillError('unsupported-state', `meta ${key} is not JSON`, { cause: error })
-  }
-  const v = (value as { v?: unknown })?.v
-  if (v !== version) throw new DistillError('unsupported-state', `meta ${key} has version ${JSON.stringify(v)}, this code reads ${version}`)
-  const parsed = schema.safeParse(value)
-  if (!parsed.success) throw new DistillError('unsupported-state', `meta ${key} is malformed: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
-  return parsed.data
-}
+export { initialConversationState, initialLayerState, MAX_SKIPPED, STATE_VERSION } from './state-types.js'
+export type { ConversationState, LayerState, Lease, SkippedRange } from './state-types.js'
 
 /** The part of the store the state repository needs. */
-export type StateStore = Pick<MemoryStore, 'meta' | 'transaction'>
+export type StateStore = Pick<MemoryStore, 'meta' | 'transaction' | 'tables' | 'readonly'>
+
+/** What a conversation write may change (the skipped ranges have their own method). */
+export type ConversationPatch = Partial<Omit<ConversationState, 'v' | 'conversationId' | 'lease' | 'skipped'>>
+
+/** Most ids one `IN (...)` list binds (SQLite's variable limit is 32 766). */
+const CHUNK = 500
+
+/** Per-day totals of the call rows (and carried-over days) within `filter`'s days, oldest first. */
+function readDays(db: DistillDb, filter: LedgerFilter = {}): LedgerDay[] {
+  const byDay = new Map<string, LedgerRow[]>()
+  const add = (day: string, row: LedgerRow) => {
+    const rows = byDay.get(day) ?? []
+    const same = rows.findIndex((other) => other.provider === row.provider && other.model === row.model && other.layer === row.layer)
+    if (same < 0) rows.push(row)
+    else rows[same] = addRows(rows[same]!, row)
+    byDay.set(day, rows)
+  }
+  const dayRange = (column: typeof calls.day | typeof carriedDays.day) =>
+    and(filter.fromDay ? gte(column, filter.fromDay) : undefined, filter.toDay ? lte(column, filter.toDay) : undefined)
+  const ok = sql<number>`sum(case when ${calls.outcome} = 'ok' then 1 else 0 end)`
+  const perDay = db
+    .select({
+      day: calls.day,
+      provider: calls.provider,
+      model: calls.model,
+      layer: calls.layer,
+      calls: ok,
+      failures: sql<number>`sum(case when ${calls.outcome} = 'failed' then 1 else 0 end)`,
+      inputTokens: sql<number>`sum(${calls.inputTokens})`,
+      outputTokens: sql<number>`sum(${calls.outputTokens})`,
+      cacheReadTokens: sql<number>`sum(${calls.cacheReadTokens})`,
+      estimatedCalls: sql<number>`sum(case when ${calls.outcome} = 'ok' and ${calls.estimated} then 1 else 0 end)`,
+    })
+    .from(calls)
+    .where(dayRange(calls.day))
+    .groupBy(calls.day, calls.provider, calls.model, calls.layer)
+    .all()
+  for (const { day, ...row } of db.select().from(carriedDays).where(dayRange(carriedDays.day)).all()) add(day, row)
+  for (const { day, ...row } of perDay) add(day, row)
+  return [...byDay.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([day, rows]) => ({ v: 1, day, rows }))
+}
+
+/** Drop ledger days before the retention window. @returns the days removed. */
+function pruneDays(db: DistillDb, retentionDays: number, now: number): string[] {
+  const oldest = oldestKeptDay(now, retentionDays)
+  if (oldest === undefined) return []
+  const gone = new Set<string>()
+  for (const { day } of db.selectDistinct({ day: calls.day }).from(calls).where(lt(calls.day, oldest)).all()) gone.add(day)
+  for (const { day } of db.selectDistinct({ day: carriedDays.day }).from(carriedDays).where(lt(carriedDays.day, oldest)).all()) gone.add(day)
+  if (gone.size === 0) return []
+  db.delete(calls).where(lt(calls.day, oldest)).run()
+  db.delete(carriedDays).where(lt(carriedDays.day, oldest)).run()
+  return [...gone].sort()
+}
 
 /**
- * Repository of the distill state. Methods that take a `meta` argument run inside a caller's
- * transaction (pass the transaction's `store.meta`); the others open their own.
+ * Repository of the distill state. Every method runs as one unit on the store's session; called
+ * inside `store.transaction(...)` it joins that transaction (and rolls back with it).
  */
 export class DistillStateRepository {
+  #opened: Promise<DistillTables | LegacySnapshot> | undefined
+
   constructor(private readonly store: StateStore) {}
 
-  /** A conversation's state (fresh when never seen). */
-  async conversation(conversationId: string, meta: MetaRepository = this.store.meta): Promise<ConversationState> {
-    const key = conversationKey(conversationId)
-    return (decode(key, await meta.get(key), conversationSchema, STATE_VERSION) as ConversationState | undefined) ?? initialConversationState(conversationId)
+  /** The tables (migrated and upgraded once), or the legacy snapshot of a read-only, not yet upgraded store. */
+  #open(): Promise<DistillTables | LegacySnapshot> {
+    this.#opened ??= (async () => {
+      try {
+        const tables = await this.store.tables({ migrations: distillMigrations(), schema: distillSchema })
+        if (!this.store.readonly) await upgradeLegacyState(this.store, tables)
+        return tables
+      } catch (error) {
+        if (this.store.readonly && isMemoryStoreError(error, 'schema-too-old')) return readLegacyState(this.store.meta)
+        throw error
+      }
+    })()
+    // A failed open (bad legacy data, a busy store) is tried again by the next call.
+    this.#opened.catch(() => (this.#opened = undefined))
+    return this.#opened
   }
 
-  /** Write a conversation's state. */
-  async putConversation(state: ConversationState, meta: MetaRepository = this.store.meta): Promise<void> {
-    await meta.set(conversationKey(state.conversationId), JSON.stringify(state), { actor: 'distill' })
+  async #read<T>(op: (db: DistillDb) => T, legacy: (snapshot: LegacySnapshot) => T): Promise<T> {
+    const opened = await this.#open()
+    return 'read' in opened ? opened.read(op) : legacy(opened)
+  }
+
+  async #write<T>(op: (db: DistillDb) => T): Promise<T> {
+    const opened = await this.#open()
+    if (!('write' in opened)) throw new DistillError('unsupported-state', 'the distill tables are not migrated yet and the store is read-only: open the data dir once read-write')
+    return opened.write(op, { actor: 'distill' })
+  }
+
+  /** Open the tables now (apply the migrations, upgrade legacy state); later calls are free. */
+  async ready(): Promise<void> {
+    await this.#open()
+  }
+
+  /** A conversation's state (fresh when never seen). */
+  conversation(conversationId: string): Promise<ConversationState> {
+    return this.#read(
+      (db) => readConversation(db, conversationId),
+      (snapshot) => snapshot.conversations.find((state) => state.conversationId === conversationId) ?? initialConversationState(conversationId),
+    )
+  }
+
+  /** Every conversation the distiller keeps state for, in id order (for status readers). */
+  conversations(): Promise<ConversationState[]> {
+    return this.#read(
+      (db) => {
+        const ranges = new Map<string, ConversationState['skipped'][number][]>()
+        for (const { conversationId, ...range } of db.select().from(skipped).orderBy(asc(skipped.id)).all()) {
+          ranges.set(conversationId, [...(ranges.get(conversationId) ?? []), { fromSeq: range.fromSeq, toSeq: range.toSeq, at: range.at, reason: range.reason }])
+        }
+        return db
+          .select()
+          .from(conversations)
+          .orderBy(asc(conversations.conversationId))
+          .all()
+          .map((row) => toConversation(row, ranges.get(row.conversationId) ?? []))
+      },
+      (snapshot) => [...snapshot.conversations].sort((a, b) => a.conversationId.localeCompare(b.conversationId)),
+    )
+  }
+
+  /** Write a conversation's state (its skipped ranges are not touched: see {@link addSkipped}). */
+  async putConversation(state: Omit<ConversationState, 'skipped' | 'v'> & Partial<Pick<ConversationState, 'skipped' | 'v'>>): Promise<void> {
+    await this.#write((db) => writeConversation(db, state))
+  }
+
+  /** Record a given-up range of a conversation; only the newest {@link MAX_SKIPPED} are kept. */
+  async addSkipped(conversationId: string, range: ConversationState['skipped'][number]): Promise<void> {
+    await this.#write((db) => {
+      db.insert(skipped).values({ conversationId, ...range }).run()
+      const keep = db
+        .select({ id: skipped.id })
+        .from(skipped)
+        .where(eq(skipped.conversationId, conversationId))
+        .orderBy(desc(skipped.id))
+        .limit(MAX_SKIPPED)
+        .all()
+        .map((row) => row.id)
+      db.delete(skipped)
+        .where(and(eq(skipped.conversationId, conversationId), notInArray(skipped.id, keep)))
+        .run()
+    })
   }
 
   /**
@@ -187,123 +179,166 @@ export class DistillStateRepository {
    * @param isAlive - whether a foreign lease owner still runs (a dead owner's lease is taken over at once).
    * @returns the state under the new lease, or undefined when someone else holds it.
    */
-  async claim(conversationId: string, owner: string, now: number, leaseMs: number, isAlive: (owner: string) => boolean): Promise<ConversationState | undefined> {
-    return this.store.transaction(async (tx) => {
-      const state = await this.conversation(conversationId, tx.meta)
+  claim(conversationId: string, owner: string, now: number, leaseMs: number, isAlive: (owner: string) => boolean): Promise<ConversationState | undefined> {
+    return this.#write((db) => {
+      const state = readConversation(db, conversationId)
       const lease = state.lease
       if (lease && lease.owner !== owner && lease.until > now && isAlive(lease.owner)) return undefined
       const next: ConversationState = { ...state, lease: { owner, until: now + leaseMs } }
-      await this.putConversation(next, tx.meta)
+      writeConversation(db, next)
       return next
     })
   }
 
   /** Update a conversation's state under its lease (drops the lease); no-op when someone else owns it now. */
-  async release(conversationId: string, owner: string, patch: Partial<Omit<ConversationState, 'v' | 'conversationId' | 'lease'>> = {}): Promise<ConversationState | undefined> {
-    return this.store.transaction(async (tx) => {
-      const state = await this.conversation(conversationId, tx.meta)
+  release(conversationId: string, owner: string, patch: ConversationPatch = {}): Promise<ConversationState | undefined> {
+    return this.#write((db) => {
+      const state = readConversation(db, conversationId)
       if (state.lease && state.lease.owner !== owner) return undefined
       const next: ConversationState = { ...state, ...patch, lease: null }
-      await this.putConversation(next, tx.meta)
+      writeConversation(db, next)
       return next
     })
   }
 
   /** Conversations that may have undistilled messages. */
-  async pendingIds(meta: MetaRepository = this.store.meta): Promise<string[]> {
-    return decode(PENDING_KEY, await meta.get(PENDING_KEY), pendingSchema, STATE_VERSION)?.ids ?? []
+  pendingIds(): Promise<string[]> {
+    return this.#read(
+      (db) =>
+        db
+          .select({ id: conversations.conversationId })
+          .from(conversations)
+          .where(eq(conversations.pending, true))
+          .all()
+          .map((row) => row.id),
+      (snapshot) => [...snapshot.pending],
+    )
   }
 
   /** Add or remove conversations from the pending index. */
-  async updatePending(add: readonly string[], remove: readonly string[], meta?: MetaRepository): Promise<void> {
-    const run = async (m: MetaRepository) => {
-      const ids = new Set(await this.pendingIds(m))
-      let changed = false
+  async updatePending(add: readonly string[], remove: readonly string[]): Promise<void> {
+    if (add.length === 0 && remove.length === 0) return
+    await this.#write((db) => {
       for (const id of add) {
-        if (!ids.has(id)) {
-          ids.add(id)
-          changed = true
-        }
+        markPending(db, id)
       }
-      for (const id of remove) if (ids.delete(id)) changed = true
-      if (!changed) return
-      await m.set(PENDING_KEY, JSON.stringify({ v: STATE_VERSION, ids: [...ids] }), { actor: 'distill' })
-    }
-    if (meta) await run(meta)
-    else await this.store.transaction((tx) => run(tx.meta))
+      for (let start = 0; start < remove.length; start += CHUNK) {
+        db.update(conversations)
+          .set({ pending: false })
+          .where(inArray(conversations.conversationId, remove.slice(start, start + CHUNK)))
+          .run()
+      }
+    })
   }
 
   /** When the last start-up scan of conversations began, if ever. */
-  async lastScan(): Promise<number | undefined> {
-    return decode(SCAN_KEY, await this.store.meta.get(SCAN_KEY), scanSchema, STATE_VERSION)?.at
+  lastScan(): Promise<number | undefined> {
+    return this.#read(
+      (db) => db.select().from(marks).where(eq(marks.name, SCAN_MARK)).get()?.at,
+      (snapshot) => snapshot.scanAt,
+    )
   }
 
   /** Record the start time of a completed scan. */
   async markScan(at: number): Promise<void> {
-    await this.store.meta.set(SCAN_KEY, JSON.stringify({ v: STATE_VERSION, at }), { actor: 'distill' })
+    await this.#write((db) => db.insert(marks).values({ name: SCAN_MARK, at }).onConflictDoUpdate({ target: marks.name, set: { at } }).run())
   }
 
   /** All layer counters. */
-  async layers(meta: MetaRepository = this.store.meta): Promise<Record<string, LayerState>> {
-    return decode(LAYERS_KEY, await meta.get(LAYERS_KEY), layersSchema, STATE_VERSION)?.keys ?? {}
+  layers(): Promise<Record<string, LayerState>> {
+    return this.#read(
+      (db) => Object.fromEntries(db.select().from(layers).all().map((row) => [row.scopeKey, toLayer(row)])),
+      (snapshot) => ({ ...snapshot.layers }),
+    )
   }
 
-  /** Read-modify-write the layer counters (in the caller's transaction when `meta` is given). */
-  async updateLayers(update: (keys: Record<string, LayerState>) => void, meta?: MetaRepository): Promise<Record<string, LayerState>> {
-    const run = async (m: MetaRepository) => {
-      const keys = { ...(await this.layers(m)) }
+  /** Read-modify-write the layer counters as one unit (joins the caller's transaction). */
+  updateLayers(update: (keys: Record<string, LayerState>) => void): Promise<Record<string, LayerState>> {
+    return this.#write((db) => {
+      const before = Object.fromEntries(db.select().from(layers).all().map((row) => [row.scopeKey, toLayer(row)]))
+      const keys = { ...before }
       update(keys)
-      await m.set(LAYERS_KEY, JSON.stringify({ v: STATE_VERSION, keys }), { actor: 'distill' })
+      const removed = Object.keys(before).filter((key) => !(key in keys))
+      if (removed.length > 0) db.delete(layers).where(inArray(layers.scopeKey, removed)).run()
+      for (const [key, state] of Object.entries(keys)) if (before[key] !== state) writeLayer(db, key, state)
       return keys
-    }
-    return meta ? run(meta) : this.store.transaction((tx) => run(tx.meta))
+    })
   }
 
-  /** Add one ledger entry to its day, and drop days out of retention. */
+  /** Conversation ids with state whose conversation is gone (`exists` says which still are). */
+  async orphanConversations(exists: (conversationId: string) => Promise<boolean>): Promise<string[]> {
+    const out: string[] = []
+    for (const state of await this.conversations()) if (!(await exists(state.conversationId))) out.push(state.conversationId)
+    return out
+  }
+
+  /** Forget the state of conversations (their skipped ranges included). @returns rows removed. */
+  forgetConversations(ids: readonly string[]): Promise<number> {
+    return this.#write((db) => {
+      let removed = 0
+      for (let start = 0; start < ids.length; start += CHUNK) {
+        const chunk = ids.slice(start, start + CHUNK)
+        db.delete(skipped).where(inArray(skipped.conversationId, chunk)).run()
+        removed += db.delete(conversations).where(inArray(conversations.conversationId, chunk)).run().changes
+      }
+      return removed
+    })
+  }
+
+  /** Add one ledger row (one model call) and drop days out of retention. */
   async recordCost(entry: LedgerEntry, retentionDays: number, now: number): Promise<void> {
-    await this.store.transaction(async (tx) => {
-      const day = dayKey(entry.at)
-      const current = decode(dayMetaKey(day), await tx.meta.get(dayMetaKey(day)), daySchema, LEDGER_VERSION) as LedgerDay | undefined
-      await tx.meta.set(dayMetaKey(day), JSON.stringify(addToDay(current, entry)), { actor: 'distill' })
-      const days = new Set(decode(DAYS_KEY, await tx.meta.get(DAYS_KEY), daysSchema, STATE_VERSION)?.days ?? [])
-      const known = days.has(day)
-      days.add(day)
-      const expired = expiredDays([...days], now, retentionDays)
-      for (const old of expired) {
-        days.delete(old)
-        await tx.meta.delete(dayMetaKey(old), { actor: 'distill' })
-      }
-      if (!known || expired.length > 0) {
-        await tx.meta.set(DAYS_KEY, JSON.stringify({ v: STATE_VERSION, days: [...days].sort() }), { actor: 'distill' })
-      }
+    await this.#write((db) => {
+      db.insert(calls)
+        .values({
+          at: entry.at,
+          day: dayKey(entry.at),
+          layer: entry.layer,
+          provider: entry.provider,
+          model: entry.model,
+          outcome: entry.ok ? 'ok' : 'failed',
+          inputTokens: entry.inputTokens,
+          outputTokens: entry.outputTokens,
+          cacheReadTokens: entry.cacheReadTokens,
+          estimated: entry.estimated,
+          durationMs: entry.durationMs ?? null,
+          conversationId: entry.conversationId ?? null,
+        })
+        .run()
+      pruneDays(db, retentionDays, now)
     })
   }
 
   /** Drop ledger days out of retention. @returns the days removed. */
-  async pruneCosts(retentionDays: number, now: number): Promise<string[]> {
-    return this.store.transaction(async (tx) => {
-      const days = decode(DAYS_KEY, await tx.meta.get(DAYS_KEY), daysSchema, STATE_VERSION)?.days ?? []
-      const expired = expiredDays(days, now, retentionDays)
-      if (expired.length === 0) return []
-      for (const old of expired) await tx.meta.delete(dayMetaKey(old), { actor: 'distill' })
-      await tx.meta.set(DAYS_KEY, JSON.stringify({ v: STATE_VERSION, days: days.filter((day) => !expired.includes(day)) }), { actor: 'distill' })
-      return expired
-    })
+  pruneCosts(retentionDays: number, now: number): Promise<string[]> {
+    return this.#write((db) => pruneDays(db, retentionDays, now))
   }
 
-  /** The persisted ledger days, oldest first. */
-  async costDays(): Promise<LedgerDay[]> {
-    const days = decode(DAYS_KEY, await this.store.meta.get(DAYS_KEY), daysSchema, STATE_VERSION)?.days ?? []
-    const out: LedgerDay[] = []
-    for (const day of days) {
-      const bucket = decode(dayMetaKey(day), await this.store.meta.get(dayMetaKey(day)), daySchema, LEDGER_VERSION) as LedgerDay | undefined
-      if (bucket) out.push(bucket)
-    }
-    return out
+  /** The ledger's per-day totals (per provider, model and layer), oldest first. */
+  costDays(filter: Pick<LedgerFilter, 'fromDay' | 'toDay'> = {}): Promise<LedgerDay[]> {
+    return this.#read(
+      (db) => readDays(db, filter),
+      (snapshot) => snapshot.days.filter((day) => (!filter.fromDay || day.day >= filter.fromDay) && (!filter.toDay || day.day <= filter.toDay)),
+    )
   }
 
   /** Ledger totals per (provider, model, layer). */
   async costs(filter: LedgerFilter = {}): Promise<LedgerRow[]> {
-    return summarizeLedger(await this.costDays(), filter)
+    return summarizeLedger(await this.costDays(filter), filter)
+  }
+
+  /** The ledger's single calls, newest first (carried-over day totals are not calls). */
+  calls(filter: LedgerCallFilter = {}): Promise<LedgerCall[]> {
+    return this.#read(
+      (db) =>
+        db
+          .select()
+          .from(calls)
+          .where(and(filter.since !== undefined ? gte(calls.at, filter.since) : undefined, filter.layer ? eq(calls.layer, filter.layer) : undefined))
+          .orderBy(desc(calls.at), desc(calls.id))
+          .limit(Math.min(Math.max(1, filter.limit ?? 1_000), 100_000))
+          .all()
+          .map(({ day: _day, ...row }) => row),
+      () => [],
+    )
   }
 }
