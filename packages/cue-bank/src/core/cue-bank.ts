@@ -729,7 +729,7 @@ export class CueBank {
 }
 
 /** The keywords of a turn: the human text counts double, the reply fills in. */
-function turnKeywords(userText: string, assistantText: string, max: number, minLength: number): Keyword[] {
+export function turnKeywords(userText: string, assistantText: string, max: number, minLength: number): Keyword[] {
   const user = extractKeywords(userText, { max: max * 2, minLength })
   const reply = extractKeywords(assistantText, { max: max * 2, minLength })
   const weights = new Map<string, number>()
