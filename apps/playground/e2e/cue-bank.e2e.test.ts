@@ -1,11 +1,12 @@
 import { join } from 'node:path'
-import { openCueRepository } from '@dsh-memory/cue-bank'
+import { DEFAULT_CUE_BANK_OPTIONS, extractKeywords, openCueRepository, rankCues, type Cue, type Idiom } from '@dsh-memory/cue-bank'
 import { openMemoryStore } from '@dsh-memory/store'
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { DshRunResult } from '../src/host.js'
 import { contentText, lastUserText, type LoggedRequest } from '../src/model-server.js'
 import { useHostProfile } from './helpers.js'
 import { followupOverlay, writeFollowupPlugin } from './support/cue-bank-followup.js'
+import { startEmbeddingEndpoint } from './support/reliability-embeddings.js'
 
 const BLOCK = '<memory-cues source="cue-bank">'
 
@@ -13,6 +14,17 @@ const TOPIC_A = '我们决定把 PostgreSQL 主数据库迁移到 16 版本，�
 const SWITCH_B = 'PostgreSQL 主数据库迁移之后，索引重建要多久？'
 const CONTINUE_B = 'PostgreSQL 主数据库迁移时扩展和索引怎么处理？'
 const UNRELATED = 'Recommend a pasta recipe for dinner tonight'
+
+/** One axis per concept: texts about the same thing point the same way without sharing a word. */
+const CONCEPTS: readonly (readonly string[])[] = [
+  ['咖啡', 'gaggia', 'espresso', 'latte', 'ラテ', 'コーヒー', 'エスプレッソ'],
+  ['deploy', '部署', 'デプロイ', 'release'],
+  ['猫', 'cat', 'ねこ'],
+]
+function conceptVector(text: string): number[] {
+  const lower = text.toLowerCase()
+  return [...CONCEPTS.map((words) => (words.some((word) => lower.includes(word)) ? 1 : 0)), 0.01]
+}
 
 function sessionOf(request: LoggedRequest): string {
   return String(request.headers['x-deepseek-harness-session-id'] ?? '')
@@ -174,6 +186,91 @@ describe('cue-bank in the real DSH host', () => {
     // With the default (per-workspace) bank, a third workspace does not see it.
     const isolated = await run(back, { cwd: join(hosted.root, 'work', 'epsilon') })
     expect(isolated.requests.every((request) => blocks(request) === 0 && !request.body.messages.some((message) => contentText(message.content).includes('📌')))).toBe(true)
+  })
+
+  /** The partition's cues and idioms as the store holds them after the runs so far. */
+  async function bankOf(partition: string): Promise<{ cues: Cue[]; idioms: Idiom[] }> {
+    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    try {
+      const repository = await openCueRepository(store)
+      const bank = { cues: repository.listCues([partition]), idioms: repository.listIdioms([partition]) }
+      repository.close()
+      return bank
+    } finally {
+      await store.close()
+    }
+  }
+
+  /** The wake block of a run's first chat request, if any. */
+  const blockOf = (requests: readonly LoggedRequest[]): string | undefined =>
+    requests[0]?.body.messages.map((message) => contentText(message.content)).find((text) => text.includes(BLOCK))
+
+  it('001 idioms: a Chinese expression the user repeats across topics wakes the right cue with the idiom hint; a Japanese paraphrase wakes its topic', async () => {
+    server.setResponder((request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }))
+    const cwd = join(root, 'work', 'idioms')
+    // Two topics in two sessions, both said with the user's habit "形成闭环"; a third in Japanese.
+    const reimburse = sessionOf((await run('报销需求要形成闭环，从提单、审批到打款都要能追踪', { cwd })).requests[0]!)
+    await run('监控告警也要形成闭环，从告警到修复都要有记录', { cwd })
+    const cat = sessionOf((await run('うちの猫の年糕が最近ご飯を食べない', { cwd })).requests[0]!)
+    // The expression recurs across two topics: the bank learnt it as this user's idiom.
+    const { idioms } = await bankOf(`workspace:${cwd}`)
+    expect(idioms.map((idiom) => idiom.word)).toEqual(expect.arrayContaining([expect.stringMatching(/闭环/)]))
+
+    // A later session comes back to the first topic in the user's own words.
+    const back = blockOf((await run('报销这块还是没闭环', { cwd })).requests)
+    expect(back).toBeDefined()
+    expect(/cue: \S+ · session: (\S+)/.exec(back!)?.[1]).toBe(reimburse)
+    expect(back).toMatch(/matched: .*报销/)
+    expect(back).toMatch(/User idioms: .*闭环/)
+
+    // A Japanese paraphrase of the third topic wakes that topic first.
+    const paraphrase = blockOf((await run('年糕がまたご飯を残している', { cwd })).requests)
+    expect(paraphrase).toBeDefined()
+    expect(/cue: \S+ · session: (\S+)/.exec(paraphrase!)?.[1]).toBe(cat)
+    expect(paraphrase).toMatch(/matched: .*年糕/)
+    expect(paraphrase).toContain('detail: User: うちの猫の年糕が最近ご飯を食べない')
+  })
+
+  it('001 vector matching: with an embedding endpoint, a message that shares no keyword with a cue wakes it by meaning', async () => {
+    server.setResponder(() => ({ kind: 'text', text: 'Noted.' }))
+    const embeddings = await startEmbeddingEndpoint('ok', conceptVector)
+    try {
+      const cwd = join(root, 'work', 'vectors')
+      const dimensions = CONCEPTS.length + 1
+      const patch = `- id: memory-cue-bank\n  config:\n    matchMode: auto\n    embedding:\n      baseURL: ${embeddings.url}\n      apiKey: e2e-key\n      model: concepts\n      dimensions: ${dimensions}\n      timeoutMs: 20000\n      waitMs: 20000\n`
+      const topic = '我的 Gaggia 咖啡机在冲煮头漏水'
+      const query = '家でラテを美味しく淹れるコツは？'
+      const a = sessionOf((await run(topic, { cwd, patch })).requests[0]!)
+      // The topic's cues were embedded by the endpoint before the run ended.
+      const { cues } = await bankOf(`workspace:${cwd}`)
+      expect(cues.length).toBeGreaterThan(0)
+      expect(cues.every((cue) => cue.sessionId === a && cue.embedding?.length === dimensions)).toBe(true)
+      expect(embeddings.requests.some((request) => request.input.some((text) => text.includes('Gaggia 咖啡机')))).toBe(true)
+      // The cue bank's own keyword matcher finds nothing for the query in these cues.
+      const { inject, topic: detection, decay } = DEFAULT_CUE_BANK_OPTIONS
+      const byKeywords = rankCues({
+        query: extractKeywords(query, { max: detection.maxKeywords }),
+        cues,
+        now: Date.now(),
+        mode: 'keyword',
+        maxCues: inject.maxCues,
+        minScore: inject.minScore,
+        minVectorScore: inject.minVectorScore,
+        halfLifeDays: decay.halfLifeDays,
+      })
+      expect(byKeywords).toEqual([])
+
+      // In the host, the query's embedding wakes the topic: a semantic match, no keyword hit.
+      const b = await run(query, { cwd, patch })
+      const block = blockOf(b.requests)
+      expect(block).toBeDefined()
+      expect(/cue: \S+ · session: (\S+)/.exec(block!)?.[1]).toBe(a)
+      expect(block).toContain('matched: (semantic match)')
+      expect(block).toContain(`detail: User: ${topic}`)
+      expect(embeddings.requests.some((request) => request.input.some((text) => text.includes('ラテ')))).toBe(true)
+    } finally {
+      await embeddings.close()
+    }
   })
 
   it('fails boot with a message naming the field when the cue-bank config is broken', async () => {

@@ -4,7 +4,7 @@
  *
  * @module @dsh-memory/cue-bank
  */
-export { CueBank, embeddingText, partitionKey } from './core/cue-bank.js'
+export { CueBank, embeddingText, partitionKey, turnKeywords } from './core/cue-bank.js'
 export type {
   CueBankDependencies,
   CueBankHooks,

@@ -193,8 +193,9 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     if (!record) turns.set(id, (record = { turn: 0, user: [], assistant: [] }))
     return record
   }
-  // The host awaits session/flush before a headless run exits: commit the last turn first.
-  ctx.on('session/flush', () => bank.whenCommitted())
+  // The host awaits session/flush before a headless run exits: commit the last turn first, and
+  // give its cue vectors up to embedding.waitMs (work after the flush races the exit).
+  ctx.on('session/flush', () => bank.flush(options.embedding.waitMs))
   ctx.on('agent/disposed', (payload) => {
     const id = payload?.agent?.id
     if (typeof id !== 'string') return

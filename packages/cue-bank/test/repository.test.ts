@@ -1,11 +1,13 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
-import { openMemoryStore, textStatements } from '@dsh-memory/store'
+import { openMemoryStore, schemaDrift } from '@dsh-memory/store'
+import { sql } from 'drizzle-orm'
 import { cueBankMigrations } from '../src/migrations.js'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { isCueBankError } from '../src/core/errors.js'
 import type { Cue } from '../src/core/model.js'
+import { cueBankSchema } from '../src/core/schema.js'
 import { openCueRepository, type CueRepository } from '../src/core/store-cue-repository.js'
 import { T0, tempDir } from './fixtures.js'
 
@@ -57,9 +59,11 @@ describe('the cue repository on the shared store', () => {
     // Read through the seam: the same connection the repository uses.
     const tables = await store.tables({ migrations: cueBankMigrations() })
     const names = await tables.read((db) =>
-      textStatements(db).prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cue_bank_%' ORDER BY name`).all<{ name: string }>(),
+      db.all<{ name: string }>(sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cue_bank_%' ORDER BY name`),
     )
     expect(names.map((t) => t.name)).toEqual(['cue_bank_idioms', 'cue_bank_topics', 'cue_bank_user_turns'])
+    // The drizzle schema the queries are typed by describes exactly what the migrations created.
+    expect(await tables.read((db) => schemaDrift(db, cueBankSchema))).toEqual([])
   })
 
   it('round-trips a cue with keywords, dimensions, sources, timestamps and its vector', () => {

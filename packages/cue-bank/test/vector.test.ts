@@ -107,6 +107,21 @@ describe('vector matching through the cue bank', () => {
     expect(server.requests.at(-1)!.body.input).toEqual([text])
   })
 
+  it('flush (what a headless exit waits for) lets the cue vectors land, and gives a stalled endpoint only its bound', async () => {
+    await open({ waitMs: 2000, timeoutMs: 3000 })
+    const a = session()
+    await talk(h.bank, a, 1, '我们决定把 PostgreSQL 主库升级到 16', '先做 pg_upgrade 演练。')
+    await h.bank.flush(2000)
+    expect(h.bank.list().every((cue) => cue.embeddingModel === 'concept-5' && cue.embedding?.length === 5)).toBe(true)
+
+    plan = { delayMs: 2500 }
+    await talk(h.bank, session(), 1, 'Deploy to the cluster on Friday', 'OK')
+    await h.bank.flush(50)
+    // The flush returned while the endpoint was still silent: the new cues are committed, without vectors yet.
+    expect(h.bank.list().filter((cue) => cue.embedding === null).length).toBeGreaterThan(0)
+    plan = {}
+  })
+
   it('never sends a secret to the embedding endpoint', async () => {
     await open()
     await talk(h.bank, session(), 1, 'Deploy to the cluster with key sk-abcdefghijklmnopqrstuvwxyz0123', 'OK')

@@ -14,10 +14,9 @@ export type {
   PackageTablesHost,
   PackageWriteOptions,
 } from './core/package-tables.ts'
-export { sqlFromText, textStatements } from './core/sql-text.ts'
+export { schemaDrift } from './core/schema-drift.ts'
 export { openStoreMaintenance } from './core/sqlite-maintenance.ts'
 export type { ForeignKeyViolation, SceneOrphans, StoreMaintenance, StoreMaintenanceOptions } from './core/sqlite-maintenance.ts'
-export type { StatementResult, TextStatement, TextStatements } from './core/sql-text.ts'
 export { ActivityLog, formatActivityLine, MAX_CODE_CHARS } from './core/activity-log.ts'
 export type { ActivityLogOptions, ActivityValue } from './core/activity-log.ts'
 export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './core/options.ts'

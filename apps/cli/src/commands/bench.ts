@@ -15,6 +15,7 @@ import { createProgress } from '../progress.ts'
 import { FULL_SIZES, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench } from '../bench/scale.ts'
 import { formatTokenCostReport, runTokenCostBench } from '../bench/token-cost.ts'
 import { parseCount } from './records.ts'
+import { registerCueBench } from './bench-cues.ts'
 
 /** Parse `--k 5,10` into sorted unique positive integers. */
 export function parseKs(text: string): number[] {
@@ -35,7 +36,7 @@ export function parseModes(text: string): LocomoMode[] {
 
 /** Register `bench` and its subcommands on the program. */
 export function registerBench(program: Command, io: CliIO): void {
-  const bench = program.command('bench').description('Benchmarks that print numbers (retrieval quality, latency at scale, token cost).')
+  const bench = program.command('bench').description('Benchmarks that print numbers (retrieval quality, latency at scale, token cost, cue matching).')
   bench
     .command('locomo')
     .description('Turn-level retrieval on a LoCoMo-format file: recall_any@k and recall_all@k, overall and per category.')
@@ -70,6 +71,7 @@ export function registerBench(program: Command, io: CliIO): void {
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatLocomoReport(report, ks)}\n`)
     })
   registerScaleBenches(bench, io)
+  registerCueBench(bench, io)
 }
 
 /** `bench scale` and `bench token-cost` (src/bench/scale.ts, src/bench/token-cost.ts). */

@@ -1,6 +1,6 @@
 /**
- * A scripted OpenAI-compatible `/embeddings` endpoint on 127.0.0.1 for the outage tests (the
- * remote model is the only thing replaced). It answers with small deterministic vectors, or
+ * A scripted OpenAI-compatible `/embeddings` endpoint on 127.0.0.1 for the outage tests and
+ * the cue bank's vector matching (the remote model is the only thing replaced). It answers with small deterministic vectors, or
  * fails the way a provider does during an outage: a stalled response, HTTP 429, HTTP 500.
  * Every request is logged with its arrival time, so a test can measure how long the host
  * waited for recall before it sent the chat request.
@@ -36,8 +36,12 @@ function vectorOf(text: string): number[] {
   return vector
 }
 
-/** Start the endpoint with a free port. */
-export async function startEmbeddingEndpoint(mode: EmbeddingOutage = 'ok'): Promise<EmbeddingEndpoint> {
+/**
+ * Start the endpoint with a free port. `vector` replaces the bag-of-characters vectors (e.g.
+ * one axis per concept, so texts about the same thing match without sharing a word); its
+ * vectors must all have the same length.
+ */
+export async function startEmbeddingEndpoint(mode: EmbeddingOutage = 'ok', vector: (text: string) => number[] = vectorOf): Promise<EmbeddingEndpoint> {
   const sockets = new Set<Socket>()
   const endpoint: EmbeddingEndpoint = {
     url: '',
@@ -73,7 +77,7 @@ export async function startEmbeddingEndpoint(mode: EmbeddingOutage = 'ok'): Prom
         default:
           response
             .writeHead(200, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ object: 'list', model: 'reliability-vectors', data: input.map((text, index) => ({ object: 'embedding', index, embedding: vectorOf(text) })) }))
+            .end(JSON.stringify({ object: 'list', model: 'reliability-vectors', data: input.map((text, index) => ({ object: 'embedding', index, embedding: vector(text) })) }))
       }
     })
   })

@@ -636,6 +636,24 @@ export class CueBank {
     await this.#background.settled()
   }
 
+  /**
+   * What the host's flush waits for: every queued write, then background embeddings for at
+   * most `maxWaitMs`. A headless run exits right after its flush, so cue vectors computed after
+   * it would never land; the bound keeps a slow endpoint from holding the exit for long (a
+   * vector that misses it is backfilled at a later write).
+   */
+  async flush(maxWaitMs: number): Promise<void> {
+    await this.whenCommitted()
+    if (this.#background.size === 0 || !(maxWaitMs > 0)) return
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, maxWaitMs)))
+    try {
+      await Promise.race([this.whenIdle(), bound])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
   /** Drop a session's in-memory state (its cues stay). */
   forget(sessionId: string): void {
     const state = this.#sessions.get(sessionId)
@@ -729,7 +747,7 @@ export class CueBank {
 }
 
 /** The keywords of a turn: the human text counts double, the reply fills in. */
-function turnKeywords(userText: string, assistantText: string, max: number, minLength: number): Keyword[] {
+export function turnKeywords(userText: string, assistantText: string, max: number, minLength: number): Keyword[] {
   const user = extractKeywords(userText, { max: max * 2, minLength })
   const reply = extractKeywords(assistantText, { max: max * 2, minLength })
   const weights = new Map<string, number>()

@@ -1,9 +1,10 @@
 /**
- * Every SQL statement of the cue bank lives in this module.
+ * Every query of the cue bank lives in this module.
  *
- * The tables are declared through the store's extension seam (`store.tables(...)`, owner
- * `cue-bank`, migrations run by the store's runner) in the shared `memory.db`, and every query
- * runs on the store's own connection: no second connection, no driver of our own. The
+ * The tables are declared through the store's extension seam (`store.tables({ migrations,
+ * schema })`, owner `cue-bank`, migrations run by the store's runner) in the shared
+ * `memory.db`, and every query is a typed drizzle query on the store's own connection: no
+ * second connection, no driver of our own, no SQL text. The
  * repository is synchronous on purpose (the seam's synchronous path): the host's
  * runtime-context provider is synchronous, and a wake must read the freshest cues (other DSH
  * processes may write) without waiting.
@@ -12,20 +13,14 @@
  * transaction) fails fast with `busy`; the caller retries later instead of blocking the
  * event loop.
  */
-import {
-  isMemoryStoreError,
-  type MemoryStore,
-  type PackageTables,
-  type PackageTablesHost,
-  type StatementResult,
-  textStatements,
-  type TextStatements,
-} from '@dsh-memory/store'
+import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
+import { isMemoryStoreError, type MemoryStore, type PackageDatabase, type PackageTables, type PackageTablesHost } from '@dsh-memory/store'
 import { cueBankMigrations } from '../migrations.js'
 import { CueBankError } from './errors.js'
 import type { IdiomCandidate, UserTurnTerms } from './idioms.js'
 import type { Keyword } from './keywords.js'
-import type { Cue, CueDimensions, CueLevel, Idiom } from './model.js'
+import type { Cue, CueDimensions, Idiom } from './model.js'
+import { type CueBankSchema, cueBankSchema, idioms, topics, userTurns } from './schema.js'
 
 /** Synchronous persistence of cues, idioms and the idiom window. */
 export interface CueRepository {
@@ -78,269 +73,218 @@ export interface CueRepository {
  */
 export async function openCueRepository(store: Pick<MemoryStore, 'path' | 'readonly'> & PackageTablesHost): Promise<CueRepository> {
   if (store.readonly) throw new CueBankError('unsupported-store', 'the cue bank needs a writable memory store')
-  const tables = await store.tables({ migrations: cueBankMigrations() })
-  // The handle is the store's connection; it is only used inside units of `tables`.
-  const db = textStatements(await tables.read((handle) => handle))
-  return new StoreCueRepository(store.path, tables, db)
+  const tables = await store.tables({ migrations: cueBankMigrations(), schema: cueBankSchema })
+  return new StoreCueRepository(store.path, tables)
 }
 
-interface CueRow {
-  id: string
-  partition: string
-  level: CueLevel
-  session_id: string
-  turn: number
-  summary: string
-  detail: string
-  keywords: string
-  dimensions: string
-  ref_sessions: string
-  source_message_ids: string
-  embedding: Buffer | null
-  embedding_model: string | null
-  created_at: number
-  last_mentioned_at: number
-  last_touched_at: number
-  hit_count: number
-}
+type Db = PackageDatabase<CueBankSchema>
+type TopicRow = typeof topics.$inferSelect
 
-interface IdiomRow {
-  partition: string
-  word: string
-  score: number
-  turns: number
-  first_seen: number
-  last_seen: number
-}
-
-const CUE_COLUMNS =
-  'id, partition, level, session_id, turn, summary, detail, keywords, dimensions, ref_sessions, source_message_ids, embedding, embedding_model, created_at, last_mentioned_at, last_touched_at, hit_count'
+/** Most recently touched first, ties by id: the order every cue list is read in. */
+const recentFirst = [desc(topics.lastTouchedAt), asc(topics.id)] as const
+/** Newest first: the order of the idiom window (and of what its pruning keeps). */
+const newestTurnFirst = [desc(userTurns.createdAt), asc(userTurns.sessionId), desc(userTurns.turn)] as const
 
 class StoreCueRepository implements CueRepository {
   readonly path: string
-  readonly #tables: PackageTables
-  readonly #db: TextStatements
+  readonly #tables: PackageTables<CueBankSchema>
   #closed = false
 
-  constructor(path: string, tables: PackageTables, db: TextStatements) {
+  constructor(path: string, tables: PackageTables<CueBankSchema>) {
     this.path = path
     this.#tables = tables
-    this.#db = db
   }
 
   listCues(partitions: readonly string[] | undefined): Cue[] {
-    if (partitions === undefined) return this.#all<CueRow>(`SELECT ${CUE_COLUMNS} FROM cue_bank_topics ORDER BY last_touched_at DESC, id`).map(toCue)
-    if (partitions.length === 0) return []
-    return this.#all<CueRow>(
-      `SELECT ${CUE_COLUMNS} FROM cue_bank_topics WHERE partition IN (${marks(partitions)}) ORDER BY last_touched_at DESC, id`,
-      ...partitions,
+    if (partitions !== undefined && partitions.length === 0) return []
+    return this.#read((db) =>
+      db
+        .select()
+        .from(topics)
+        .where(partitions === undefined ? undefined : inArray(topics.partition, [...partitions]))
+        .orderBy(...recentFirst)
+        .all(),
     ).map(toCue)
   }
 
   getCue(id: string): Cue | undefined {
-    const row = this.#get<CueRow>(`SELECT ${CUE_COLUMNS} FROM cue_bank_topics WHERE id = ?`, id)
-    return row ? toCue(row) : undefined
+    return this.#oneCue((db) => db.select().from(topics).where(eq(topics.id, id)).get())
   }
 
   taskCue(partition: string, sessionId: string): Cue | undefined {
-    const row = this.#get<CueRow>(
-      `SELECT ${CUE_COLUMNS} FROM cue_bank_topics WHERE partition = ? AND session_id = ? AND level = 'task'`,
-      partition,
-      sessionId,
+    return this.#oneCue((db) =>
+      db
+        .select()
+        .from(topics)
+        .where(and(eq(topics.partition, partition), eq(topics.sessionId, sessionId), eq(topics.level, 'task')))
+        .get(),
     )
-    return row ? toCue(row) : undefined
   }
 
   latestConversationCue(sessionId: string): Cue | undefined {
-    const row = this.#get<CueRow>(
-      `SELECT ${CUE_COLUMNS} FROM cue_bank_topics WHERE session_id = ? AND level = 'conversation' ORDER BY turn DESC, created_at DESC LIMIT 1`,
-      sessionId,
+    return this.#oneCue((db) =>
+      db
+        .select()
+        .from(topics)
+        .where(and(eq(topics.sessionId, sessionId), eq(topics.level, 'conversation')))
+        .orderBy(desc(topics.turn), desc(topics.createdAt))
+        .limit(1)
+        .get(),
     )
-    return row ? toCue(row) : undefined
   }
 
   insertCue(cue: Cue): boolean {
-    const result = this.#run(
-      `INSERT OR IGNORE INTO cue_bank_topics (${CUE_COLUMNS}) VALUES (${marks(17)})`,
-      cue.id,
-      cue.partition,
-      cue.level,
-      cue.sessionId,
-      cue.turn,
-      cue.summary,
-      cue.detail,
-      JSON.stringify(cue.keywords),
-      JSON.stringify(cue.dimensions),
-      JSON.stringify(cue.refSessions),
-      JSON.stringify(cue.sourceMessageIds),
-      cue.embedding ? toBlob(cue.embedding) : null,
-      cue.embedding ? cue.embeddingModel : null,
-      cue.createdAt,
-      cue.lastMentionedAt,
-      cue.lastTouchedAt,
-      cue.hitCount,
-    )
-    return result.changes > 0
+    // DO NOTHING on any unique constraint: the id, or the partial (partition, session, turn/level) indexes.
+    return this.#write((db) => db.insert(topics).values(toRow(cue)).onConflictDoNothing().run()).changes > 0
   }
 
   updateCue(cue: Cue): void {
-    this.#run(
-      `UPDATE cue_bank_topics SET turn = ?, summary = ?, detail = ?, keywords = ?, dimensions = ?, ref_sessions = ?,
-         source_message_ids = ?, embedding = ?, embedding_model = ?, last_mentioned_at = ?, last_touched_at = ?, hit_count = ?
-       WHERE id = ?`,
-      cue.turn,
-      cue.summary,
-      cue.detail,
-      JSON.stringify(cue.keywords),
-      JSON.stringify(cue.dimensions),
-      JSON.stringify(cue.refSessions),
-      JSON.stringify(cue.sourceMessageIds),
-      cue.embedding ? toBlob(cue.embedding) : null,
-      cue.embedding ? cue.embeddingModel : null,
-      cue.lastMentionedAt,
-      cue.lastTouchedAt,
-      cue.hitCount,
-      cue.id,
-    )
+    // Identity (id, partition, level, session) and creation time never change.
+    const { id, partition: _partition, level: _level, sessionId: _session, createdAt: _created, ...mutable } = toRow(cue)
+    this.#write((db) => db.update(topics).set(mutable).where(eq(topics.id, id)).run())
   }
 
   touchCues(ids: readonly string[], at: number): number {
     if (ids.length === 0) return 0
-    return this.#run(
-      `UPDATE cue_bank_topics SET hit_count = hit_count + 1, last_touched_at = MAX(last_touched_at, ?) WHERE id IN (${marks(ids)})`,
-      at,
-      ...ids,
+    return this.#write((db) =>
+      db
+        .update(topics)
+        .set({ hitCount: sql`${topics.hitCount} + 1`, lastTouchedAt: sql`MAX(${topics.lastTouchedAt}, ${at})` })
+        .where(inArray(topics.id, [...ids]))
+        .run(),
     ).changes
   }
 
   setEmbedding(id: string, embedding: Float32Array, model: string): void {
-    this.#run('UPDATE cue_bank_topics SET embedding = ?, embedding_model = ? WHERE id = ?', toBlob(embedding), model, id)
+    this.#write((db) => db.update(topics).set({ embedding: toBlob(embedding), embeddingModel: model }).where(eq(topics.id, id)).run())
   }
 
   cuesWithoutEmbedding(partitions: readonly string[], model: string, limit: number): Cue[] {
     if (partitions.length === 0 || limit <= 0) return []
-    return this.#all<CueRow>(
-      `SELECT ${CUE_COLUMNS} FROM cue_bank_topics
-       WHERE partition IN (${marks(partitions)}) AND (embedding IS NULL OR embedding_model IS NOT ?)
-       ORDER BY last_touched_at DESC, id LIMIT ?`,
-      ...partitions,
-      model,
-      limit,
+    return this.#read((db) =>
+      db
+        .select()
+        .from(topics)
+        .where(and(inArray(topics.partition, [...partitions]), or(isNull(topics.embedding), sql`${topics.embeddingModel} IS NOT ${model}`)))
+        .orderBy(...recentFirst)
+        .limit(limit)
+        .all(),
     ).map(toCue)
   }
 
   deleteUntouchedSince(partition: string, before: number): string[] {
-    const ids = this.#all<{ id: string }>('SELECT id FROM cue_bank_topics WHERE partition = ? AND last_touched_at < ?', partition, before).map(
-      (row) => row.id,
+    return this.#deleteCues((db) =>
+      db
+        .select({ id: topics.id })
+        .from(topics)
+        .where(and(eq(topics.partition, partition), lt(topics.lastTouchedAt, before)))
+        .all(),
     )
-    if (ids.length > 0) this.#run(`DELETE FROM cue_bank_topics WHERE id IN (${marks(ids)})`, ...ids)
-    return ids
   }
 
   evictCues(partition: string, keep: number): string[] {
-    const ids = this.#all<{ id: string }>(
-      'SELECT id FROM cue_bank_topics WHERE partition = ? ORDER BY last_touched_at DESC, created_at DESC, id DESC LIMIT -1 OFFSET ?',
-      partition,
-      keep,
-    ).map((row) => row.id)
-    if (ids.length > 0) this.#run(`DELETE FROM cue_bank_topics WHERE id IN (${marks(ids)})`, ...ids)
-    return ids
+    return this.#deleteCues((db) =>
+      db
+        .select({ id: topics.id })
+        .from(topics)
+        .where(eq(topics.partition, partition))
+        .orderBy(desc(topics.lastTouchedAt), desc(topics.createdAt), desc(topics.id))
+        .all()
+        .slice(keep),
+    )
   }
 
   listIdioms(partitions: readonly string[] | undefined): Idiom[] {
     if (partitions !== undefined && partitions.length === 0) return []
-    const where = partitions === undefined ? '' : `WHERE partition IN (${marks(partitions)})`
-    return this.#all<IdiomRow>(
-      `SELECT partition, word, score, turns, first_seen, last_seen FROM cue_bank_idioms ${where} ORDER BY score DESC, last_seen DESC, word`,
-      ...(partitions ?? []),
-    ).map((row) => ({
-      partition: row.partition,
-      word: row.word,
-      score: row.score,
-      turns: row.turns,
-      firstSeen: row.first_seen,
-      lastSeen: row.last_seen,
-    }))
+    return this.#read((db) =>
+      db
+        .select()
+        .from(idioms)
+        .where(partitions === undefined ? undefined : inArray(idioms.partition, [...partitions]))
+        .orderBy(desc(idioms.score), desc(idioms.lastSeen), asc(idioms.word))
+        .all(),
+    )
   }
 
-  upsertIdioms(partition: string, idioms: readonly IdiomCandidate[]): void {
+  upsertIdioms(partition: string, list: readonly IdiomCandidate[]): void {
     // One unit for the whole batch: all idioms or none.
     this.transaction(() => {
-      for (const idiom of idioms) {
-        this.#run(
-          `INSERT INTO cue_bank_idioms (partition, word, score, turns, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
-           ON CONFLICT (partition, word) DO UPDATE SET score = excluded.score, turns = excluded.turns,
-             last_seen = MAX(last_seen, excluded.last_seen)`,
-          partition,
-          idiom.word,
-          idiom.score,
-          idiom.turns,
-          idiom.lastUsed,
-          idiom.lastUsed,
+      for (const idiom of list) {
+        this.#write((db) =>
+          db
+            .insert(idioms)
+            .values({ partition, word: idiom.word, score: idiom.score, turns: idiom.turns, firstSeen: idiom.lastUsed, lastSeen: idiom.lastUsed })
+            .onConflictDoUpdate({
+              target: [idioms.partition, idioms.word],
+              set: { score: sql`excluded.score`, turns: sql`excluded.turns`, lastSeen: sql`MAX(${idioms.lastSeen}, excluded.last_seen)` },
+            })
+            .run(),
         )
       }
     })
   }
 
   insertIdiom(idiom: Idiom): boolean {
-    return (
-      this.#run(
-        'INSERT OR IGNORE INTO cue_bank_idioms (partition, word, score, turns, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)',
-        idiom.partition,
-        idiom.word,
-        idiom.score,
-        idiom.turns,
-        idiom.firstSeen,
-        idiom.lastSeen,
-      ).changes > 0
-    )
+    return this.#write((db) => db.insert(idioms).values(idiom).onConflictDoNothing().run()).changes > 0
   }
 
   evictIdioms(partition: string, keep: number): number {
-    return this.#run(
-      `DELETE FROM cue_bank_idioms WHERE partition = ? AND word IN (
-         SELECT word FROM cue_bank_idioms WHERE partition = ? ORDER BY last_seen DESC, score DESC, word LIMIT -1 OFFSET ?)`,
-      partition,
-      partition,
-      keep,
-    ).changes
+    return this.#write((db) => {
+      // The partition's idioms are capped (maxIdioms), so reading their keys is cheap.
+      const beyond = db
+        .select({ word: idioms.word })
+        .from(idioms)
+        .where(eq(idioms.partition, partition))
+        .orderBy(desc(idioms.lastSeen), desc(idioms.score), asc(idioms.word))
+        .all()
+        .slice(keep)
+        .map((row) => row.word)
+      return beyond.length === 0 ? 0 : db.delete(idioms).where(and(eq(idioms.partition, partition), inArray(idioms.word, beyond))).run().changes
+    })
   }
 
   addUserTurn(partition: string, sessionId: string, turn: number, segment: string, terms: readonly string[], at: number): boolean {
     return (
-      this.#run(
-        'INSERT OR IGNORE INTO cue_bank_user_turns (partition, session_id, turn, segment, terms, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-        partition,
-        sessionId,
-        turn,
-        segment,
-        JSON.stringify(terms),
-        at,
+      this.#write((db) =>
+        db
+          .insert(userTurns)
+          .values({ partition, sessionId, turn, segment, terms: JSON.stringify(terms), createdAt: at })
+          .onConflictDoNothing()
+          .run(),
       ).changes > 0
     )
   }
 
   recentUserTurns(partition: string, limit: number): UserTurnTerms[] {
-    return this.#all<{ segment: string; terms: string; created_at: number }>(
-      'SELECT segment, terms, created_at FROM cue_bank_user_turns WHERE partition = ? ORDER BY created_at DESC, session_id, turn DESC LIMIT ?',
-      partition,
-      limit,
-    ).map((row) => ({ segment: row.segment, terms: parseArray(row.terms), at: row.created_at }))
+    return this.#read((db) =>
+      db
+        .select({ segment: userTurns.segment, terms: userTurns.terms, at: userTurns.createdAt })
+        .from(userTurns)
+        .where(eq(userTurns.partition, partition))
+        .orderBy(...newestTurnFirst)
+        .limit(limit)
+        .all(),
+    ).map((row) => ({ ...row, terms: parseArray(row.terms) }))
   }
 
   pruneUserTurns(partition: string, keep: number): number {
-    return this.#run(
-      `DELETE FROM cue_bank_user_turns WHERE partition = ? AND rowid IN (
-         SELECT rowid FROM cue_bank_user_turns WHERE partition = ? ORDER BY created_at DESC, session_id, turn DESC LIMIT -1 OFFSET ?)`,
-      partition,
-      partition,
-      keep,
-    ).changes
+    return this.#write((db) => {
+      // The window is pruned on every write, so at most a few rows lie beyond `keep`.
+      const rowid = sql<number>`rowid`
+      const beyond = db
+        .select({ rowid })
+        .from(userTurns)
+        .where(eq(userTurns.partition, partition))
+        .orderBy(...newestTurnFirst)
+        .all()
+        .slice(keep)
+        .map((row) => row.rowid)
+      return beyond.length === 0 ? 0 : db.delete(userTurns).where(inArray(rowid, beyond)).run().changes
+    })
   }
 
   transaction<T>(fn: () => T): T {
-    this.#assertOpen()
-    return this.#exec(() => this.#tables.writeSync(fn))
+    return this.#write(() => fn())
   }
 
   /** The connection is the store's: closing only stops this repository. */
@@ -348,37 +292,36 @@ class StoreCueRepository implements CueRepository {
     this.#closed = true
   }
 
-  #assertOpen(): void {
-    if (this.#closed) throw new CueBankError('closed', 'the cue repository is closed')
+  #oneCue(op: (db: Db) => TopicRow | undefined): Cue | undefined {
+    const row = this.#read(op)
+    return row ? toCue(row) : undefined
   }
 
-  #exec<T>(op: () => T): T {
+  /** Delete the cues `select` finds, in one unit. @returns their ids */
+  #deleteCues(select: (db: Db) => { id: string }[]): string[] {
+    return this.#write((db) => {
+      const ids = select(db).map((row) => row.id)
+      if (ids.length > 0) db.delete(topics).where(inArray(topics.id, ids)).run()
+      return ids
+    })
+  }
+
+  #read<T>(op: (db: Db) => T): T {
+    return this.#unit(() => this.#tables.readSync(op))
+  }
+
+  #write<T>(op: (db: Db) => T): T {
+    return this.#unit(() => this.#tables.writeSync(op))
+  }
+
+  #unit<T>(op: () => T): T {
+    if (this.#closed) throw new CueBankError('closed', 'the cue repository is closed')
     try {
       return op()
     } catch (error) {
       throw translate(error, 'cue-bank query')
     }
   }
-
-  #all<T>(sql: string, ...params: unknown[]): T[] {
-    this.#assertOpen()
-    return this.#exec(() => this.#tables.readSync(() => this.#db.prepare(sql).all<T>(...params)))
-  }
-
-  #get<T>(sql: string, ...params: unknown[]): T | undefined {
-    this.#assertOpen()
-    return this.#exec(() => this.#tables.readSync(() => this.#db.prepare(sql).get<T>(...params)))
-  }
-
-  #run(sql: string, ...params: unknown[]): StatementResult {
-    this.#assertOpen()
-    return this.#exec(() => this.#tables.writeSync(() => this.#db.prepare(sql).run(...params)))
-  }
-}
-
-function marks(values: readonly unknown[] | number): string {
-  const count = typeof values === 'number' ? values : values.length
-  return new Array(count).fill('?').join(', ')
 }
 
 /** The store's `busy` and `closed` become the cue bank's own codes, which its callers switch on. */
@@ -415,27 +358,40 @@ function parseArray(text: string): string[] {
   return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : []
 }
 
-function toCue(row: CueRow): Cue {
+/** The row of a cue: JSON columns serialised, a vector only with its model. */
+function toRow(cue: Cue): typeof topics.$inferInsert {
+  return {
+    id: cue.id,
+    partition: cue.partition,
+    level: cue.level,
+    sessionId: cue.sessionId,
+    turn: cue.turn,
+    summary: cue.summary,
+    detail: cue.detail,
+    keywords: JSON.stringify(cue.keywords),
+    dimensions: JSON.stringify(cue.dimensions),
+    refSessions: JSON.stringify(cue.refSessions),
+    sourceMessageIds: JSON.stringify(cue.sourceMessageIds),
+    embedding: cue.embedding ? toBlob(cue.embedding) : null,
+    embeddingModel: cue.embedding ? cue.embeddingModel : null,
+    createdAt: cue.createdAt,
+    lastMentionedAt: cue.lastMentionedAt,
+    lastTouchedAt: cue.lastTouchedAt,
+    hitCount: cue.hitCount,
+  }
+}
+
+function toCue(row: TopicRow): Cue {
   const keywords = parseJson<unknown>(row.keywords, [])
   return {
-    id: row.id,
-    partition: row.partition,
-    level: row.level,
-    sessionId: row.session_id,
-    turn: row.turn,
-    summary: row.summary,
-    detail: row.detail,
+    ...row,
     keywords: Array.isArray(keywords)
       ? keywords.filter((k): k is Keyword => typeof k?.word === 'string' && typeof k?.score === 'number')
       : [],
     dimensions: parseJson<CueDimensions>(row.dimensions, { trigger: 'keywords', perspective: row.level }),
-    refSessions: parseArray(row.ref_sessions),
-    sourceMessageIds: parseArray(row.source_message_ids),
+    refSessions: parseArray(row.refSessions),
+    sourceMessageIds: parseArray(row.sourceMessageIds),
     embedding: fromBlob(row.embedding),
-    embeddingModel: row.embedding ? row.embedding_model : null,
-    createdAt: row.created_at,
-    lastMentionedAt: row.last_mentioned_at,
-    lastTouchedAt: row.last_touched_at,
-    hitCount: row.hit_count,
+    embeddingModel: row.embedding ? row.embeddingModel : null,
   }
 }
