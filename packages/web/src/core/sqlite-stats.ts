@@ -24,7 +24,7 @@ export interface StoreCounts {
   }
   readonly scenes: { readonly total: number; readonly byScope: Record<string, number> }
   readonly persona: { readonly total: number; readonly byScope: Record<string, number> }
-  /** Per workspace (`''` = unknown): conversations, messages, current memories. Palace index rows are listed under their `memory-palace:<dir>` key. */
+  /** Per workspace (`''` = unknown): conversations, messages, current memories. */
   readonly workspaces: { readonly workspace: string; readonly conversations: number; readonly messages: number; readonly memories: number }[]
   readonly auditEntries: number
 }
@@ -108,7 +108,7 @@ export function dailyCounts(db: Database.Database): DayCounts[] {
     at(Number(row.d)).scenes = Number(row.n)
   }
   for (const row of db
-    .prepare("SELECT CAST(m.created_at / 86400000 AS INTEGER) AS d, COUNT(*) AS n FROM store_messages m JOIN store_conversations c ON c.id = m.conversation_id WHERE c.workspace NOT LIKE 'memory-palace:%' GROUP BY d")
+    .prepare("SELECT CAST(created_at / 86400000 AS INTEGER) AS d, COUNT(*) AS n FROM store_messages GROUP BY d")
     .all() as { d: number; n: number }[]) {
     at(Number(row.d)).messages = Number(row.n)
   }
