@@ -184,13 +184,22 @@ export class ArchiveIndex {
 
   /**
    * Turns that match the query's terms by spelling (typo-tolerant and by prefix), best first:
-   * what `palace_search` offers when nothing matched exactly.
+   * what `palace_search` offers when nothing matched exactly. Syncs the targets first.
    */
   async suggest(workspace: string, query: ParsedQuery, targets: readonly IndexedNamespace[], limit = 5): Promise<Suggestion[]> {
+    await this.searchOf(workspace, targets)
+    return this.nearest(workspace, query, new Set(targets.map((target) => target.namespace)), limit)
+  }
+
+  /**
+   * {@link suggest} on the workspace's index as loaded by the last sync or lookup (no I/O):
+   * MiniSearch's BM25 over the query's terms, OR-combined, with prefixes and typos (one edit
+   * per four characters) for Latin-like terms of 4+ characters.
+   */
+  nearest(workspace: string, query: ParsedQuery, namespaces: ReadonlySet<string>, limit = 5): Suggestion[] {
     const terms = [...new Set(query.keywords.flatMap((keyword) => keyword.terms))]
-    if (terms.length === 0) return []
-    const search = await this.searchOf(workspace, targets)
-    const namespaces = new Set(targets.map((target) => target.namespace))
+    const search = this.searches.get(workspace)?.search
+    if (terms.length === 0 || !search) return []
     const hits: SearchResult[] = search.search(terms.join(' '), {
       combineWith: 'OR',
       prefix: prefixTerm,
