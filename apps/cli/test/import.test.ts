@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openCueRepository } from '@dsh-memory/cue-bank'
-import { buildTurns, PalaceWorkspace, planArchive, resolvePalaceOptions, storeWorkspaceKey } from '@dsh-memory/palace'
+import { ArchiveIndex, buildTurns, PalaceWorkspace, parseQuery, planArchive, resolvePalaceOptions } from '@dsh-memory/palace'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { classifyInstruction, splitInstructions } from '@dsh-memory/recall'
@@ -238,10 +238,13 @@ describe('import', () => {
     expect(result.code).toBe(0)
     expect(result.stdout).toBe(`indexed memory palace ${join(workspace, 'memory-palace')} for workspace ${workspace}\n  "Project Alpha": 4 archived turns, 4 index rows added\n`)
     const again = JSON.parse((await cli(['import', workspace, '--format', 'palace', '--data-dir', dataDir, '--json'])).stdout)
-    expect(again.namespaces).toEqual([{ namespace: 'Project Alpha', sessionId, turns: 4, inserted: 0, lossy: false }])
+    expect(again.namespaces).toEqual([{ namespace: 'Project Alpha', sessionId, turns: 4, inserted: 0 }])
     await withStore(dataDir, async (store) => {
-      const hits = await store.search.messages('蓝鲸', { workspace: storeWorkspaceKey(workspace) })
-      expect(hits.map((hit) => hit.message.text)).toEqual([expect.stringContaining('The launch codename is 蓝鲸-Orion.')])
+      // Indexed in the palace's own tables, not as L0 conversations.
+      expect(await store.conversations.list()).toEqual([])
+      const archive = await palace.openArchive('Project Alpha')
+      const candidates = await new ArchiveIndex(store).candidates(workspace, parseQuery('蓝鲸'), [{ namespace: 'Project Alpha', archive }])
+      expect([...(candidates?.get('Project Alpha') ?? [])]).toEqual([turns[0]!.turn])
     })
   })
 

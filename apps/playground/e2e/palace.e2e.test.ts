@@ -1,23 +1,13 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
 import { describe, expect, it } from 'vitest'
 import { contentText, type ChatRequestBody, type LoggedRequest } from '../src/model-server.js'
 import { useHostProfile } from './helpers.js'
+import { filesUnder, SMALL_WINDOW, toolResults, writeReadingFiles } from './support/palace-workspace.js'
 
 const MEMORY = 'Project Alpha'
 const PROMPT = 'Remember this for later: the launch codename is 蓝鲸-Orion and the rollback window is 42 minutes. Then read the project files one by one.'
-// A small window so the host's own compaction (80 % of the window) runs after a few reads.
-const SMALL_WINDOW = `- id: llm-deepseek
-  config:
-    retryPolicy:
-      mode: normal
-      maxRetries: 0
-    models:
-      - id: deepseek-v4-flash
-        contextWindow: 24000
-`
-
 /** Every volume file of a memory, concatenated (summaries excluded: they are not turns). */
 function archivedText(workspace: string, memory: string): string {
   const root = join(workspace, 'memory-palace', memory)
@@ -32,19 +22,6 @@ function archivedText(workspace: string, memory: string): string {
   }
   walk(root)
   return out.join('\n')
-}
-
-function filesUnder(dir: string): string[] {
-  const out: string[] = []
-  const walk = (folder: string): void => {
-    for (const entry of readdirSync(folder, { withFileTypes: true })) {
-      const path = join(folder, entry.name)
-      if (entry.isDirectory()) walk(path)
-      else out.push(relative(dir, path).split('\\').join('/'))
-    }
-  }
-  if (existsSync(dir)) walk(dir)
-  return out.sort()
 }
 
 /** What the summarizer was asked to condense, checked against the disk at that moment. */
@@ -89,20 +66,13 @@ function palaceTexts(request: LoggedRequest): string[] {
   return [...section, ...texts.filter((text) => text.startsWith('[memory palace]'))]
 }
 
-function toolResults(request: LoggedRequest): string[] {
-  return request.body.messages.filter((message) => message.role === 'tool').map((message) => contentText(message.content))
-}
-
 describe('memory palace in the real DSH host', () => {
   // Installed the way a user installs: `dsh plugin --profile palace add <tarballs>`.
   const hosted = useHostProfile('palace', { packages: ['@dsh-memory/store', '@dsh-memory/palace'] })
 
   it('archives the turns a compaction drops before its summary request, and palace_search finds them afterwards', async () => {
     const workspace = join(hosted.root, 'work', 'alpha')
-    mkdirSync(workspace, { recursive: true })
-    for (let i = 0; i < 12; i++) {
-      writeFileSync(join(workspace, `notes-${i}.txt`), Array.from({ length: 80 }, (_, line) => `notes ${i} line ${line}: ${'status report and follow-ups '.repeat(3)}`).join('\n'))
-    }
+    writeReadingFiles(workspace, 'notes', 12, (i, line) => `notes ${i} line ${line}: ${'status report and follow-ups '.repeat(3)}`)
     const checks: DiskCheck[] = []
     let named = false
     let reads = 0
@@ -175,14 +145,12 @@ describe('memory palace in the real DSH host', () => {
     const sessions = JSON.parse(readFileSync(join(workspace, 'memory-palace/.namespaces.json'), 'utf8')).sessions as Record<string, string>
     expect(Object.entries(sessions)).toEqual([[state.sessionId, MEMORY]])
 
-    // The archive is indexed in the shared store, outside the conversation space.
+    // The archive is indexed in the palace's own tables, never as an L0 conversation.
     const store = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db'), readonly: true })
     try {
-      const conversations = await store.conversations.list()
-      expect(conversations.map((conversation) => conversation.title)).toEqual([`memory palace · ${MEMORY}`])
-      expect(conversations[0]!.workspace).toBe(`memory-palace:${workspace}`)
-      const hits = await store.search.messages('蓝鲸', { conversationId: conversations[0]!.id })
-      expect(hits.length).toBeGreaterThan(0)
+      expect(await store.conversations.list()).toEqual([])
+      expect(await store.search.messages('蓝鲸')).toEqual([])
+      expect((await store.meta.migrations()).map((entry) => entry.owner)).toContain('palace')
     } finally {
       await store.close()
     }
@@ -191,11 +159,8 @@ describe('memory palace in the real DSH host', () => {
   it('a headless run that never names its session loses nothing: the compacted tool output is archived under an automatic name and indexed', async () => {
     // A Chinese folder name: the automatic name cannot come from it, so it comes from the session.
     const workspace = join(hosted.root, 'work', '账本')
-    mkdirSync(workspace, { recursive: true })
     const prompt = 'Audit the ledgers one by one and report the checksums.'
-    for (let i = 0; i < 12; i++) {
-      writeFileSync(join(workspace, `ledger-${i}.txt`), Array.from({ length: 80 }, (_, line) => `ledger ${i} line ${line}: 校验码 LEDGER-${i}-${line}-QX${(i * 977 + line * 131) % 10007} ${'entry balanced '.repeat(3)}`).join('\n'))
-    }
+    writeReadingFiles(workspace, 'ledger', 12, (i, line) => `ledger ${i} line ${line}: 校验码 LEDGER-${i}-${line}-QX${(i * 977 + line * 131) % 10007} ${'entry balanced '.repeat(3)}`)
     const checks: DiskCheck[] = []
     const memories: string[] = []
     let reads = 0
@@ -260,13 +225,11 @@ describe('memory palace in the real DSH host', () => {
     expect(searchReply).toContain('LEDGER-0-40-QX5240')
     expect(searchReply).toContain(`${memory}/2026-`)
 
-    // Indexed in the shared store under this session's palace conversation.
+    // Nothing of the archive in L0: the store holds conversations only.
     const store = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db'), readonly: true })
     try {
-      const conversation = (await store.conversations.list()).find((row) => row.title === `memory palace · ${memory}`)
-      expect(conversation?.workspace).toBe(`memory-palace:${workspace}`)
-      const hits = await store.search.messages('LEDGER-0-40-QX5240', { conversationId: conversation!.id })
-      expect(hits.map((hit) => hit.message.text).join('\n')).toContain('ledger 0 line 40: 校验码 LEDGER-0-40-QX5240')
+      expect(await store.conversations.list()).toEqual([])
+      expect(await store.search.messages('LEDGER-0-40-QX5240')).toEqual([])
     } finally {
       await store.close()
     }

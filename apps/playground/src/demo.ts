@@ -132,7 +132,6 @@ async function showStore(store: MemoryStore, root: string): Promise<void> {
   say()
   say('━━ Captured (L0): every human prompt and assistant reply, by session')
   for (const conversation of (await store.conversations.list({ limit: 100 })).reverse()) {
-    if (conversation.workspace.startsWith('memory-palace:')) continue
     say(`  session ${conversation.id} in ${relative(root, conversation.workspace)}`)
     for (const message of await store.messages.list({ conversationId: conversation.id })) say(`    ${message.role.padEnd(9)} ${clip(message.text, 100)}`)
   }

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
-import { BackgroundWork, toolOutput } from '@dsh-memory/store/kit'
+import { toolOutput } from '@dsh-memory/store/kit'
 import { z as zod } from 'zod'
 import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { describeError } from './core/errors.js'
@@ -19,8 +19,8 @@ import { PALACE_PLUGIN_ID } from './core/guidance.js'
 import { DEFAULT_PALACE_OPTIONS, resolvePalaceOptions, type PalaceOptions, type RecallStrength } from './core/options.js'
 import { applyPalaceSettings } from './settings.js'
 import { Palace, type ArchivedEvent, type PressureSample, type SessionView } from './core/palace.js'
-import { inRanges } from './core/ranges.js'
-import { StorePalaceIndex } from './core/store-index.js'
+import { ArchiveIndex } from './core/archive-index.js'
+import { PalaceSessions } from './core/sessions.js'
 import { createPalaceTools, type ToolReply } from './core/tools.js'
 import type { SessionEventLike } from './core/turns.js'
 import { PALACE_EVENTS } from './events.js'
@@ -210,19 +210,12 @@ export function apply(ctx: Context, config: Config): void {
     }
   }
   const agents = new Map<string, HostAgent>()
-  const pendingCompaction = new Map<string, ArchivedEvent>()
-  const modelArchives = new Map<string, ArchivedEvent>()
-  const recall = new Map<string, string>()
-  // Archives still running after their caller stopped waiting (a pre-compaction archive past
-  // archiveTimeoutMs): the host's flush waits for them, so a headless exit does not cut them.
-  const running = new BackgroundWork()
-  const track = <T>(work: Promise<T>): Promise<T> => running.track(work)
-
+  let sessions: PalaceSessions | undefined
   const palace = new Palace(options, {
-    index: new StorePalaceIndex(ctx.memoryStore),
+    index: new ArchiveIndex(ctx.memoryStore),
     logger: { warn: (message) => logger.warn(message), debug: (message) => logger.debug(message) },
     onArchived: (event) => {
-      if (event.kind === 'model') modelArchives.set(event.sessionId, event)
+      sessions?.archived(event)
       try {
         ctx.emit(PALACE_EVENTS.archived, event)
       } catch (error) {
@@ -230,6 +223,8 @@ export function apply(ctx: Context, config: Config): void {
       }
     },
   })
+  // The per-agent state machines live in the core; this adapter only drives them.
+  const state = (sessions = new PalaceSessions(palace))
   // Live settings (namespace memory-palace): recall strength and notes, from the next turn on.
   applyPalaceSettings(ctx, Config, config, (next) => palace.reconfigure(next), (message) => logger.warn(message))
 
@@ -259,12 +254,6 @@ export function apply(ctx: Context, config: Config): void {
     return { historyTokens, contextWindow }
   }
 
-  // The section text is read synchronously while the prompt is assembled: computed by the
-  // core when the session starts and before every step.
-  const refreshRecall = async (session: HostSession): Promise<void> => {
-    recall.set(session.id, await palace.recallSection(viewOf(session)))
-  }
-
   // --- agents -----------------------------------------------------------------------------
   on('agent/created', (payload: { agent?: HostAgent }) => {
     const agent = payload?.agent
@@ -274,27 +263,14 @@ export function apply(ctx: Context, config: Config): void {
     const agent = payload?.agent
     if (!agent?.id) return
     agents.set(agent.id, agent)
-    // Warm up in the background: recover an interrupted commit, catch the store index up.
-    void (async () => {
-      await refreshRecall(agent.session)
-      const view = viewOf(agent.session)
-      const context = await palace.context(view)
-      if (context?.settings.namespace !== undefined) {
-        await context.workspace.openArchive(context.settings.namespace)
-        await palace.syncIndex(context.workspace, context.settings.namespace, view.id)
-        // Build (or load) the store's search index now rather than on the first palace_search.
-        await ctx.memoryStore.search.warm()
-      }
-    })().catch((error) => logger.warn('could not open the memory palace of session %s: %s', agent.id, describeError(error)))
+    // Warm up in the background: recover an interrupted commit, catch the archive index up.
+    void state.started(viewOf(agent.session)).catch((error) => logger.warn('could not open the memory palace of session %s: %s', agent.id, describeError(error)))
   })
   on('agent/disposed', (payload: { agent?: HostAgent }) => {
     const id = payload?.agent?.id
     if (!id) return
     agents.delete(id)
-    pendingCompaction.delete(id)
-    modelArchives.delete(id)
-    recall.delete(id)
-    palace.forget(id)
+    state.disposed(id)
   })
 
   // --- tools ------------------------------------------------------------------------------
@@ -316,13 +292,7 @@ export function apply(ctx: Context, config: Config): void {
             session: agent ? viewOf(agent.session) : undefined,
             ...(agent ? { pressure: () => samplePressure(agent) } : {}),
           })
-          if (agent && tool.name === 'palace_config') await refreshRecall(agent.session).catch(() => undefined)
-          if (agent && tool.name === 'palace_archive' && reply.ok) {
-            // Decided before the tool result returns, so the very next step compacts.
-            const archived = modelArchives.get(agent.id)
-            const settings = await palace.settingsOrDefault(viewOf(agent.session))
-            if (archived && settings.compactAfterArchive) pendingCompaction.set(agent.id, archived)
-          }
+          if (agent) await state.toolReturned(agent.id, viewOf(agent.session), tool.name, reply.ok)
           return reply
         } catch (error) {
           // The core never throws; this is the last net so the host never sees an exception.
@@ -337,10 +307,7 @@ export function apply(ctx: Context, config: Config): void {
   ctx.effect(() => host.systemPrompt.section({
     name: 'memory-palace:recall',
     order: 160,
-    text: (context: { agent?: HostAgent }) => {
-      const id = context?.agent?.id
-      return (id !== undefined ? recall.get(id) : undefined) ?? palace.defaultRecallSection()
-    },
+    text: (context: { agent?: HostAgent }) => state.recallText(context?.agent?.id),
   }), 'memory-palace recall guidance')
 
   // --- before every step: compaction after archive, then notes ------------------------------
@@ -348,9 +315,8 @@ export function apply(ctx: Context, config: Config): void {
     const agent = payload?.agent
     if (agent?.id) {
       agents.set(agent.id, agent)
-      const pending = pendingCompaction.get(agent.id)
+      const pending = state.takePendingCompaction(agent.id)
       if (pending) {
-        pendingCompaction.delete(agent.id)
         await compactArchived(agent, pending, payload.signal).catch((error) =>
           logger.warn('compactAfterArchive: could not compact the archived span of session %s: %s', agent.id, describeError(error)),
         )
@@ -359,17 +325,9 @@ export function apply(ctx: Context, config: Config): void {
     const decision = await next()
     if (!agent?.id || decision?.kind !== 'enter') return decision
     try {
-      const view = viewOf(agent.session)
-      await refreshRecall(agent.session)
-      const extra: HostMessage[] = []
-      const guidance = palace.takeGuidance(view.id)
-      if (guidance) extra.push(pluginMessage(guidance, 'Memory palace: which summary to read after the compaction'))
-      if (decision.messages.some((message) => message?.source?.kind === 'user')) {
-        const forced = await palace.forcedRecallFor(view)
-        if (forced) extra.push(pluginMessage(forced, 'Memory palace: recall before answering'))
-      }
-      const steer = await palace.steeringFor(view, () => samplePressure(agent))
-      if (steer) extra.push(pluginMessage(steer.note, 'Memory palace: archive older turns'))
+      const human = decision.messages.some((message) => message?.source?.kind === 'user')
+      const notes = await state.stepNotes(viewOf(agent.session), human, () => samplePressure(agent))
+      const extra = notes.map((note) => pluginMessage(note.text, note.summary))
       if (extra.length === 0) return decision
       return { kind: 'enter', messages: [...decision.messages, ...extra] }
     } catch (error) {
@@ -383,21 +341,9 @@ export function apply(ctx: Context, config: Config): void {
     const compaction = optional<CompactionLike>('compaction')
     const meter = optional<TokenMeterLike>('tokenMeter')
     if (!compaction || !meter) return
-    const view = viewOf(agent.session)
-    const settings = await palace.settingsOrDefault(view)
-    const archivedSeqs = new Set(
-      palace
-        .turns(view, settings.includeReasoning)
-        .filter((turn) => inRanges(event.outcome.state.ranges, turn.turn))
-        .flatMap((turn) => turn.seqs),
-    )
-    const nodes = meter.measure(agent.session).nodes.map((node) => node.seq)
-    const first = nodes.findIndex((seq) => archivedSeqs.has(seq))
-    if (first === -1) return
-    let last = first
-    while (last + 1 < nodes.length && archivedSeqs.has(nodes[last + 1]!)) last++
-    if (last === first) return
-    await compaction.compactRegion(nodes[first]!, nodes[last]!, agent, signal)
+    const region = await state.compactionRegion(viewOf(agent.session), event, meter.measure(agent.session).nodes.map((node) => node.seq))
+    if (!region) return
+    await compaction.compactRegion(region[0], region[1], agent, signal)
   }
 
   // --- right before a compaction summary: archive what it drops ------------------------------
@@ -412,7 +358,7 @@ export function apply(ctx: Context, config: Config): void {
       .filter((id): id is string => typeof id === 'string')
     return (async function* () {
       try {
-        const result = await withTimeout(track(palace.archiveBeforeCompaction(viewOf(agent.session), ids)), options.archiveTimeoutMs)
+        const result = await withTimeout(state.track(palace.archiveBeforeCompaction(viewOf(agent.session), ids)), options.archiveTimeoutMs)
         if (result === 'timeout') logger.warn('pre-compaction archive of session %s is still running after %d ms; the summary request goes ahead', agent.id, options.archiveTimeoutMs)
       } catch (error) {
         logger.warn('pre-compaction archive of session %s failed (the compaction goes on): %s', agent.id, describeError(error))
@@ -421,10 +367,7 @@ export function apply(ctx: Context, config: Config): void {
     })()
   })
 
-  on('session/flush', async () => {
-    await running.settled()
-    await palace.idle()
-  })
+  on('session/flush', () => state.flush())
 
   // --- after a compaction: one guidance note ------------------------------------------------
   on('session/event', (session: HostSession, event: SessionEventLike) => {

@@ -11,7 +11,7 @@ import {
   resolvePalaceOptions,
   SEARCH_OUTPUT_CAP,
   searchArchives,
-  StorePalaceIndex,
+  ArchiveIndex,
   type SearchOptions,
   type SearchSource,
   type Turn,
@@ -183,7 +183,7 @@ describe('searchArchives', () => {
   })
 })
 
-describe('store index', () => {
+describe('archive index (palace tables + MiniSearch)', () => {
   async function withStore(): Promise<MemoryStore> {
     const temp = tempDir('store')
     const store = openMemoryStore({ path: join(temp.dir, 'memory.db') })
@@ -193,13 +193,13 @@ describe('store index', () => {
   }
 
   it('gives the same results as a full scan, for English, Chinese and Japanese queries', async () => {
-    const { source, sessionId, workspace } = await archiveTexts(TEXTS)
+    const { source, workspace } = await archiveTexts(TEXTS)
     const store = await withStore()
-    const index = new StorePalaceIndex(store)
-    const target = { namespace: 'alpha', sessionId, archive: source.archive }
-    expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: TEXTS.length, lossy: false })
+    const index = new ArchiveIndex(store)
+    const target = { namespace: 'alpha', archive: source.archive }
+    expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: TEXTS.length })
     // Idempotent: a second sync writes nothing.
-    expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: 0, lossy: false })
+    expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: 0 })
     for (const text of ['deploy database', '"deploy key had expired"', '数据库 迁移', 'オフィス', '事故教訓', 'deploy', 'alpha beta', 'nothing-like-this']) {
       const query = parseQuery(text)
       const candidates = await index.candidates(workspace.workspace, query, [target])
@@ -219,10 +219,10 @@ describe('store index', () => {
     const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!
     const vocabulary = ['数据库', '迁移', '主数据', '事故', '教訓', '東京', 'オフィス', '移転', 'deploy', 'deployment', 'rollback', 'userName', 'user_name', 'PostgreSQL', 'v2', 'the', 'key', 'blue-green', '蓝鲸', 'Orion', '42']
     const texts = Array.from({ length: 40 }, () => Array.from({ length: 3 + Math.floor(random() * 10) }, () => pick(vocabulary)).join(pick([' ', '', '，', ' / '])))
-    const { source, sessionId, workspace } = await archiveTexts(texts)
+    const { source, workspace } = await archiveTexts(texts)
     const store = await withStore()
-    const index = new StorePalaceIndex(store)
-    const target = { namespace: 'alpha', sessionId, archive: source.archive }
+    const index = new ArchiveIndex(store)
+    const target = { namespace: 'alpha', archive: source.archive }
     let filtered = 0
     for (let i = 0; i < 60; i++) {
       const from = pick(texts)
@@ -248,18 +248,19 @@ describe('store index', () => {
   })
 
   it('keeps archive rows out of the L0 conversation space other plugins search', async () => {
-    const { source, sessionId, workspace, dir } = await archiveTexts(TEXTS)
+    const { source, workspace, dir } = await archiveTexts(TEXTS)
     const store = await withStore()
-    await new StorePalaceIndex(store).sync(workspace.workspace, { namespace: 'alpha', sessionId, archive: source.archive })
-    expect(await store.search.messages('deploy', { workspace: dir })).toEqual([])
-    expect((await store.conversations.list({ workspace: dir })).length).toBe(0)
+    await new ArchiveIndex(store).sync(workspace.workspace, { namespace: 'alpha', archive: source.archive })
+    expect(await store.search.messages('deploy')).toEqual([])
+    expect(await store.conversations.list()).toEqual([])
+    expect(await store.meta.get(`palace.index.${dir}`)).toBeUndefined()
   })
 
   it('declines to filter when a keyword has no anchor term, so the scan still finds it', async () => {
-    const { source, sessionId, workspace } = await archiveTexts(TEXTS)
+    const { source, workspace } = await archiveTexts(TEXTS)
     const store = await withStore()
-    const index = new StorePalaceIndex(store)
-    const candidates = await index.candidates(workspace.workspace, parseQuery('渋'), [{ namespace: 'alpha', sessionId, archive: source.archive }])
+    const index = new ArchiveIndex(store)
+    const candidates = await index.candidates(workspace.workspace, parseQuery('渋'), [{ namespace: 'alpha', archive: source.archive }])
     expect(candidates).toBeUndefined()
     expect((await searchArchives(parseQuery('渋'), [source], defaults)).groups).toHaveLength(1)
   })

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { automaticNamespace, createPalaceTools, Palace, resolvePalaceOptions, StorePalaceIndex, type PalaceTool, type SessionView, type ToolReply } from '../src/index.js'
+import { ArchiveIndex, automaticNamespace, createPalaceTools, Palace, palaceTurns, resolvePalaceOptions, type PalaceTool, type SessionView, type ToolReply } from '../src/index.js'
 import { EventLog, FakeClock, sessionOf, tempDir } from './fixtures.js'
 
 let temp: ReturnType<typeof tempDir>
@@ -15,7 +15,7 @@ let session: SessionView
 beforeEach(() => {
   temp = tempDir('tools')
   store = openMemoryStore({ path: join(temp.dir, 'data', 'memory.db') })
-  palace = new Palace(resolvePalaceOptions({}), { now: new FakeClock().now, index: new StorePalaceIndex(store) })
+  palace = new Palace(resolvePalaceOptions({}), { now: new FakeClock().now, index: new ArchiveIndex(store) })
   tools = new Map(createPalaceTools(palace).map((tool) => [tool.name, tool]))
   log = new EventLog()
   session = sessionOf(log, join(temp.dir, 'work'))
@@ -47,7 +47,7 @@ describe('palace tools', () => {
   })
 
   it('with autoName off, refuses to archive an unnamed session, produces no files, and asks no user', async () => {
-    const strict = new Palace(resolvePalaceOptions({ autoName: false }), { now: new FakeClock().now, index: new StorePalaceIndex(store) })
+    const strict = new Palace(resolvePalaceOptions({ autoName: false }), { now: new FakeClock().now, index: new ArchiveIndex(store) })
     const archive = createPalaceTools(strict).find((tool) => tool.name === 'palace_archive')!
     const turns = conversation()
     const reply = await archive.run({ segments: [{ category: 'a', fromTurn: turns[0], toTurn: turns[1] }], summary: 'x' }, { session })
@@ -137,8 +137,15 @@ describe('palace tools', () => {
     expect(month.text).toContain('Deploys use the blue-green script.')
     expect(month.text).not.toContain('数据库周六迁移')
 
-    // The search went through the store index.
-    expect((await store.conversations.list()).map((conversation) => conversation.title)).toEqual(['memory palace · Project Alpha'])
+    // The search went through the palace's own index; L0 holds no archive rows.
+    expect(await store.conversations.list()).toEqual([])
+    const rows = await (await palace.deps.index!.tables()).read((db) => db.select({ namespace: palaceTurns.namespace }).from(palaceTurns).all())
+    expect(rows.map((row) => row.namespace)).toEqual(Array(6).fill('Project Alpha'))
+
+    // A misspelt search finds nothing exactly, and says which archived words are near.
+    const typo = await call('palace_search', { keyword: 'deplois scrpt' })
+    expect(typo.text).toContain('No archived turn matched.')
+    expect(typo.text).toMatch(/Did you mean: deploy script\?/)
   })
 
   it('returns clear errors for bad arguments instead of throwing', async () => {

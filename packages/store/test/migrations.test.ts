@@ -43,6 +43,7 @@ describe('migrations', () => {
       ['store', 2, 'layers_leases'],
       ['store', 3, 'search_fts'],
       ['store', 4, 'audit_opaque_paths'],
+      ['store', 5, 'palace_index_cleanup'],
     ])
     expect(applied[0]!.checksum).toMatch(/^[0-9a-f]{64}$/)
     expect(tables(path)).toEqual(
@@ -69,7 +70,7 @@ describe('migrations', () => {
     try {
       // With no wait allowed, the open could not succeed if it needed the lock.
       const again = openMemoryStore({ path, busyTimeoutMs: 0 })
-      expect((await again.meta.migrations()).length).toBe(4)
+      expect((await again.meta.migrations()).length).toBe(5)
       await again.close()
     } finally {
       other.exec('ROLLBACK')
@@ -86,7 +87,7 @@ describe('migrations', () => {
     const error = openError(() => openMemoryStore({ path }))
     expect(isMemoryStoreError(error, 'schema-too-new')).toBe(true)
     expect(error.message).toContain('version 7')
-    expect(error.message).toContain('up to version 4')
+    expect(error.message).toContain('up to version 5')
   })
 
   it('applies another owner’s migration set, at open and later through migrate()', async () => {
@@ -95,7 +96,7 @@ describe('migrations', () => {
     expect(await store.migrate(cueBank([1, 2]))).toEqual([expect.objectContaining({ owner: 'cue-bank', version: 2 })])
     expect(await store.migrate(cueBank([1, 2]))).toEqual([])
     expect(tables(path)).toContain('cue_bank_t2')
-    expect((await store.meta.migrations()).map((m) => `${m.owner}@${m.version}`)).toEqual(['cue-bank@1', 'cue-bank@2', 'store@1', 'store@2', 'store@3', 'store@4'])
+    expect((await store.meta.migrations()).map((m) => `${m.owner}@${m.version}`)).toEqual(['cue-bank@1', 'cue-bank@2', 'store@1', 'store@2', 'store@3', 'store@4', 'store@5'])
     // The other owner's newer version is refused the same way as the store's own.
     await store.close()
     expect(openError(() => openMemoryStore({ path, extraMigrations: [cueBank([1])] })).code).toBe('schema-too-new')

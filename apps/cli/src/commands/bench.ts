@@ -14,6 +14,7 @@ import { onInterrupt } from '../process-exit.ts'
 import { createProgress } from '../progress.ts'
 import { FULL_SIZES, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench } from '../bench/scale.ts'
 import { formatTokenCostReport, runTokenCostBench } from '../bench/token-cost.ts'
+import { registerPalaceBench } from '../bench/palace.ts'
 import { parseCount } from './records.ts'
 import { registerCueBench } from './bench-cues.ts'
 
@@ -72,6 +73,7 @@ export function registerBench(program: Command, io: CliIO): void {
     })
   registerScaleBenches(bench, io)
   registerCueBench(bench, io)
+  registerPalaceBench(bench, io)
 }
 
 /** `bench scale` and `bench token-cost` (src/bench/scale.ts, src/bench/token-cost.ts). */

@@ -5,8 +5,8 @@
  *   auto-memory folder, as instruction and preference memories (the splitter and the writer are
  *   `@dsh-memory/recall`'s, shared with the model tool `memory_import`);
  * - a cue-bank JSON file of the reference plugin (`importCueBankJson` of `@dsh-memory/cue-bank`);
- * - a memory-palace folder, indexed into the store the way the palace plugin indexes it
- *   (`StorePalaceIndex.sync` of `@dsh-memory/palace`), so `palace_search` finds it at once.
+ * - a memory-palace folder, indexed into the palace's own tables the way the palace plugin
+ *   indexes it (`ArchiveIndex.sync` of `@dsh-memory/palace`), so `palace_search` finds it at once.
  * Every import is idempotent: running it twice adds nothing the second time.
  */
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs'
@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline'
 import type { Command } from 'commander'
 import { Option } from 'commander'
 import { importCueBankJson, isCueBankError } from '@dsh-memory/cue-bank'
-import { isPalaceError, PalaceWorkspace, resolvePalaceOptions, StorePalaceIndex } from '@dsh-memory/palace'
+import { ArchiveIndex, isPalaceError, PalaceWorkspace, resolvePalaceOptions } from '@dsh-memory/palace'
 import { autoMemoryItem, importInstructionItems, type InstructionItem, type PlannedImport, splitInstructions } from '@dsh-memory/recall'
 import { isMemoryStoreError, type MemoryStore, type RecordCounts } from '@dsh-memory/store'
 import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
@@ -41,7 +41,7 @@ export type ImportReport =
       readonly format: 'palace'
       readonly path: string
       readonly workspace: string
-      readonly namespaces: { readonly namespace: string; readonly sessionId: string; readonly turns: number; readonly inserted: number; readonly lossy: boolean }[]
+      readonly namespaces: { readonly namespace: string; readonly sessionId: string; readonly turns: number; readonly inserted: number }[]
     }
 
 interface ImportOptions {
@@ -159,15 +159,15 @@ async function importPalace(store: MemoryStore, path: string, options: ImportOpt
     const sessions = await palace.sessions()
     const names = await palace.listNamespaces()
     if (names.length === 0) throw new CliUsageError(`${palaceRoot} holds no archived memory (no <name>/.state.json)`)
-    const index = new StorePalaceIndex(store)
-    const namespaces: { namespace: string; sessionId: string; turns: number; inserted: number; lossy: boolean }[] = []
+    const index = new ArchiveIndex(store)
+    const namespaces: { namespace: string; sessionId: string; turns: number; inserted: number }[] = []
     progress.start('import palace', names.length)
     try {
       for (const namespace of names) {
         const archive = await palace.openArchive(namespace)
         const sessionId = Object.entries(sessions).find(([, name]) => name === namespace)?.[0] ?? (await archive.readState())?.sessionId ?? ''
-        const result = await index.sync(workspace, { namespace, sessionId, archive })
-        namespaces.push({ namespace, sessionId, turns: (await archive.entries()).length, inserted: result.inserted, lossy: result.lossy })
+        const result = await index.sync(workspace, { namespace, archive })
+        namespaces.push({ namespace, sessionId, turns: (await archive.entries()).length, inserted: result.inserted })
         progress.tick(namespace)
       }
     } finally {
@@ -216,7 +216,7 @@ export function formatImport(report: ImportReport): string {
       return `imported ${report.path} into partition ${report.partition}: ${report.inserted.topics} topics, ${report.inserted.idioms} idioms (already present: ${report.skipped.topics} topics, ${report.skipped.idioms} idioms)`
     case 'palace': {
       const lines = [`indexed memory palace ${report.path} for workspace ${report.workspace}`]
-      for (const entry of report.namespaces) lines.push(`  "${entry.namespace}": ${entry.turns} archived turns, ${entry.inserted} index rows added${entry.lossy ? ' (lossy: search scans its files)' : ''}`)
+      for (const entry of report.namespaces) lines.push(`  "${entry.namespace}": ${entry.turns} archived turns, ${entry.inserted} index rows added`)
       return lines.join('\n')
     }
   }

@@ -14,7 +14,7 @@ import { automaticNamespace } from './names.js'
 import type { PalaceOptions, PalaceSettings } from './options.js'
 import { inRanges, type TurnRange } from './ranges.js'
 import { planAutoArchive } from './segments.js'
-import type { StorePalaceIndex } from './store-index.js'
+import type { ArchiveIndex } from './archive-index.js'
 import { autoSummary } from './summary.js'
 import { buildTurns, countTurns, type SessionEventLike, type Turn } from './turns.js'
 import { PalaceWorkspace, type SessionSettings } from './workspace.js'
@@ -46,8 +46,8 @@ export interface PalaceLogger {
 export interface PalaceDeps {
   /** The clock (tests inject a fake one). Default `() => new Date()`. */
   readonly now?: () => Date
-  /** The store index; without it search scans the files. */
-  readonly index?: StorePalaceIndex
+  /** The archive index (the palace tables); without it search scans the files. */
+  readonly index?: ArchiveIndex
   readonly logger?: PalaceLogger
   /** Crash simulation seam for tests. */
   readonly crash?: CrashHook
@@ -236,7 +236,7 @@ export class Palace {
     const outcome = await context.workspace.archive(namespace, session.id, plan)
     // The files are committed: the caller (a compaction waiting for its summary request, the
     // model waiting for its tool result) goes on while the store index catches up.
-    this.inBackground(this.syncIndex(context.workspace, namespace, session.id))
+    this.inBackground(this.syncIndex(context.workspace, namespace))
     try {
       this.deps.onArchived?.({ sessionId: session.id, workspace: context.workspace.workspace, namespace, kind: plan.kind, outcome })
     } catch (error) {
@@ -249,16 +249,16 @@ export class Palace {
    * Update the store index of a namespace, one sync at a time per namespace. Never rejects:
    * failures are logged, and search falls back to reading files.
    */
-  syncIndex(workspace: PalaceWorkspace, namespace: string, sessionId: string): Promise<void> {
+  syncIndex(workspace: PalaceWorkspace, namespace: string): Promise<void> {
     const index = this.deps.index
     if (!index) return Promise.resolve()
     const key = `${workspace.workspace}\0${namespace}`
     const next = (this.indexing.get(key) ?? Promise.resolve()).then(async () => {
       try {
         const archive = await workspace.openArchive(namespace)
-        await index.sync(workspace.workspace, { namespace, sessionId, archive })
+        await index.sync(workspace.workspace, { namespace, archive })
       } catch (error) {
-        this.deps.logger?.warn(`could not index memory "${namespace}" in the store (search falls back to reading files): ${describeError(error)}`)
+        this.deps.logger?.warn(`could not index memory "${namespace}" (search falls back to reading files): ${describeError(error)}`)
       }
     })
     this.indexing.set(key, next)

@@ -12,7 +12,7 @@ import { validateCategory, validateNamespace, validateSelfName } from './names.j
 import type { NamespaceArchive } from './namespace.js'
 import { SETTING_KEYS, settingsLayerSchema, type SettingsLayer } from './options.js'
 import type { Palace, PressureSample, SessionView } from './palace.js'
-import { parseQuery } from './query.js'
+import { parseQuery, type ParsedQuery } from './query.js'
 import { inRanges, formatRanges } from './ranges.js'
 import { readArchive, READ_CAP } from './read.js'
 import { searchArchives, SEARCH_OUTPUT_CAP, type SearchSource } from './search.js'
@@ -351,11 +351,9 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
           else throw new PalaceError('unnamed-session', `${unnamed} To search other memories of this workspace use all=true or namespace="…".`)
           if (names.length === 0) return { ok: true, text: 'This workspace has no archived memory yet (歸檔記憶爲空).' }
           const category = input.category !== undefined ? validateCategory(input.category) : undefined
-          const sessions = await workspace.sessions()
-          const owners = new Map(Object.entries(sessions).map(([id, name]) => [name, id]))
-          const sources: (SearchSource & { sessionId: string | undefined })[] = []
-          for (const name of names) sources.push({ namespace: name, archive: await workspace.openArchive(name), sessionId: owners.get(name) })
-          const candidates = await storeCandidates(palace, workspace, query, sources)
+          const sources: SearchSource[] = []
+          for (const name of names) sources.push({ namespace: name, archive: await workspace.openArchive(name) })
+          const candidates = await indexCandidates(palace, workspace, query, sources)
           const result = await searchArchives(query, sources, {
             ...(category !== undefined ? { category } : {}),
             groupByTurn: input.groupByTurn ?? true,
@@ -366,7 +364,8 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
             ...(candidates ? { candidates } : {}),
             outputCap: SEARCH_OUTPUT_CAP,
           })
-          return { ok: true, text: result.text }
+          if (result.groups.length > 0) return { ok: true, text: result.text }
+          return { ok: true, text: result.text + (await spellingHint(palace, workspace, query, sources)) }
         } catch (error) {
           return fail('palace_search', error)
         }
@@ -464,23 +463,33 @@ export function createPalaceTools(palace: Palace): PalaceTool[] {
   return tools
 }
 
-async function storeCandidates(
-  palace: Palace,
-  workspace: PalaceWorkspace,
-  query: ReturnType<typeof parseQuery>,
-  sources: readonly (SearchSource & { sessionId: string | undefined })[],
-): Promise<Map<string, Set<number>> | undefined> {
+async function indexCandidates(palace: Palace, workspace: PalaceWorkspace, query: ParsedQuery, sources: readonly SearchSource[]): Promise<Map<string, Set<number>> | undefined> {
   const index = palace.deps.index
-  if (!index || sources.some((source) => source.sessionId === undefined)) return undefined
+  if (!index) return undefined
   try {
-    return await index.candidates(
-      workspace.workspace,
-      query,
-      sources.map((source) => ({ namespace: source.namespace, sessionId: source.sessionId!, archive: source.archive })),
-    )
+    return await index.candidates(workspace.workspace, query, sources)
   } catch (error) {
-    palace.deps.logger?.warn(`store index lookup failed, scanning files instead: ${describeError(error)}`)
+    palace.deps.logger?.warn(`archive index lookup failed, scanning files instead: ${describeError(error)}`)
     return undefined
+  }
+}
+
+/**
+ * Nothing matched exactly: the turns the archive index finds by spelling (typos, prefixes),
+ * so the model can retry with the archive's own words. Empty without an index or a near match.
+ */
+async function spellingHint(palace: Palace, workspace: PalaceWorkspace, query: ParsedQuery, sources: readonly SearchSource[]): Promise<string> {
+  const index = palace.deps.index
+  if (!index) return ''
+  try {
+    const near = await index.suggest(workspace.workspace, query, sources)
+    if (near.length === 0) return ''
+    const words = [...new Set(near.flatMap((hit) => hit.terms))].slice(0, 8)
+    const label = (hit: (typeof near)[number]): string => (sources.length > 1 ? `[${hit.namespace}] ` : '')
+    return `\nDid you mean: ${words.join(' ')}? Nearest turns by spelling: ${near.map((hit) => `${label(hit)}turn ${hit.turn} (${hit.terms.join(', ')})`).join('; ')}. Search again with those words, or palace_read(fromTurn=N, toTurn=N).`
+  } catch (error) {
+    palace.deps.logger?.warn(`archive index suggestions failed: ${describeError(error)}`)
+    return ''
   }
 }
 

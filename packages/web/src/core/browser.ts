@@ -9,7 +9,7 @@ import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Cue, type CueRepository, type Idiom, openCueRepository } from '@dsh-memory/cue-bank'
 import { DistillStateRepository, type LedgerDay, type LedgerRow } from '@dsh-memory/distill'
-import { type IndexEntry, type MonthInfo, NamespaceArchive, PalaceWorkspace, readArchive, resolvePalaceOptions } from '@dsh-memory/palace'
+import { ArchiveIndex, type IndexEntry, type MonthInfo, NamespaceArchive, PalaceWorkspace, readArchive, resolvePalaceOptions } from '@dsh-memory/palace'
 import { feedbackOf, type FeedbackRecord, type InjectSwitch, type MemoryMode, RecallEngine, resolveRecallOptions, type SessionMemorySettings } from '@dsh-memory/recall'
 import {
   type AuditEntry,
@@ -225,7 +225,7 @@ export class MemoryBrowser {
     try {
       const recent = await this.store.conversations.list({ limit: RECENT_CONVERSATIONS })
       const states = []
-      for (const conversation of recent) if (!conversation.workspace.startsWith('memory-palace:')) states.push(await state.conversation(conversation.id))
+      for (const conversation of recent) states.push(await state.conversation(conversation.id))
       const runs = states.map((entry) => entry.lastRunAt).filter((at): at is number => at !== null)
       const since = this.#now() - 30 * DAY_MS
       const writes = await this.store.audit.list({ actor: 'distill', since, limit: 10_000 })
@@ -471,14 +471,18 @@ export class MemoryBrowser {
 
   // palace --------------------------------------------------------------------------------------
 
-  /** Workspaces that have a `memory-palace/` folder (from the store's conversations and the configured list). */
+  /** Workspaces that have a `memory-palace/` folder (from the palace index, the store's conversations and the configured list). */
   async palaceWorkspaces(): Promise<string[]> {
     const candidates = new Set(this.#palaceWorkspaces)
+    try {
+      for (const workspace of await new ArchiveIndex(this.store).workspaces()) candidates.add(workspace)
+    } catch {
+      // No palace tables in this data dir (the palace never ran, or a read-only store before its migration).
+    }
     for (let offset = 0; offset < 10_000; offset += 1000) {
       const page = await this.store.conversations.list({ limit: 1000, offset })
       for (const conversation of page) {
-        const workspace = conversation.workspace.startsWith('memory-palace:') ? conversation.workspace.slice('memory-palace:'.length) : conversation.workspace
-        if (workspace) candidates.add(workspace)
+        if (conversation.workspace) candidates.add(conversation.workspace)
       }
       if (page.length < 1000) break
     }
