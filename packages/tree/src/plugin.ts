@@ -15,8 +15,8 @@ import { describeError, TreeError } from './core/errors.js'
 import { openMemoryTree, type OpenedMemoryTree } from './core/open.js'
 import { DEFAULT_TREE_OPTIONS, resolveTreeOptions, type TreeOptions } from './core/options.js'
 import { applyTreeSettings } from './settings.js'
-import { runTreeTool, toolParametersSchema, TREE_TOOLS, type TreeToolResult } from './core/tools.js'
-import type { Caller, Destination, MemoryTree } from './core/tree.js'
+import { runTreeTool, toolParametersSchema, TREE_GUIDE, TREE_TOOLS, type TreeToolResult } from './core/tools.js'
+import type { Caller, Destination, MemoryTree, TreeChange } from './core/tree.js'
 import { eventName, type SessionEventLike, type SessionLike } from './events.js'
 
 export { TREE_EVENTS } from './events.js'
@@ -36,6 +36,21 @@ export const inject = ['memoryStore'] as const
 
 /** Name of the injected system-prompt section. */
 export const SECTION_NAME = 'memory-tree:mainline'
+
+/** Name of the static section telling the model when to branch, merge and checkpoint (with the tools). */
+export const GUIDE_SECTION_NAME = 'memory-tree:guide'
+// Tool guidance sits at 100-199 in the host's order.
+const GUIDE_ORDER = 150
+
+// Mainline changes the model must see on its next request, not next session: the project id, or
+// '*' when a workspace moved to another project (any session may show another project now). Items
+// auto-extracted from a user message are not among them: the message is already in the conversation.
+function changesMainline(change: TreeChange): string | undefined {
+  if (change.type === 'project-set') return '*'
+  if (change.type === 'merged' || change.type === 'checkpointed' || change.type === 'branched' || change.type === 'item-updated') return change.projectId
+  if (change.type === 'items-added' && change.items.some((item) => item.source !== 'user')) return change.projectId
+  return undefined
+}
 
 /** Config of the memory-tree row. */
 export interface Config extends TreeOptions {
@@ -84,6 +99,8 @@ export const Config: z<Config> = z.object({
   chatKeep: z.natural().default(DEFAULT_TREE_OPTIONS.chatKeep).description('Chat messages kept verbatim per workspace before older ones fold into a digest.'),
   maxStoredTurns: z.natural().default(DEFAULT_TREE_OPTIONS.maxStoredTurns).description('Mainline turns kept per project until a checkpoint clears them.'),
   maxMergeItems: z.natural().default(DEFAULT_TREE_OPTIONS.maxMergeItems).description('Most items one merge adds to the mainline.'),
+  autoBranch: z.boolean().default(DEFAULT_TREE_OPTIONS.autoBranch).description('Open a branch by itself when a project message starts a side question or a trial ("by the way…", "let\'s try…", "顺便问一下", "试试", "ちなみに", "試して") and none is current.'),
+  checkpointBranches: z.union(['close', 'carry']).default(DEFAULT_TREE_OPTIONS.checkpointBranches).description('close: a checkpoint clears every branch reference of the stage, open branches closed unmerged (their logs kept); carry: open branches stay open into the next stage.'),
 })
 
 // The host services this adapter uses, declared structurally: dsh-tools and dsh-system-prompt
@@ -157,8 +174,8 @@ export class MemoryTreeService extends Service {
   private disposed = false
   // Per session: where its last user message went (its reply follows it there).
   private readonly destinations = new Map<string, Destination>()
-  // Per agent: the section text of this session (refresh: 'session').
-  private readonly sections = new Map<string, string>()
+  // Per agent: the section text of this session (refresh: 'session') and the project it shows.
+  private readonly sections = new Map<string, { text: string; projectId: string | undefined }>()
   private queue: Promise<unknown> = Promise.resolve()
   private readonly logger!: ReturnType<Context['logger']>
 
@@ -182,6 +199,8 @@ export class MemoryTreeService extends Service {
       chatKeep: config.chatKeep,
       maxStoredTurns: config.maxStoredTurns,
       maxMergeItems: config.maxMergeItems,
+      autoBranch: config.autoBranch,
+      checkpointBranches: config.checkpointBranches,
     })
     this.logger = ctx.logger('memory-tree')
 
@@ -220,6 +239,10 @@ export class MemoryTreeService extends Service {
       projectionDir: this.config.projection ? this.config.projectionDir || join(this.ctx.memoryStore.dataDir, 'tree') : null,
       onError: (error, where) => this.logger.warn('%s failed: %s', where, describeError(error)),
       onChange: (change) => {
+        // A merge, checkpoint, branch or explicit note mid-session: the sessions showing that
+        // project recompute their section on the next request (the prompt changes once).
+        const changed = changesMainline(change)
+        if (changed) for (const [id, cached] of this.sections) if (changed === '*' || cached.projectId === changed || cached.projectId === undefined) this.sections.delete(id)
         try {
           ;(this.ctx.emit as (name: string, ...args: unknown[]) => void)(eventName(change), change)
         } catch (error) {
@@ -244,8 +267,13 @@ export class MemoryTreeService extends Service {
 
   /** The mainline section text for a session in `workspace` ('' when there is none). */
   async sectionText(workspace: string, sessionId: string): Promise<string> {
+    return (await this.readSection(workspace, sessionId)).text
+  }
+
+  private async readSection(workspace: string, sessionId: string): Promise<{ text: string; projectId: string | undefined }> {
     const tree = await this.ready()
-    return (await tree.getContext({ workspace, sessionId }, { excludeSessionId: sessionId })).text
+    const context = await tree.getContext({ workspace, sessionId }, { excludeSessionId: sessionId })
+    return { text: context.text, projectId: context.project?.id }
   }
 
   /** Resolves when every queued routing write has settled. */
@@ -296,18 +324,24 @@ export class MemoryTreeService extends Service {
     const key = (agent: AgentLike | undefined) => agent?.id ?? ''
     // The provider must be synchronous; the fresh text is read in the assemble waterfall below
     // and patched into the assembled section, which keeps the section's place in the order.
-    host.systemPrompt.section({ name: SECTION_NAME, order: this.config.sectionOrder, text: (context) => (this.config.inject ? (this.sections.get(key(context.agent)) ?? '') : '') })
+    host.systemPrompt.section({ name: SECTION_NAME, order: this.config.sectionOrder, text: (context) => (this.config.inject ? (this.sections.get(key(context.agent))?.text ?? '') : '') })
+    // Static text: it never breaks the cached prefix. Without the tools there is nothing to call.
+    if (this.config.tools) host.systemPrompt.section({ name: GUIDE_SECTION_NAME, order: GUIDE_ORDER, text: () => (this.config.inject ? TREE_GUIDE : '') })
     ;(ctx.on as (name: string, listener: (...args: never[]) => unknown) => () => void)(
       'system-prompt/assemble',
       async (assembly: AssemblyLike, context: { agent?: AgentLike }, next: () => Promise<AssemblyLike>) => {
         const agent = context?.agent
         if (agent && !this.disposed && this.config.inject) {
           const id = key(agent)
-          let text = this.config.refresh === 'session' ? this.sections.get(id) : undefined
+          // The message of this request is routed first, so a branch it opened is already named;
+          // slow routing (a locked database) only means the section shows what is stored.
+          await withTimeout(this.whenIdle(), this.config.contextTimeoutMs).catch(() => undefined)
+          let text = this.config.refresh === 'session' ? this.sections.get(id)?.text : undefined
           if (text === undefined) {
             try {
-              text = await withTimeout(this.sectionText(agent.session?.header?.cwd ?? '', id), this.config.contextTimeoutMs)
-              this.sections.set(id, text)
+              const read = await withTimeout(this.readSection(agent.session?.header?.cwd ?? '', id), this.config.contextTimeoutMs)
+              this.sections.set(id, read)
+              text = read.text
             } catch (error) {
               // A locked or slow database must not hold the user's request: go without it.
               this.logger.warn('mainline context unavailable for this request: %s', describeError(error))
