@@ -6,6 +6,7 @@
  *
  * @module @dsh-memory/tree/plugin
  */
+import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
@@ -15,8 +16,8 @@ import { describeError, TreeError } from './core/errors.js'
 import { openMemoryTree, type OpenedMemoryTree } from './core/open.js'
 import { DEFAULT_TREE_OPTIONS, resolveTreeOptions, type TreeOptions } from './core/options.js'
 import { applyTreeSettings } from './settings.js'
-import { runTreeTool, toolParametersSchema, TREE_GUIDE, TREE_TOOLS, type TreeToolResult } from './core/tools.js'
-import type { Caller, Destination, MemoryTree, TreeChange } from './core/tree.js'
+import { renderBranchNotice, runTreeTool, toolParametersSchema, TREE_GUIDE, TREE_TOOLS, type TreeToolResult } from './core/tools.js'
+import type { Caller, Destination, MemoryTree, RecordResult, TreeChange } from './core/tree.js'
 import { eventName, type SessionEventLike, type SessionLike } from './events.js'
 
 export { TREE_EVENTS } from './events.js'
@@ -133,6 +134,16 @@ interface HostContext {
   systemPrompt: SystemPromptLike
 }
 
+interface PreStepDecision {
+  kind?: string
+  messages?: readonly unknown[]
+}
+
+/** A durable, sourced plugin message (never routed: its source is not the user). */
+function branchNoticeMessage(text: string) {
+  return { id: randomUUID(), role: 'user', content: [{ type: 'text', text }], source: { kind: 'plugin', plugin: name, form: 'branch-opened' } }
+}
+
 /** The canonical output declaration of every mt_* tool. */
 const TOOL_OUTPUT_SCHEMA = {
   type: 'object',
@@ -206,8 +217,23 @@ export class MemoryTreeService extends Service {
 
     // autoRoute and inject are live settings: the listeners are always there and ask the config in force.
     ctx.on('session/event', (session, event) => {
-      if (this.config.autoRoute) this.enqueue(() => this.onSessionEvent(session, event))
+      if (this.config.autoRoute) void this.enqueue(() => this.onSessionEvent(session, event))
     })
+    // A step's human messages are routed when the step admits them, before its request goes out
+    // (the session logs them only later). The system prompt of this request is already assembled
+    // by then, so a branch they open is announced by a short sourced message after them.
+    ;(ctx.on as (name: string, listener: (...args: never[]) => unknown) => () => void)(
+      'agent/pre-step',
+      async (payload: { agent?: AgentLike }, next: () => Promise<PreStepDecision>) => {
+        const decision = await next()
+        const session = payload?.agent?.session
+        if (!this.config.autoRoute || this.disposed || decision?.kind !== 'enter' || !session || typeof session.id !== 'string') return decision
+        const routed = (decision.messages ?? []).map((message) => this.enqueue(() => this.routeUserMessage(session, message)))
+        const results = await withTimeout(Promise.all(routed), this.config.contextTimeoutMs).catch(() => [])
+        const notices = results.flatMap((result) => (result?.openedBranch ? [branchNoticeMessage(renderBranchNotice(result.openedBranch))] : []))
+        return notices.length > 0 ? { ...decision, messages: [...(decision.messages ?? []), ...notices] } : decision
+      },
+    )
     // The host awaits session/flush before a headless exit: drain so the last reply is stored.
     ctx.on('session/flush', () => this.whenIdle())
     ctx.on('agent/disposed', (agent) => {
@@ -288,25 +314,38 @@ export class MemoryTreeService extends Service {
     this.opened = undefined
   }
 
-  private enqueue(job: () => Promise<void>): void {
-    this.queue = this.queue.then(job).catch((error: unknown) => {
+  /** Run `job` after the queued routing writes; its result, or undefined when it failed (logged). */
+  private enqueue<T>(job: () => Promise<T>): Promise<T | undefined> {
+    const run = this.queue.then(job).catch((error: unknown) => {
       this.logger.warn('routing failed: %s', describeError(error))
+      return undefined
     })
+    this.queue = run
+    return run
+  }
+
+  /**
+   * Route one human message. It runs twice for most messages — at step admission and when the
+   * session logs it — and the tree's repeat check makes the second a no-op.
+   */
+  private async routeUserMessage(session: SessionLike, message: unknown): Promise<RecordResult | undefined> {
+    // Only what the human typed: plugin-made messages (memory injections, runtime context,
+    // compaction checkpoints) are not conversation.
+    if ((message as { source?: { kind?: string } })?.source?.kind !== 'user') return undefined
+    const text = messageText(message)
+    if (!text) return undefined
+    const tree = await this.ready()
+    const caller: Caller = { workspace: session.header?.cwd ?? '', sessionId: session.id, source: 'user' }
+    const result = await tree.recordMessage({ role: 'user', text, caller })
+    this.destinations.set(session.id, result.destination)
+    return result
   }
 
   private async onSessionEvent(session: SessionLike, event: SessionEventLike): Promise<void> {
     if (!session || typeof session.id !== 'string' || !event || this.disposed) return
     const caller: Caller = { workspace: session.header?.cwd ?? '', sessionId: session.id, source: 'user' }
     if (event.type === 'user/message') {
-      // Only what the human typed: plugin-made messages (memory injections, runtime context,
-      // compaction checkpoints) are not conversation.
-      const message = event.data as { source?: { kind?: string } }
-      if (message?.source?.kind !== 'user') return
-      const text = messageText(message)
-      if (!text) return
-      const tree = await this.ready()
-      const result = await tree.recordMessage({ role: 'user', text, caller })
-      this.destinations.set(session.id, result.destination)
+      await this.routeUserMessage(session, event.data)
       return
     }
     if (event.type === 'assistant/message') {
@@ -333,8 +372,8 @@ export class MemoryTreeService extends Service {
         const agent = context?.agent
         if (agent && !this.disposed && this.config.inject) {
           const id = key(agent)
-          // The message of this request is routed first, so a branch it opened is already named;
-          // slow routing (a locked database) only means the section shows what is stored.
+          // Routing still queued (the last reply, another session's message) lands first; slow
+          // routing (a locked database) only means the section shows what is stored.
           await withTimeout(this.whenIdle(), this.config.contextTimeoutMs).catch(() => undefined)
           let text = this.config.refresh === 'session' ? this.sections.get(id)?.text : undefined
           if (text === undefined) {

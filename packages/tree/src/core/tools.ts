@@ -99,6 +99,15 @@ export const TREE_GUIDE = `Memory tree (mt_* tools). The project's mainline keep
 - A new hard constraint or decision on the mainline: mt_note(kind, text). At a milestone: mt_checkpoint(title, review), which freezes the mainline as the new baseline and clears the stage's branches.
 - Chit-chat stays out of the mainline by itself. mt_help has the manual.`
 
+/**
+ * What the model reads after a message that opened a branch by itself (the request's system
+ * prompt was assembled before the message was routed). A tag, so it reads as context, not a turn.
+ */
+export function renderBranchNotice(branch: Branch): string {
+  const title = oneLine(branch.title).replace(/[<>"]/g, '')
+  return `<memory-tree-branch id="${branch.id}">\nMemory tree: the message above is a side question or a trial, so branch ${branch.id} "${title}" was opened and is current; this exchange is logged there, not on the mainline. When it reaches a conclusion, call mt_merge(branchId: "${branch.id}", summary: …); if it leads nowhere, mt_merge(branchId: "${branch.id}", abandon: true).\n</memory-tree-branch>`
+}
+
 /** Every tool, in help order. */
 export const TREE_TOOLS: readonly TreeToolSpec[] = Object.freeze([
   {
