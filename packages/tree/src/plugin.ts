@@ -6,6 +6,7 @@
  *
  * @module @dsh-memory/tree/plugin
  */
+import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
@@ -17,8 +18,8 @@ import { describeError, TreeError } from './core/errors.js'
 import { openMemoryTree, type OpenedMemoryTree } from './core/open.js'
 import { DEFAULT_TREE_OPTIONS, resolveTreeOptions, type TreeOptions } from './core/options.js'
 import { applyTreeSettings } from './settings.js'
-import { runTreeTool, toolParametersSchema, TREE_TOOLS, type TreeToolResult } from './core/tools.js'
-import type { Caller, Destination, MemoryTree } from './core/tree.js'
+import { renderBranchNotice, runTreeTool, toolParametersSchema, TREE_GUIDE, TREE_TOOLS, type TreeToolResult } from './core/tools.js'
+import type { Caller, Destination, MemoryTree, RecordResult, TreeChange } from './core/tree.js'
 import { eventName, type SessionEventLike, type SessionLike } from './events.js'
 
 export { TREE_EVENTS } from './events.js'
@@ -38,6 +39,21 @@ export const inject = ['memoryStore'] as const
 
 /** Name of the injected system-prompt section. */
 export const SECTION_NAME = 'memory-tree:mainline'
+
+/** Name of the static section telling the model when to branch, merge and checkpoint (with the tools). */
+export const GUIDE_SECTION_NAME = 'memory-tree:guide'
+// Tool guidance sits at 100-199 in the host's order.
+const GUIDE_ORDER = 150
+
+// Mainline changes the model must see on its next request, not next session: the project id, or
+// '*' when a workspace moved to another project (any session may show another project now). Items
+// auto-extracted from a user message are not among them: the message is already in the conversation.
+function changesMainline(change: TreeChange): string | undefined {
+  if (change.type === 'project-set') return '*'
+  if (change.type === 'merged' || change.type === 'checkpointed' || change.type === 'branched' || change.type === 'item-updated') return change.projectId
+  if (change.type === 'items-added' && change.items.some((item) => item.source !== 'user')) return change.projectId
+  return undefined
+}
 
 /** Config of the memory-tree row. */
 export interface Config extends TreeOptions {
@@ -86,6 +102,8 @@ export const Config: z<Config> = z.object({
   chatKeep: z.natural().default(DEFAULT_TREE_OPTIONS.chatKeep).description('Chat messages kept verbatim per workspace before older ones fold into a digest.'),
   maxStoredTurns: z.natural().default(DEFAULT_TREE_OPTIONS.maxStoredTurns).description('Mainline turns kept per project until a checkpoint clears them.'),
   maxMergeItems: z.natural().default(DEFAULT_TREE_OPTIONS.maxMergeItems).description('Most items one merge adds to the mainline.'),
+  autoBranch: z.boolean().default(DEFAULT_TREE_OPTIONS.autoBranch).description('Open a branch by itself when a project message starts a side question or a trial ("by the way…", "let\'s try…", "顺便问一下", "试试", "ちなみに", "試して") and none is current.'),
+  checkpointBranches: z.union(['close', 'carry']).default(DEFAULT_TREE_OPTIONS.checkpointBranches).description('close: a checkpoint clears every branch reference of the stage, open branches closed unmerged (their logs kept); carry: open branches stay open into the next stage.'),
 })
 
 /** The keys of {@link Config}; any other key is refused at load. */
@@ -121,6 +139,16 @@ interface HostContext {
   systemPrompt: SystemPromptLike
 }
 
+interface PreStepDecision {
+  kind?: string
+  messages?: readonly unknown[]
+}
+
+/** A durable, sourced plugin message (never routed: its source is not the user). */
+function branchNoticeMessage(text: string) {
+  return { id: randomUUID(), role: 'user', content: [{ type: 'text', text }], source: { kind: 'plugin', plugin: name, form: 'branch-opened' } }
+}
+
 /** The canonical output declaration of every mt_* tool. */
 const TOOL_OUTPUT_SCHEMA = toolOutput(zod.looseObject({ ok: zod.boolean(), tool: zod.string(), text: zod.string() }))
 
@@ -150,8 +178,8 @@ export class MemoryTreeService extends Service {
   private disposed = false
   // Per session: where its last user message went (its reply follows it there).
   private readonly destinations = new Map<string, Destination>()
-  // Per agent: the section text of this session (refresh: 'session').
-  private readonly sections = new Map<string, string>()
+  // Per agent: the section text of this session (refresh: 'session') and the project it shows.
+  private readonly sections = new Map<string, { text: string; projectId: string | undefined }>()
   private queue: Promise<unknown> = Promise.resolve()
   private readonly logger!: ReturnType<Context['logger']>
 
@@ -178,13 +206,30 @@ export class MemoryTreeService extends Service {
       chatKeep: config.chatKeep,
       maxStoredTurns: config.maxStoredTurns,
       maxMergeItems: config.maxMergeItems,
+      autoBranch: config.autoBranch,
+      checkpointBranches: config.checkpointBranches,
     })
     this.logger = ctx.logger('memory-tree')
 
     // autoRoute and inject are live settings: the listeners are always there and ask the config in force.
     ctx.on('session/event', (session, event) => {
-      if (this.config.autoRoute) this.enqueue(() => this.onSessionEvent(session, event))
+      if (this.config.autoRoute) void this.enqueue(() => this.onSessionEvent(session, event))
     })
+    // A step's human messages are routed when the step admits them, before its request goes out
+    // (the session logs them only later). The system prompt of this request is already assembled
+    // by then, so a branch they open is announced by a short sourced message after them.
+    ;(ctx.on as (name: string, listener: (...args: never[]) => unknown) => () => void)(
+      'agent/pre-step',
+      async (payload: { agent?: AgentLike }, next: () => Promise<PreStepDecision>) => {
+        const decision = await next()
+        const session = payload?.agent?.session
+        if (!this.config.autoRoute || this.disposed || decision?.kind !== 'enter' || !session || typeof session.id !== 'string') return decision
+        const routed = (decision.messages ?? []).map((message) => this.enqueue(() => this.routeUserMessage(session, message)))
+        const results = await withTimeout(Promise.all(routed), this.config.contextTimeoutMs).catch(() => [])
+        const notices = results.flatMap((result) => (result?.openedBranch ? [branchNoticeMessage(renderBranchNotice(result.openedBranch))] : []))
+        return notices.length > 0 ? { ...decision, messages: [...(decision.messages ?? []), ...notices] } : decision
+      },
+    )
     // The host awaits session/flush before a headless exit: drain so the last reply is stored.
     ctx.on('session/flush', () => this.whenIdle())
     ctx.on('agent/disposed', (agent) => {
@@ -216,6 +261,10 @@ export class MemoryTreeService extends Service {
       projectionDir: this.config.projection ? this.config.projectionDir || join(this.ctx.memoryStore.dataDir, 'tree') : null,
       onError: (error, where) => this.logger.warn('%s failed: %s', where, describeError(error)),
       onChange: (change) => {
+        // A merge, checkpoint, branch or explicit note mid-session: the sessions showing that
+        // project recompute their section on the next request (the prompt changes once).
+        const changed = changesMainline(change)
+        if (changed) for (const [id, cached] of this.sections) if (changed === '*' || cached.projectId === changed || cached.projectId === undefined) this.sections.delete(id)
         try {
           ;(this.ctx.emit as (name: string, ...args: unknown[]) => void)(eventName(change), change)
         } catch (error) {
@@ -240,8 +289,13 @@ export class MemoryTreeService extends Service {
 
   /** The mainline section text for a session in `workspace` ('' when there is none). */
   async sectionText(workspace: string, sessionId: string): Promise<string> {
+    return (await this.readSection(workspace, sessionId)).text
+  }
+
+  private async readSection(workspace: string, sessionId: string): Promise<{ text: string; projectId: string | undefined }> {
     const tree = await this.ready()
-    return (await tree.getContext({ workspace, sessionId }, { excludeSessionId: sessionId })).text
+    const context = await tree.getContext({ workspace, sessionId }, { excludeSessionId: sessionId })
+    return { text: context.text, projectId: context.project?.id }
   }
 
   /** Resolves when every queued routing write has settled. */
@@ -256,25 +310,38 @@ export class MemoryTreeService extends Service {
     this.opened = undefined
   }
 
-  private enqueue(job: () => Promise<void>): void {
-    this.queue = this.queue.then(job).catch((error: unknown) => {
+  /** Run `job` after the queued routing writes; its result, or undefined when it failed (logged). */
+  private enqueue<T>(job: () => Promise<T>): Promise<T | undefined> {
+    const run = this.queue.then(job).catch((error: unknown) => {
       this.logger.warn('routing failed: %s', describeError(error))
+      return undefined
     })
+    this.queue = run
+    return run
+  }
+
+  /**
+   * Route one human message. It runs twice for most messages — at step admission and when the
+   * session logs it — and the tree's repeat check makes the second a no-op.
+   */
+  private async routeUserMessage(session: SessionLike, message: unknown): Promise<RecordResult | undefined> {
+    // Only what the human typed: plugin-made messages (memory injections, runtime context,
+    // compaction checkpoints) are not conversation.
+    if ((message as { source?: { kind?: string } })?.source?.kind !== 'user') return undefined
+    const text = messageText(message)
+    if (!text) return undefined
+    const tree = await this.ready()
+    const caller: Caller = { workspace: session.header?.cwd ?? '', sessionId: session.id, source: 'user' }
+    const result = await tree.recordMessage({ role: 'user', text, caller })
+    this.destinations.set(session.id, result.destination)
+    return result
   }
 
   private async onSessionEvent(session: SessionLike, event: SessionEventLike): Promise<void> {
     if (!session || typeof session.id !== 'string' || !event || this.disposed) return
     const caller: Caller = { workspace: session.header?.cwd ?? '', sessionId: session.id, source: 'user' }
     if (event.type === 'user/message') {
-      // Only what the human typed: plugin-made messages (memory injections, runtime context,
-      // compaction checkpoints) are not conversation.
-      const message = event.data as { source?: { kind?: string } }
-      if (message?.source?.kind !== 'user') return
-      const text = messageText(message)
-      if (!text) return
-      const tree = await this.ready()
-      const result = await tree.recordMessage({ role: 'user', text, caller })
-      this.destinations.set(session.id, result.destination)
+      await this.routeUserMessage(session, event.data)
       return
     }
     if (event.type === 'assistant/message') {
@@ -292,18 +359,24 @@ export class MemoryTreeService extends Service {
     const key = (agent: AgentLike | undefined) => agent?.id ?? ''
     // The provider must be synchronous; the fresh text is read in the assemble waterfall below
     // and patched into the assembled section, which keeps the section's place in the order.
-    host.systemPrompt.section({ name: SECTION_NAME, order: this.config.sectionOrder, text: (context) => (this.config.inject ? (this.sections.get(key(context.agent)) ?? '') : '') })
+    host.systemPrompt.section({ name: SECTION_NAME, order: this.config.sectionOrder, text: (context) => (this.config.inject ? (this.sections.get(key(context.agent))?.text ?? '') : '') })
+    // Static text: it never breaks the cached prefix. Without the tools there is nothing to call.
+    if (this.config.tools) host.systemPrompt.section({ name: GUIDE_SECTION_NAME, order: GUIDE_ORDER, text: () => (this.config.inject ? TREE_GUIDE : '') })
     ;(ctx.on as (name: string, listener: (...args: never[]) => unknown) => () => void)(
       'system-prompt/assemble',
       async (assembly: AssemblyLike, context: { agent?: AgentLike }, next: () => Promise<AssemblyLike>) => {
         const agent = context?.agent
         if (agent && !this.disposed && this.config.inject) {
           const id = key(agent)
-          let text = this.config.refresh === 'session' ? this.sections.get(id) : undefined
+          // Routing still queued (the last reply, another session's message) lands first; slow
+          // routing (a locked database) only means the section shows what is stored.
+          await withTimeout(this.whenIdle(), this.config.contextTimeoutMs).catch(() => undefined)
+          let text = this.config.refresh === 'session' ? this.sections.get(id)?.text : undefined
           if (text === undefined) {
             try {
-              text = await withTimeout(this.sectionText(agent.session?.header?.cwd ?? '', id), this.config.contextTimeoutMs)
-              this.sections.set(id, text)
+              const read = await withTimeout(this.readSection(agent.session?.header?.cwd ?? '', id), this.config.contextTimeoutMs)
+              this.sections.set(id, read)
+              text = read.text
             } catch (error) {
               // A locked or slow database must not hold the user's request: go without it.
               this.logger.warn('mainline context unavailable for this request: %s', describeError(error))

@@ -7,7 +7,7 @@ import { SystemPrompt, renderPrompt } from '@deepseek-ai/dsh-system-prompt'
 import { ToolRuntime } from '@deepseek-ai/dsh-tools'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import MemoryTreeService, { Config, SECTION_NAME } from '../src/plugin.js'
-import { TREE_TOOL_NAMES } from '../src/core/tools.js'
+import { TREE_GUIDE, TREE_TOOL_NAMES } from '../src/core/tools.js'
 import { tempDir } from './helpers.js'
 
 interface ToolOutcome {
@@ -135,13 +135,39 @@ describe('memory-tree plugin on a real Cordis context with the host registries',
     await call(root, 'mt_note', { kind: 'constraint', text: 'All prices are stored in cents' })
     const first = await prompt(root, agent('session-c'))
     expect(first).toContain('All prices are stored in cents')
-    await call(root, 'mt_note', { kind: 'decision', text: 'Invoices are generated nightly' })
+    // What the user says in the session (and what is auto-extracted from it) is already in the
+    // conversation: the section does not move for it.
+    root.emit('session/event', { id: 'session-c', header: { cwd: workspace } }, userMessage('m1', 'We decided that invoices are generated nightly. Please update the billing module.'))
+    await root.memoryTree.whenIdle()
     expect(await prompt(root, agent('session-c'))).toBe(first)
-    expect(await prompt(root, agent('session-d'))).toContain('Invoices are generated nightly')
+    expect(await prompt(root, agent('session-d'))).toContain('invoices are generated nightly')
     // Another workspace has its own (empty) mainline: no section at all.
     expect(await prompt(root, agent('session-e', '/work/other'))).not.toContain('memory-tree-mainline')
     root.emit('agent/disposed', { id: 'session-c' })
-    expect(await prompt(root, agent('session-c'))).toContain('Invoices are generated nightly')
+    expect(await prompt(root, agent('session-c'))).toContain('invoices are generated nightly')
+  })
+
+  it('shows a merge, a checkpoint or an explicit note on the next request of the same session', async () => {
+    const who = agent('session-m')
+    const first = await prompt(root, who)
+    expect(first).not.toContain('memory-tree-mainline')
+    const opened = await call(root, 'mt_branch', { title: '缓存方案' }, who)
+    const branchId = opened.value!.data!.branchId as string
+    expect(await prompt(root, who)).toContain(`(${branchId}, current)`)
+    await call(root, 'mt_merge', { branchId, decisions: ['订单缓存用 Redis'] }, who)
+    const merged = await prompt(root, who)
+    expect(merged).toContain('订单缓存用 Redis')
+    expect(merged).not.toContain(`(${branchId}, current)`)
+    // Stable again until the next change; a change by another client (an MCP server) counts too.
+    expect(await prompt(root, who)).toBe(merged)
+    await root.memoryTree.runTool('mt_note', { kind: 'constraint', text: 'Cache entries expire after 5 minutes' }, { workspace, sessionId: 'mcp-1', source: 'mcp' })
+    expect(await prompt(root, who)).toContain('Cache entries expire after 5 minutes')
+    await call(root, 'mt_checkpoint', { title: '阶段1复盘' }, who)
+    expect(await prompt(root, who)).toContain('Baseline: checkpoint "阶段1复盘"')
+  })
+
+  it('gives the model the guide on when to branch, merge and checkpoint', async () => {
+    expect(await prompt(root, agent('session-g'))).toContain(TREE_GUIDE)
   })
 
   it('emits memory-tree events after the write committed', async () => {

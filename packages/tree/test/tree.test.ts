@@ -146,7 +146,7 @@ describe('memory tree core on a real database', () => {
     expect(await tree.repository.listItems(closed!.projectId)).toEqual([])
   })
 
-  it('checkpoints: freezes the mainline into the new baseline and clears the stage', async () => {
+  it('checkpoints: freezes the mainline into the new baseline and clears the stage, open branches included', async () => {
     const { tree } = opened
     await tree.recordMessage({ role: 'user', text: 'Deploys must go through staging first.', caller })
     await tree.recordMessage({ role: 'assistant', text: 'Understood, staging first.', caller, follow: 'mainline' })
@@ -158,14 +158,16 @@ describe('memory tree core on a real database', () => {
     const result = await tree.checkpoint({ title: 'Stage 1 review', review: 'Queue decided; staging rule in place.' }, caller)
     expect(result.checkpoint).toMatchObject({ title: 'Stage 1 review', stage: 1, review: 'Queue decided; staging rule in place.' })
     expect(result.project).toMatchObject({ stage: 2, baselineCheckpointId: result.checkpoint.id })
-    expect(result.clearedBranches).toBe(1)
+    // The open branch is closed unmerged first (checkpointBranches: 'close', the reference's behaviour).
+    expect(result.clearedBranches).toBe(2)
     expect(result.clearedTurns).toBe(2)
     const doc = result.checkpoint.document
     expect(doc).toContain('# Checkpoint: Stage 1 review')
     expect(doc).toContain('Deploys must go through staging first.')
     expect(doc).toContain('Use Redis streams for the order queue')
     expect(doc).toContain(`\`${first.branch.id}\` "queue choice" — merged`)
-    expect(doc).toContain(`\`${open.branch.id}\` "still exploring" — still open, carried over`)
+    expect(doc).toContain(`\`${open.branch.id}\` "still exploring" — abandoned`)
+    expect((await tree.repository.getBranch(open.branch.id))?.conclusion).toBe('Closed unmerged by checkpoint "Stage 1 review"; its log is kept.')
     expect(result.checkpoint.state.items.map((item) => item.kind).sort()).toEqual(['constraint', 'decision'])
 
     // The baseline and the state stay in context; the cleared turns do not.
@@ -173,8 +175,9 @@ describe('memory tree core on a real database', () => {
     expect(context.text).toContain('Baseline: checkpoint "Stage 1 review"')
     expect(context.text).toContain('Deploys must go through staging first.')
     expect(context.text).not.toContain('Understood, staging first.')
-    // Branch references of the stage are cleared; the open branch carries over.
-    expect((await tree.listBranches(caller)).branches.map((b) => b.id)).toEqual([open.branch.id])
+    // Every branch reference of the stage is cleared; the logs stay readable.
+    expect((await tree.listBranches(caller)).branches).toEqual([])
+    expect(result.project.currentBranchId).toBeNull()
     expect((await tree.listBranches(caller, { includeCleared: true })).branches).toHaveLength(2)
     // New items belong to stage 2.
     const next = await tree.note({ kind: 'outcome', text: 'Stage 2 started' }, caller)

@@ -6,7 +6,9 @@
  *   `@dsh-memory/recall`'s, shared with the model tool `memory_import`);
  * - a cue-bank JSON file of the reference plugin (`importCueBankJson` of `@dsh-memory/cue-bank`);
  * - a memory-palace folder, indexed into the palace's own tables the way the palace plugin
- *   indexes it (`ArchiveIndex.sync` of `@dsh-memory/palace`), so `palace_search` finds it at once.
+ *   indexes it (`ArchiveIndex.sync` of `@dsh-memory/palace`), so `palace_search` finds it at once;
+ * - a root of the reference memory-tree plugin (`~/.dsh/memory-tree` or `$MEMORY_TREE_ROOT`),
+ *   into the tree's tables (`importReferenceTree` of `@dsh-memory/tree`).
  * Every import is idempotent: running it twice adds nothing the second time.
  */
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs'
@@ -18,6 +20,7 @@ import { importCueBankJson, isCueBankError } from '@dsh-memory/cue-bank'
 import { ArchiveIndex, isPalaceError, PalaceWorkspace, resolvePalaceOptions } from '@dsh-memory/palace'
 import { autoMemoryItem, importInstructionItems, type InstructionItem, type PlannedImport, splitInstructions } from '@dsh-memory/recall'
 import { isMemoryStoreError, type MemoryStore, type RecordCounts } from '@dsh-memory/store'
+import { importReferenceTree, isTreeError, openMemoryTree, type ReferenceImportReport } from '@dsh-memory/tree'
 import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
 import { type CliIO, CliUsageError, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
@@ -43,6 +46,7 @@ export type ImportReport =
       readonly workspace: string
       readonly namespaces: { readonly namespace: string; readonly sessionId: string; readonly turns: number; readonly inserted: number }[]
     }
+  | ({ readonly format: 'memory-tree'; readonly path: string } & ReferenceImportReport)
 
 interface ImportOptions {
   dataDir?: string
@@ -186,11 +190,26 @@ function isDirectory(path: string): boolean {
   return existsSync(path) && statSync(path).isDirectory()
 }
 
+async function importMemoryTree(store: MemoryStore, path: string, options: ImportOptions): Promise<ImportReport> {
+  // The projection goes where the plugin writes it by default, next to the database.
+  const opened = await openMemoryTree({ store, projectionDir: join(dirname(store.path), 'tree') })
+  try {
+    const report = await importReferenceTree(opened.tree, path, options.workspace ? { workspace: options.workspace } : {})
+    return { format: 'memory-tree', path, ...report }
+  } catch (error) {
+    if (isTreeError(error, 'invalid-argument')) throw new CliUsageError((error as Error).message, { cause: error })
+    throw error
+  } finally {
+    await opened.close()
+  }
+}
+
 /** Run one import into an open store. */
 export async function runImport(store: MemoryStore, path: string, format: ImportFormat, options: ImportOptions, progress: BenchProgress): Promise<ImportReport> {
   if (format === 'jsonl') return importJsonlFile(store, path, progress)
   if (format === 'instructions') return importInstructions(store, path, options, progress)
   if (format === 'cue-bank') return importCueBank(store, path, options)
+  if (format === 'memory-tree') return importMemoryTree(store, path, options)
   return importPalace(store, path, options, progress)
 }
 
@@ -214,6 +233,17 @@ export function formatImport(report: ImportReport): string {
     }
     case 'cue-bank':
       return `imported ${report.path} into partition ${report.partition}: ${report.inserted.topics} topics, ${report.inserted.idioms} idioms (already present: ${report.skipped.topics} topics, ${report.skipped.idioms} idioms)`
+    case 'memory-tree': {
+      const lines = [`imported memory-tree root ${report.root}${report.activeProject ? ` (active project "${report.activeProject}")` : ''}`]
+      for (const project of report.projects) {
+        lines.push(
+          project.alreadyImported
+            ? `  "${project.name}": already imported, nothing written`
+            : `  "${project.name}": ${project.items} mainline items, ${project.turns} turns, ${project.branches.open} open + ${project.branches.archived} archived branches, ${project.checkpoints} checkpoints, ${project.chat} chat messages`,
+        )
+      }
+      return lines.join('\n')
+    }
     case 'palace': {
       const lines = [`indexed memory palace ${report.path} for workspace ${report.workspace}`]
       for (const entry of report.namespaces) lines.push(`  "${entry.namespace}": ${entry.turns} archived turns, ${entry.inserted} index rows added`)
@@ -225,11 +255,11 @@ export function formatImport(report: ImportReport): string {
 /** Register `import`. */
 export function registerImport(program: Command, io: CliIO): void {
   withDataDir(program.command('import'))
-    .description('Import our JSONL export, CLAUDE.md / AGENTS.md / Claude Code memory files, a cue-bank JSON file or a memory-palace folder. Idempotent.')
+    .description('Import our JSONL export, CLAUDE.md / AGENTS.md / Claude Code memory files, a cue-bank JSON file, a memory-palace folder or a memory-tree root (~/.dsh/memory-tree, $MEMORY_TREE_ROOT). Idempotent.')
     .argument('<path>', 'a file or folder')
     .addOption(new Option('--format <format>', 'what the path is (default: detected)').choices([...IMPORT_FORMATS, 'auto']).default('auto'))
     .addOption(new Option('--scope <scope>', 'instructions: global or workspace (default: from where the file lives)').choices(['global', 'workspace']))
-    .option('--workspace <dir>', 'instructions: the project folder; cue-bank: import into this workspace’s partition; palace: the workspace the folder belongs to')
+    .option('--workspace <dir>', 'instructions: the project folder; cue-bank: import into this workspace’s partition; palace: the workspace the folder belongs to; memory-tree: the workspace of the active project')
     .option('--partition <key>', 'cue-bank: target partition (global, workspace:<dir> or user:<id>)')
     .option('--embedding-model <model>', 'cue-bank: the model that produced the file’s embeddings (without it vectors are dropped)')
     .option('--dry-run', 'instructions: show the memories without writing them')

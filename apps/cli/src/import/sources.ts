@@ -7,13 +7,14 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
+import { isReferenceTreeRoot } from '@dsh-memory/tree'
 import { CliUsageError } from '../io.ts'
 
 /** Formats `import` reads. */
-export type ImportFormat = 'jsonl' | 'instructions' | 'cue-bank' | 'palace'
+export type ImportFormat = 'jsonl' | 'instructions' | 'cue-bank' | 'palace' | 'memory-tree'
 
 /** The formats, for `--format`. */
-export const IMPORT_FORMATS: readonly ImportFormat[] = ['jsonl', 'instructions', 'cue-bank', 'palace']
+export const IMPORT_FORMATS: readonly ImportFormat[] = ['jsonl', 'instructions', 'cue-bank', 'palace', 'memory-tree']
 
 const INSTRUCTION_NAMES = /^(claude|claude\.local|agents|memory)\.md$/i
 
@@ -22,8 +23,9 @@ export function detectFormat(path: string): ImportFormat {
   if (!existsSync(path)) throw new CliUsageError(`cannot read ${path}: no such file or directory`)
   if (statSync(path).isDirectory()) {
     if (basename(path) === 'memory-palace' || existsSync(join(path, '.namespaces.json')) || existsSync(join(path, 'memory-palace'))) return 'palace'
+    if (isReferenceTreeRoot(path)) return 'memory-tree'
     if (readdirSync(path).some((name) => name.toLowerCase().endsWith('.md'))) return 'instructions'
-    throw new CliUsageError(`${path} is a folder but neither a memory palace nor a folder of Markdown memory files; pass --format`)
+    throw new CliUsageError(`${path} is a folder but neither a memory palace, a memory-tree root nor a folder of Markdown memory files; pass --format`)
   }
   const extension = extname(path).toLowerCase()
   if (extension === '.jsonl') return 'jsonl'

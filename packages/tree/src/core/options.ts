@@ -3,6 +3,9 @@ import { TreeError } from './errors.js'
 /** What happens to a message the router cannot classify (neither list wins by the margin). */
 export type UnknownRoute = 'mainline' | 'chat' | 'skip'
 
+/** What a checkpoint does with branches still open: close them (the reference's behaviour) or carry them over. */
+export type CheckpointBranches = 'close' | 'carry'
+
 /** Options of the memory-tree core (routing, injection budget, retention). */
 export interface TreeOptions {
   /** Keywords that mark chit-chat (any language; matched on the store's CJK-aware tokens). */
@@ -29,6 +32,10 @@ export interface TreeOptions {
   maxStoredTurns: number
   /** Most items one merge appends to the mainline. */
   maxMergeItems: number
+  /** Open a branch by itself when a project message starts a side question or a trial (and none is current). */
+  autoBranch: boolean
+  /** `close`: a checkpoint clears every branch reference of the stage, open ones closed unmerged (logs kept); `carry`: open branches stay open into the next stage. */
+  checkpointBranches: CheckpointBranches
 }
 
 /**
@@ -81,6 +88,8 @@ export const DEFAULT_TREE_OPTIONS: Readonly<TreeOptions> = Object.freeze({
   chatKeep: 20,
   maxStoredTurns: 200,
   maxMergeItems: 8,
+  autoBranch: true,
+  checkpointBranches: 'close',
 })
 
 const INTEGER_RANGES: Record<string, [number, number]> = {
@@ -117,6 +126,10 @@ export function resolveTreeOptions(input: Partial<TreeOptions> = {}): Readonly<T
     throw new TreeError('invalid-config', `unknownRoute must be 'mainline', 'chat' or 'skip', got ${JSON.stringify(merged.unknownRoute)}`)
   }
   if (typeof merged.autoExtract !== 'boolean') throw new TreeError('invalid-config', 'autoExtract must be a boolean')
+  if (typeof merged.autoBranch !== 'boolean') throw new TreeError('invalid-config', 'autoBranch must be a boolean')
+  if (!['close', 'carry'].includes(merged.checkpointBranches)) {
+    throw new TreeError('invalid-config', `checkpointBranches must be 'close' or 'carry', got ${JSON.stringify(merged.checkpointBranches)}`)
+  }
   for (const [field, [min, max]] of Object.entries(INTEGER_RANGES)) {
     const value = (merged as Record<string, unknown>)[field]
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {

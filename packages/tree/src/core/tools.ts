@@ -90,6 +90,25 @@ In DSH every user message is routed automatically and the mainline is injected a
   mt_note(kind, text)              add one mainline item directly
   mt_resolve(itemId, status)       mark an item resolved / dropped (or active again)`
 
+/**
+ * The instruction the model gets beside the tools (a static system-prompt section in DSH): the
+ * reference ships the same advice as a system-instruction file its users paste into the persona.
+ */
+export const TREE_GUIDE = `Memory tree (mt_* tools). The project's mainline keeps its constraints, decisions, outcomes and open questions across sessions; user messages are routed to it automatically.
+- Side question or trial (a tangent, "let's try…", "顺便问一下", "试试", "ちなみに"): work in a branch. The plugin opens one by itself for such a message (the mainline section then names it as current); otherwise call mt_branch(title) first.
+- When a branch reaches a conclusion, call mt_merge(branchId, summary) with labelled lines ("Decision: …", "Constraint: …", "Outcome: …", "Question: …"); if it led nowhere, mt_merge(branchId, abandon: true). Only the conclusions reach the mainline.
+- A new hard constraint or decision on the mainline: mt_note(kind, text). At a milestone: mt_checkpoint(title, review), which freezes the mainline as the new baseline and clears the stage's branches.
+- Chit-chat stays out of the mainline by itself. mt_help has the manual.`
+
+/**
+ * What the model reads after a message that opened a branch by itself (the request's system
+ * prompt was assembled before the message was routed). A tag, so it reads as context, not a turn.
+ */
+export function renderBranchNotice(branch: Branch): string {
+  const title = oneLine(branch.title).replace(/[<>"]/g, '')
+  return `<memory-tree-branch id="${branch.id}">\nMemory tree: the message above is a side question or a trial, so branch ${branch.id} "${title}" was opened and is current; this exchange is logged there, not on the mainline. When it reaches a conclusion, call mt_merge(branchId: "${branch.id}", summary: …); if it leads nowhere, mt_merge(branchId: "${branch.id}", abandon: true).\n</memory-tree-branch>`
+}
+
 /** Every tool, in help order. */
 export const TREE_TOOLS: readonly TreeToolSpec[] = Object.freeze([
   {
@@ -177,7 +196,9 @@ export const TREE_TOOLS: readonly TreeToolSpec[] = Object.freeze([
         result.destination === 'chat'
           ? 'the chat partition (not the mainline)'
           : result.destination === 'branch'
-            ? `branch ${result.branchId}`
+            ? result.openedBranch
+              ? `branch ${result.branchId} "${result.openedBranch.title}", opened now for this side question or trial (merge it with mt_merge when it concludes)`
+              : `branch ${result.branchId}`
             : result.destination === 'mainline'
               ? `the mainline of "${result.project?.name}"`
               : 'nowhere (unknown route is configured to skip)'
@@ -261,7 +282,7 @@ export const TREE_TOOLS: readonly TreeToolSpec[] = Object.freeze([
   {
     name: 'mt_checkpoint',
     description:
-      'Milestone review: freeze the current mainline into a review document that becomes the new baseline, clear this stage\'s closed branches and recent mainline turns, and start the next stage. Open branches carry over.',
+      'Milestone review: freeze the current mainline into a review document that becomes the new baseline, clear this stage\'s branches and recent mainline turns, and start the next stage. Branches still open are closed unmerged (their logs stay readable) unless the plugin is set to carry them over.',
     input: z
       .object({
         title: text(200).describe('Milestone name, e.g. "Stage 1 review" or "阶段1复盘".'),

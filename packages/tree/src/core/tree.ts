@@ -1,5 +1,6 @@
 import { basename } from 'node:path'
 import { createHash } from 'node:crypto'
+import { detectBranchCue } from './branch-cue.js'
 import { isTreeError, TreeError } from './errors.js'
 import { dedupe, extractFromBranch, extractStatements, parseSummary, type Conclusion } from './extract.js'
 import { resolveTreeOptions, type TreeOptions } from './options.js'
@@ -53,6 +54,8 @@ export interface RecordResult {
   extracted: MainlineItem[]
   /** True when the same text of the same session was already the newest entry there. */
   duplicate: boolean
+  /** The branch this message opened by itself (a side question or a trial, `autoBranch`). */
+  openedBranch?: Branch
 }
 
 /** Something that changed, reported after the write committed. */
@@ -218,8 +221,24 @@ export class MemoryTree {
       return this.#routed({ ...result, destination: 'chat' }, input.role)
     }
 
-    const project = (await this.resolveProject(caller, { create: true }))!
+    let project = (await this.resolveProject(caller, { create: true }))!
     result.project = project
+    const cue = input.role === 'user' && this.options.autoBranch && !project.currentBranchId ? detectBranchCue(full) : undefined
+    if (cue) {
+      // A side question or a trial gets its own branch, as the reference's instruction asks the
+      // model to do; the model is told (section and tool guide) to merge it when it concludes.
+      try {
+        const opened = await this.#repository.createBranch({ projectId: project.id, title: cue.title, note: `Opened automatically (${cue.kind}: "${cue.cue}").`, sessionId, checkout: true, now: this.#now() })
+        project = opened.project
+        result.project = project
+        result.openedBranch = opened.branch
+        this.#emit({ type: 'branched', projectId: project.id, revision: project.revision, branch: opened.branch })
+      } catch (error) {
+        // Another writer made a branch current meanwhile: follow it instead of opening a second one.
+        if (!isTreeError(error, 'conflict')) throw error
+        project = (await this.resolveProject(caller, { create: true }))!
+      }
+    }
     if (project.currentBranchId) {
       const events = await this.#repository.branchEvents(project.currentBranchId)
       const last = events[events.length - 1]
@@ -485,15 +504,17 @@ export class MemoryTree {
 
   /**
    * Freeze the mainline into a review document that becomes the new baseline; clear the
-   * stage's closed branches and recent mainline turns; open the next stage. Open branches are
-   * carried over (listed in the document). Retried from a fresh read when the mainline moves
+   * stage's branches and recent mainline turns; open the next stage. Open branches are closed
+   * unmerged first (`checkpointBranches: 'close'`, the default) or carried over (`'carry'`,
+   * listed in the document). Retried from a fresh read when the mainline moves
    * while the document is being prepared, so the frozen document always matches its revision.
    */
   async checkpoint(input: { title: string; review?: string }, caller: Caller): Promise<{ project: Project; checkpoint: Checkpoint; clearedBranches: number; clearedTurns: number; path: string | undefined }> {
     const title = oneLine(prepareText(input.title, 'title', MAX_TITLE_CHARS))
     const givenReview = input.review === undefined ? undefined : prepareText(input.review, 'review', MAX_REVIEW_CHARS)
     for (let attempt = 1; ; attempt++) {
-      const project = await this.#requireProject(caller)
+      let project = await this.#requireProject(caller)
+      if (this.options.checkpointBranches === 'close') project = await this.#closeOpenBranches(project, title, caller)
       const items = await this.#repository.listItems(project.id, { status: 'all' })
       const branches = await this.#repository.listBranches(project.id, { status: 'all' })
       const watermark = await this.#repository.turnWatermark(project.id)
@@ -524,6 +545,29 @@ export class MemoryTree {
         if (!isTreeError(error, 'conflict') || attempt >= OPTIMISTIC_ATTEMPTS) throw error
       }
     }
+  }
+
+  /** The reference's checkpoint clears every branch of the stage: close open ones unmerged first (logs kept). */
+  async #closeOpenBranches(project: Project, title: string, caller: Caller): Promise<Project> {
+    const open = await this.#repository.listBranches(project.id, { status: 'active' })
+    for (const branch of open) {
+      try {
+        const written = await this.#repository.closeBranch({
+          branchId: branch.id,
+          expectedBranchRevision: branch.revision,
+          status: 'abandoned',
+          conclusion: `Closed unmerged by checkpoint "${title}"; its log is kept.`,
+          items: [],
+          sessionId: caller.sessionId ?? '',
+          now: this.#now(),
+        })
+        this.#emit({ type: 'merged', projectId: project.id, revision: written.project.revision, branch: written.branch, items: [] })
+      } catch (error) {
+        // Someone merged or logged to it meanwhile: the checkpoint's retry reads it again.
+        if (!isTreeError(error, 'conflict')) throw error
+      }
+    }
+    return open.length > 0 ? (await this.#requireProject(caller)) : project
   }
 
   // context and status -------------------------------------------------------------------------
