@@ -35,11 +35,6 @@ export interface RankingParameters {
    * ("on 9 November, 2022", "in June 2023", "2023年11月"), see {@link queryPeriod}; 0 (or absent) disables.
    */
   readonly dateBoost?: number
-  /**
-   * When the query names several authors, the multiplier 1 + x for the first one named
-   * (the question's subject: "what did Jon say about Gina's store"); 0 (or absent) disables.
-   */
-  readonly firstAuthorBoost?: number
 }
 
 /**
@@ -54,7 +49,6 @@ export const TURN_RANKING: RankingParameters = Object.freeze({
   temporalBoost: 0.2,
   // Chosen on the tune split (conv-26, conv-30) only; see apps/cli/README.md for the held-out figures.
   dateBoost: 1.0,
-  firstAuthorBoost: 0.5,
 })
 
 /**
@@ -168,19 +162,14 @@ export function rankDocuments(
     final = withGroup
   }
 
-  let author = named.size === 1 ? [...named][0]! : undefined
-  let authorBoost = parameters.authorBoost
-  if (named.size > 1 && (parameters.firstAuthorBoost ?? 0) > 0) {
-    author = [...named][0]
-    authorBoost = parameters.firstAuthorBoost!
-  }
+  const author = named.size === 1 ? [...named][0]! : undefined
   const period = (parameters.dateBoost ?? 0) > 0 ? queryPeriod(query) : undefined
   const temporal = parameters.temporalBoost > 0 && asksAboutTime(query)
   const ranked: RankedDocument[] = []
   corpus.documents.forEach((document, index) => {
     let score = final[index]!
     if (score <= 0) return
-    if (author !== undefined && authorBoost > 0 && document.author?.toLowerCase() === author) score *= 1 + authorBoost
+    if (author !== undefined && parameters.authorBoost > 0 && document.author?.toLowerCase() === author) score *= 1 + parameters.authorBoost
     if (period && document.time !== undefined && document.time >= period.from && document.time < period.to) score *= 1 + parameters.dateBoost!
     if (temporal && TIME_EXPRESSION.test(document.text)) score *= 1 + parameters.temporalBoost
     ranked.push({ index, id: document.id, score, relevance: relevance[index]! })
