@@ -10,6 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { evaluateLocomo, loadLocomo, runLocomoBench, turnText } from '../src/bench/locomo.ts'
 import { normaliseEvidence, parseLocomo, parseSessionDate } from '../src/bench/locomo-format.ts'
 import { runCli } from '../src/program.ts'
+import { cjkDistractors } from '../src/bench/cjk.ts'
+import { PARAPHRASE_PAIRS, UNANSWERABLE_QUERIES } from '../src/bench/cjk-pairs.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const FIXTURE = join(here, 'fixtures/locomo-mini.json')
@@ -107,12 +109,27 @@ describe('dsh-memory bench locomo (command line)', () => {
     expect(result.code).toBe(0)
     expect(result.stdout.trim().split('\n')).toHaveLength(1)
     const report = JSON.parse(result.stdout)
-    expect(Object.keys(report)).toEqual(['turns', 'turns+observations'])
+    expect(Object.keys(report)).toEqual(['turns', 'turns+observations', 'injection'])
     expect(Object.keys(report.turns.recall_any)).toEqual(['5', '10'])
     expect(Object.keys(report.turns.recall_all)).toEqual(['5', '10'])
     expect(Object.keys(report.turns.by_category)).toEqual(['1', '2', '3', '4'])
     expect(result.stderr).toMatch(/^load: 0\/1$/m)
     expect(result.stderr).toMatch(/^turns: 5\/5$/m)
+  })
+
+  it('--mode injection measures what the automatic recall injects, per category', async () => {
+    const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--samples', 'fx-1', '--json', '--quiet'])
+    expect(result.code).toBe(0)
+    const { injection } = JSON.parse(result.stdout)
+    expect(injection.questions).toBe(5)
+    expect(Object.keys(injection.by_category)).toEqual(['1', '2', '3', '4'])
+    for (const key of ['precision', 'recall', 'hit_rate', 'false_injection_rate']) {
+      expect(injection[key]).toBeGreaterThanOrEqual(0)
+      expect(injection[key]).toBeLessThanOrEqual(1)
+    }
+    // The fixture's observations answer its single-hop questions: something relevant is injected.
+    expect(injection.by_category['4'].hit_rate).toBeGreaterThan(0)
+    expect(injection.timeouts).toBe(0)
   })
 
   it('prints a table without --json and a progress bar on a terminal', async () => {
@@ -128,7 +145,10 @@ describe('dsh-memory bench locomo (command line)', () => {
     [['bench', 'locomo'], /required option '--data <file>' not specified/],
     [['bench', 'locomo', '--data', FIXTURE, '--k', '0'], /--k expects a comma-separated list of positive integers/],
     [['bench', 'locomo', '--data', FIXTURE, '--k', '5,ten'], /--k expects a comma-separated list of positive integers \(like 5,10\), got "5,ten"/],
-    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'sessions'], /argument 'sessions' is invalid. Allowed choices are turns, turns\+observations, all/],
+    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'sessions'], /argument 'sessions' is invalid. Allowed choices are turns, turns\+observations, injection, all/],
+    [['bench', 'locomo', '--data', FIXTURE, '--samples', 'fx-1,conv-99'], /--samples: no sample "conv-99" \(the file holds fx-1\)/],
+    [['bench', 'locomo', '--data', FIXTURE, '--samples', ','], /--samples expects a comma-separated list of sample ids/],
+    [['bench', 'cjk', '--distractors', '0'], /--distractors expects a positive integer, got "0"/],
     [['bench', 'locomo', '--data', '/nonexistent/locomo.json'], /cannot read --data \/nonexistent\/locomo.json: ENOENT/],
     [['bench', 'locomo', '--data', FIXTURE, '--frobnicate'], /unknown option '--frobnicate'/],
     [['bench', 'nope'], /unknown command 'nope'/],
@@ -155,5 +175,35 @@ describe('dsh-memory bench locomo (command line)', () => {
   it('runs as the dsh-memory executable', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [join(here, '../src/bin.ts'), 'bench', 'locomo', '--data', FIXTURE, '--k', '2', '--mode', 'turns', '--json', '--quiet'])
     expect(Object.keys(JSON.parse(stdout).turns.recall_any)).toEqual(['2'])
+  })
+})
+
+describe('dsh-memory bench cjk', () => {
+  it('holds at least 100 distinct hand-written pairs of every kind, and seeded distractors', () => {
+    expect(PARAPHRASE_PAIRS.length).toBeGreaterThanOrEqual(100)
+    expect(new Set(PARAPHRASE_PAIRS.map((pair) => pair.memory)).size).toBe(PARAPHRASE_PAIRS.length)
+    expect(new Set(PARAPHRASE_PAIRS.map((pair) => pair.kind))).toEqual(new Set(['compound', 'synonym', 'script', 'kana-kanji', 'inflection', 'mixed']))
+    expect(cjkDistractors(50)).toEqual(cjkDistractors(50))
+    expect(cjkDistractors(3000).filter((text) => /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u.test(text)).length).toBeGreaterThan(1000)
+  })
+
+  it('--json prints recall@1/3/10 of the store and the recall ranking, injection hits and false matches', async () => {
+    const result = await cli(['bench', 'cjk', '--distractors', '300', '--json'])
+    expect(result.code).toBe(0)
+    const report = JSON.parse(result.stdout)
+    expect(report.distractors).toBe(300)
+    expect(report.overall.pairs).toBe(PARAPHRASE_PAIRS.length)
+    expect(Object.keys(report.by_kind).sort()).toEqual(['compound', 'inflection', 'kana-kanji', 'mixed', 'script', 'synonym'])
+    for (const path of ['store', 'recall'] as const) {
+      expect(Object.keys(report.overall[path])).toEqual(['1', '3', '10'])
+      expect(report.overall[path]['10']).toBeGreaterThanOrEqual(report.overall[path]['1'])
+      // Inflected Japanese shares its stem with the memory: the keyword paths find most of it.
+      expect(report.by_kind.inflection[path]['10']).toBeGreaterThan(0.5)
+    }
+    expect(report.overall.false_per_query).toBeGreaterThanOrEqual(0)
+    expect(report.unanswerable.queries).toBe(UNANSWERABLE_QUERIES.length)
+    const table = await cli(['bench', 'cjk', '--distractors', '300'])
+    expect(table.stdout).toMatch(/^CJK paraphrase set: \d+ pairs among 300 distractor memories$/m)
+    expect(table.stdout).toMatch(/^ {2}unanswerable queries: \d+ of \d+ got an injection/m)
   })
 })

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { cosineSimilarity, createEmbedder } from '../src/core/embedding.ts'
 import { resolveRecallOptions } from '../src/core/options.ts'
 import { type EmbeddingServer, startEmbeddingServer } from './support/loopback.ts'
+import { RecallEngine } from '../src/core/recall-engine.ts'
+import { tempStore } from './support/store.ts'
 
 describe('the OpenAI-compatible embeddings client (loopback server)', () => {
   let server: EmbeddingServer | undefined
@@ -46,6 +48,37 @@ describe('the OpenAI-compatible embeddings client (loopback server)', () => {
 
   it('reports an unreachable endpoint', async () => {
     await expect(createEmbedder(options('http://127.0.0.1:9/v1')).embed(['a'])).rejects.toMatchObject({ code: 'embedding-unavailable' })
+  })
+})
+
+describe('hybrid recall with a local OpenAI-compatible server (scripted, 127.0.0.1)', () => {
+  let server: EmbeddingServer | undefined
+  let handle: ReturnType<typeof tempStore> | undefined
+  afterEach(async () => {
+    await server?.close()
+    await handle?.cleanup()
+    server = undefined
+    handle = undefined
+  })
+
+  it('finds a Chinese paraphrase that keyword search misses (咖啡 / 拿铁), as with Ollama or llama.cpp on /v1', async () => {
+    server = await startEmbeddingServer()
+    handle = tempStore()
+    const { store } = handle
+    const scope = { sessionId: 's', workspace: '/w' }
+    const latte = await store.memories.add({ kind: 'preference', text: '用户每天早上来一杯拿铁', scope: 'workspace', workspace: '/w' })
+    await store.memories.add({ kind: 'fact', text: '用户开一辆白色的电动汽车', scope: 'workspace', workspace: '/w' })
+    const keyword = new RecallEngine(store, resolveRecallOptions({ recall: { strategy: 'keyword', scoreThreshold: 0 } }))
+    expect(await keyword.searchMemories('我平时喝什么咖啡', scope)).toEqual([])
+    // The documented local-server config: baseUrl ends in /v1, the client posts to <baseUrl>/embeddings.
+    const options = resolveRecallOptions({ recall: { strategy: 'hybrid' }, embedding: { enabled: true, baseUrl: server.url, model: 'concepts', dimensions: 8 } })
+    const hybrid = new RecallEngine(store, options, { embedder: createEmbedder(options.embedding) })
+    await hybrid.searchMemories('我平时喝什么咖啡', scope)
+    await hybrid.whenIdle() // the first search embedded the memories in the background
+    const hits = await hybrid.searchMemories('我平时喝什么咖啡', scope)
+    expect(hits[0]!.memory.id).toBe(latte.id)
+    expect(hits[0]!.vector).toBeGreaterThan(0.9)
+    expect(server.requests.every((request) => request.body.model === 'concepts')).toBe(true)
   })
 })
 

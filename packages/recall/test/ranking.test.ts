@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { tokenize } from '@dsh-memory/store'
-import { analyze, searchText } from '../src/core/analyzer.ts'
+import { analyze, searchText, UNIGRAM_MARK } from '../src/core/analyzer.ts'
 import { RankingCorpus } from '../src/core/corpus.ts'
 import { queryTermProbe } from '../src/core/recall-engine.ts'
-import { asksAboutTime, decayFactor, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING } from '../src/core/ranking.ts'
+import { asksAboutTime, decayFactor, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING, UNIGRAM_WEIGHT, weightTerms } from '../src/core/ranking.ts'
+import { queryPeriod } from '../src/core/query-period.ts'
 
 const DAY = 86_400_000
 
@@ -25,6 +26,29 @@ describe('analyze', () => {
     const japanese = analyze('東京のオフィスは来月移転します')
     expect(japanese).toContain('東京')
     expect(japanese.some((term) => term.includes('オフィス') || term === 'オフ')).toBe(true)
+  })
+
+  it('keeps a lone Han character as a word and adds marked Han unigrams, without grammar characters', () => {
+    const terms = analyze('我平时喝什么茶？')
+    expect(terms).toContain('茶')
+    expect(terms).toContain(`${UNIGRAM_MARK}茶`)
+    expect(terms).toContain(`${UNIGRAM_MARK}喝`)
+    // Question words and grammar characters are neither words nor unigrams.
+    expect(terms).not.toContain('什么')
+    expect(terms).not.toContain(`${UNIGRAM_MARK}么`)
+    expect(terms).not.toContain(`${UNIGRAM_MARK}我`)
+    expect(analyze('I drink oolong').some((term) => term.startsWith(UNIGRAM_MARK))).toBe(false)
+  })
+
+  it('a shared character ranks a compound (茶 / 乌龙茶), weighed below a shared word', () => {
+    const memories = RankingCorpus.from([
+      { id: 'oolong', text: '用户最喜欢的饮料是乌龙茶' },
+      { id: 'car', text: '用户开一辆白色的电动汽车' },
+      { id: 'word', text: '晚饭后喝一杯茶' },
+    ])
+    const ranked = rankDocuments(memories, '我爱喝什么茶', MEMORY_RANKING).map((hit) => hit.id)
+    expect(ranked).toEqual(['word', 'oolong'])
+    expect(weightTerms([`${UNIGRAM_MARK}茶`, '茶']).get(`${UNIGRAM_MARK}茶`)).toBe(UNIGRAM_WEIGHT)
   })
 
   it('drops conversational fillers and is deterministic', () => {
@@ -121,6 +145,34 @@ describe('rankDocuments', () => {
     const parameters = { ...TURN_RANKING, context: { span: 0, weight: 0, falloff: 0 }, groupWeight: 0 }
     expect(rankDocuments(turns, 'Where did Caroline go camping?', parameters, { authors: ['Caroline', 'Melanie'] })[0]!.id).toBe('c')
     expect(rankDocuments(turns, 'Where did Melanie go camping?', parameters, { authors: ['Caroline', 'Melanie'] })[0]!.id).toBe('m')
+  })
+
+  it('the date prior favours what was said in the period the query names', () => {
+    const day = (year: number, month: number, date: number) => Date.UTC(year, month - 1, date, 14)
+    const turns = RankingCorpus.from([
+      { id: 'march', text: 'I painted a lake at sunrise', time: day(2023, 3, 2) },
+      { id: 'november', text: 'I painted a lake at sunrise', time: day(2022, 11, 9) },
+    ])
+    const parameters = { ...MEMORY_RANKING, dateBoost: 1 }
+    expect(rankDocuments(turns, 'What did I paint on 9 November, 2022?', parameters)[0]!.id).toBe('november')
+    expect(rankDocuments(turns, 'What did I paint in March 2023?', parameters)[0]!.id).toBe('march')
+    expect(rankDocuments(turns, '2022年11月9日 painted 什么？', parameters)[0]!.id).toBe('november')
+    // No period named: corpus order, equal scores.
+    const plain = rankDocuments(turns, 'What did I paint?', parameters)
+    expect(plain[0]!.score).toBe(plain[1]!.score)
+  })
+
+  it('queryPeriod reads English, ISO, Chinese and Japanese dates, most specific first', () => {
+    const DAY = 86_400_000
+    expect(queryPeriod('What did Tim say on 8th December, 2023?')).toEqual({ from: Date.UTC(2023, 11, 8) - DAY, to: Date.UTC(2023, 11, 10) })
+    expect(queryPeriod('forest picture shared on December 1,2023')).toEqual({ from: Date.UTC(2023, 11, 1) - DAY, to: Date.UTC(2023, 11, 3) })
+    expect(queryPeriod('What is Tim learning in December 2023?')).toEqual({ from: Date.UTC(2023, 11, 1) - DAY, to: Date.UTC(2024, 0, 1) + DAY })
+    expect(queryPeriod('2024-01-05 的会议')).toEqual({ from: Date.UTC(2024, 0, 5) - DAY, to: Date.UTC(2024, 0, 7) })
+    expect(queryPeriod('2023年11月に何を買った？')).toEqual({ from: Date.UTC(2023, 10, 1) - DAY, to: Date.UTC(2023, 11, 1) + DAY })
+    expect(queryPeriod('What charity event did John organize in 2024?')).toEqual({ from: Date.UTC(2024, 0, 1) - DAY, to: Date.UTC(2025, 0, 1) + DAY })
+    // A month without a year, or a number that is not a year, names no period.
+    expect(queryPeriod('When did Melanie go camping in June?')).toBeUndefined()
+    expect(queryPeriod('How many of the 2000 users?')).toBeUndefined()
   })
 
   it('the temporal prior favours turns with time expressions for "when" questions only', () => {

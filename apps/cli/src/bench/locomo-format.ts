@@ -163,3 +163,23 @@ export function parseLocomo(json: unknown): LocomoSample[] {
     return { sampleId, speakers, sessions, questions, observations }
   })
 }
+
+/** The workspace a sample's turns and memories are stored under. */
+export const workspaceOf = (sample: Pick<LocomoSample, 'sampleId'>): string => `locomo/${sample.sampleId}`
+
+/** Questions that have evidence turns, categories 1-4 (5, adversarial, is skipped). */
+export function eligibleQuestions(sample: LocomoSample): LocomoQuestion[] {
+  return sample.questions.filter((question) => question.category >= 1 && question.category <= 4 && question.evidence.length > 0)
+}
+
+/**
+ * Keep the samples named in `ids` (in file order), for a tune / held-out split of one file.
+ * @throws LocomoFormatError naming an id the file does not hold.
+ */
+export function selectSamples(samples: readonly LocomoSample[], ids: readonly string[]): LocomoSample[] {
+  const known = new Set(samples.map((sample) => sample.sampleId))
+  const missing = ids.filter((id) => !known.has(id))
+  if (missing.length > 0) throw new LocomoFormatError('$', `no sample ${missing.map((id) => JSON.stringify(id)).join(', ')} (the file holds ${[...known].join(', ')})`)
+  const wanted = new Set(ids)
+  return samples.filter((sample) => wanted.has(sample.sampleId))
+}

@@ -9,12 +9,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { MAX_SCAN, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
-import type { LocomoSample } from './locomo-format.ts'
+import { evaluateInjection, formatInjectionReport, type InjectionReport } from './locomo-injection.ts'
+import { eligibleQuestions, type LocomoSample, workspaceOf } from './locomo-format.ts'
 
-/** Retrieval modes of the benchmark. */
-export type LocomoMode = 'turns' | 'turns+observations'
+/**
+ * Modes of the benchmark: turn retrieval (`turns`, `turns+observations`) and what the
+ * automatic recall injects (`injection`, see locomo-injection.ts).
+ */
+export type LocomoMode = 'turns' | 'turns+observations' | 'injection'
 /** Every mode, in report order. */
-export const LOCOMO_MODES: readonly LocomoMode[] = ['turns', 'turns+observations']
+export const LOCOMO_MODES: readonly LocomoMode[] = ['turns', 'turns+observations', 'injection']
+type RankingMode = Exclude<LocomoMode, 'injection'>
 /** Question categories that have evidence turns (5, adversarial, is skipped). */
 export const LOCOMO_CATEGORIES: Readonly<Record<string, string>> = Object.freeze({ '1': 'multi-hop', '2': 'temporal', '3': 'open-domain', '4': 'single-hop' })
 
@@ -36,7 +41,7 @@ export interface ModeMetrics {
 }
 
 /** The `--json` object: one entry per mode that ran. */
-export type LocomoReport = Partial<Record<LocomoMode, ModeMetrics>>
+export type LocomoReport = Partial<Record<RankingMode, ModeMetrics>> & { injection?: InjectionReport }
 
 /** Progress callbacks (a bar on a TTY, plain lines otherwise). */
 export interface BenchProgress {
@@ -55,7 +60,6 @@ export interface LocomoBenchOptions {
   readonly workDir?: string
 }
 
-const workspaceOf = (sample: LocomoSample) => `locomo/${sample.sampleId}`
 const conversationOf = (sample: LocomoSample, session: number) => `${sample.sampleId}/session_${session}`
 
 /** The L0 text of a turn: speaker, words and, when a picture was shared, its caption. */
@@ -130,8 +134,8 @@ function toMetrics(tally: Tally, ks: readonly number[]): { recall_any: RecallAtK
  * Rank every eligible question of the loaded samples in one mode.
  * @returns the metrics in the documented shape.
  */
-export async function evaluateLocomo(store: MemoryStore, samples: readonly LocomoSample[], mode: LocomoMode, ks: readonly number[], progress?: BenchProgress): Promise<ModeMetrics> {
-  const eligible = (sample: LocomoSample) => sample.questions.filter((question) => question.category >= 1 && question.category <= 4 && question.evidence.length > 0)
+export async function evaluateLocomo(store: MemoryStore, samples: readonly LocomoSample[], mode: RankingMode, ks: readonly number[], progress?: BenchProgress): Promise<ModeMetrics> {
+  const eligible = eligibleQuestions
   progress?.start(mode, samples.reduce((sum, sample) => sum + eligible(sample).length, 0))
   const overall = newTally(ks)
   const byCategory = new Map<number, Tally>()
@@ -199,10 +203,12 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
   const dir = mkdtempSync(join(options.workDir ?? tmpdir(), 'dsh-memory-locomo-'))
   const store = openMemoryStore({ path: join(dir, 'memory.db') })
   try {
-    await loadLocomo(store, samples, options.modes.includes('turns+observations'), options.progress)
+    await loadLocomo(store, samples, options.modes.some((mode) => mode !== 'turns'), options.progress)
     const report: LocomoReport = {}
     for (const mode of LOCOMO_MODES) {
-      if (options.modes.includes(mode)) report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress)
+      if (!options.modes.includes(mode)) continue
+      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, options.progress)
+      else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress)
     }
     return report
   } finally {
@@ -216,6 +222,10 @@ export function formatLocomoReport(report: LocomoReport, ks: readonly number[]):
   const pct = (value: number | undefined) => (value === undefined ? '-' : `${(value * 100).toFixed(1)}%`.padStart(7))
   const lines: string[] = []
   for (const mode of LOCOMO_MODES) {
+    if (mode === 'injection') {
+      if (report.injection) lines.push(formatInjectionReport(report.injection, LOCOMO_CATEGORIES), '')
+      continue
+    }
     const metrics = report[mode]
     if (!metrics) continue
     const questions = Object.values(metrics.by_category).reduce((sum, category) => sum + category.questions, 0)

@@ -8,13 +8,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Command, Option } from 'commander'
 import { formatLocomoReport, LOCOMO_MODES, type LocomoMode, runLocomoBench } from '../bench/locomo.ts'
-import { LocomoFormatError, parseLocomo } from '../bench/locomo-format.ts'
+import { LocomoFormatError, parseLocomo, selectSamples } from '../bench/locomo-format.ts'
 import { CliUsageError, type CliIO } from '../io.ts'
 import { onInterrupt } from '../process-exit.ts'
 import { createProgress } from '../progress.ts'
 import { FULL_SIZES, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench } from '../bench/scale.ts'
 import { formatTokenCostReport, runTokenCostBench } from '../bench/token-cost.ts'
 import { registerPalaceBench } from '../bench/palace.ts'
+import { formatCjkReport, runCjkBench } from '../bench/cjk.ts'
 import { parseCount } from './records.ts'
 import { registerCueBench } from './bench-cues.ts'
 
@@ -44,9 +45,10 @@ export function registerBench(program: Command, io: CliIO): void {
     .requiredOption('--data <file>', 'LoCoMo-format JSON file (see shared/bench/README.md)')
     .option('--k <list>', 'comma-separated cut-offs', '5,10')
     .addOption(new Option('--mode <mode>', 'which modes to run').choices([...LOCOMO_MODES, 'all']).default('all'))
+    .option('--samples <ids>', 'comma-separated sample ids to run (a tune or held-out split of the file); default: every sample')
     .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} and nothing else on stdout')
     .option('--quiet', 'no progress output')
-    .action(async (options: { data: string; k: string; mode: string; json?: boolean; quiet?: boolean }) => {
+    .action(async (options: { data: string; k: string; mode: string; samples?: string; json?: boolean; quiet?: boolean }) => {
       const ks = parseKs(options.k)
       const modes = parseModes(options.mode)
       let text: string
@@ -67,6 +69,16 @@ export function registerBench(program: Command, io: CliIO): void {
       } catch (error) {
         if (error instanceof LocomoFormatError) throw new CliUsageError(`--data ${options.data} is not LoCoMo-shaped: ${error.message}`)
         throw error
+      }
+      if (options.samples !== undefined) {
+        const ids = options.samples.split(',').map((id) => id.trim()).filter(Boolean)
+        if (ids.length === 0) throw new CliUsageError('--samples expects a comma-separated list of sample ids (like conv-26,conv-30)')
+        try {
+          samples = selectSamples(samples, ids)
+        } catch (error) {
+          if (error instanceof LocomoFormatError) throw new CliUsageError(`--samples: ${error.message.replace(/^\$: /, '')}`)
+          throw error
+        }
       }
       const report = await runLocomoBench(samples, { ks, modes, progress: createProgress(io, options.quiet === true) })
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatLocomoReport(report, ks)}\n`)
@@ -107,6 +119,15 @@ function registerScaleBenches(bench: Command, io: CliIO): void {
         removeWorkDir()
       }
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatScaleReport(report)}\n`)
+    })
+  bench
+    .command('cjk')
+    .description('Chinese/Japanese paraphrase retrieval: 106 hand-written query→memory pairs among 3000 distractor memories; recall@1/3/10 of the store search and the recall ranking, and what the automatic recall injects (hits and false matches).')
+    .option('--distractors <n>', 'distractor memories', '3000')
+    .option('--json', 'print one JSON object {overall, by_kind, unanswerable, distractors} and nothing else on stdout')
+    .action(async (options: { distractors: string; json?: boolean }) => {
+      const report = await runCjkBench({ distractors: parseCount('--distractors', options.distractors) })
+      io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatCjkReport(report)}\n`)
     })
   bench
     .command('token-cost')

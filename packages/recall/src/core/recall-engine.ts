@@ -4,7 +4,7 @@
  * call it directly.
  */
 import { type Memory, type MemoryStore, type Message, type Persona, redactSecrets, type Scene } from '@dsh-memory/store'
-import { analyze, ANALYZER_VERSION, searchText } from './analyzer.ts'
+import { analyze, ANALYZER_VERSION, searchText, UNIGRAM_MARK } from './analyzer.ts'
 import { RankingCorpus } from './corpus.ts'
 import type { Embedder } from './embedding.ts'
 import { errorMessage, RecallError } from './errors.ts'
@@ -638,7 +638,7 @@ export async function rankConversationTurns(
  * the needle of its own stem.
  */
 export function queryTermProbe(query: string): (text: string) => boolean {
-  const needles = [...new Set(analyze(query))].map((term) => {
+  const needles = [...new Set(analyze(query).map((term) => (term.startsWith(UNIGRAM_MARK) ? term.slice(UNIGRAM_MARK.length) : term)))].map((term) => {
     if (!/^[a-z][a-z0-9]*$/.test(term)) return term
     return term.length >= 4 || /[ei]$/.test(term) ? term.slice(0, -1) : term
   })

@@ -24,7 +24,7 @@ export const CONCEPTS: readonly string[][] = [
   ['editor', 'helix', 'vim', 'emacs', 'ide'],
   ['database', 'postgres', 'postgresql', 'sqlite', 'storage'],
   ['deploy', 'deployment', 'hosting', 'fly.io', 'server', 'ship'],
-  ['coffee', 'espresso', 'latte', 'drink'],
+  ['coffee', 'espresso', 'latte', 'drink', '咖啡', '拿铁', 'コーヒー', '珈琲'],
   ['dog', 'puppy', 'pet', 'cat'],
   ['language', 'typescript', 'rust', 'python'],
   ['weather', 'rain', 'sunny'],

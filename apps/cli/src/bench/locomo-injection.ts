@@ -1,0 +1,147 @@
+/**
+ * Injected-memory precision and recall on LoCoMo: what the automatic recall (the plugin's
+ * `agent/pre-step` path, `RecallInjector.prepare` with the default budgets, threshold and
+ * mode) puts in front of the model for each question, measured against the observations
+ * (L1 memories) distilled from the question's evidence turns.
+ *
+ * A memory counts as relevant to a question when one of its source turns is an evidence turn.
+ * Per question: precision = relevant injected / injected, recall = relevant injected / relevant.
+ */
+import type { MemoryStore } from '@dsh-memory/store'
+import { MAX_SCAN, RecallEngine, RecallInjector, resolveRecallOptions } from '@dsh-memory/recall'
+import type { LocomoSample } from './locomo-format.ts'
+import { eligibleQuestions, workspaceOf } from './locomo-format.ts'
+import type { BenchProgress } from './locomo.ts'
+
+/** Injection metrics of one category, or overall. */
+export interface InjectionMetrics {
+  readonly questions: number
+  /** Questions that got at least one memory injected. */
+  readonly injected_questions: number
+  /** Questions that have at least one relevant memory in the store. */
+  readonly answerable_questions: number
+  /** Mean memories injected per question. */
+  readonly injected_per_question: number
+  /** Mean per-question precision over the questions that got an injection. */
+  readonly precision: number
+  /** Mean per-question recall over the answerable questions. */
+  readonly recall: number
+  /** Share of questions with an injection of which every memory is irrelevant (false matches). */
+  readonly false_injection_rate: number
+  /** Share of answerable questions that got at least one relevant memory. */
+  readonly hit_rate: number
+  /** Questions whose recall ran out of `recall.timeoutMs` (should be 0; a busy machine shows here). */
+  readonly timeouts: number
+}
+
+/** The `injection` entry of the `--json` object. */
+export interface InjectionReport extends InjectionMetrics {
+  readonly by_category: Record<string, InjectionMetrics>
+}
+
+interface InjectionTally {
+  questions: number
+  injectedQuestions: number
+  answerable: number
+  injected: number
+  precisionSum: number
+  recallSum: number
+  allWrong: number
+  hits: number
+  timeouts: number
+}
+
+const newTally = (): InjectionTally => ({ questions: 0, injectedQuestions: 0, answerable: 0, injected: 0, precisionSum: 0, recallSum: 0, allWrong: 0, hits: 0, timeouts: 0 })
+
+function metricsOf(tally: InjectionTally): InjectionMetrics {
+  const share = (part: number, whole: number) => (whole === 0 ? 0 : part / whole)
+  return {
+    questions: tally.questions,
+    injected_questions: tally.injectedQuestions,
+    answerable_questions: tally.answerable,
+    injected_per_question: share(tally.injected, tally.questions),
+    precision: share(tally.precisionSum, tally.injectedQuestions),
+    recall: share(tally.recallSum, tally.answerable),
+    false_injection_rate: share(tally.allWrong, tally.injectedQuestions),
+    hit_rate: share(tally.hits, tally.answerable),
+    timeouts: tally.timeouts,
+  }
+}
+
+const DAY_MS = 86_400_000
+
+/**
+ * Run every eligible question through the injection path over a store loaded with
+ * observations (`loadLocomo(…, true)`). The clock of each sample is one day after its last
+ * session, so time decay treats the conversation as recent, as it is for a user.
+ */
+export async function evaluateInjection(store: MemoryStore, samples: readonly LocomoSample[], progress?: BenchProgress): Promise<InjectionReport> {
+  progress?.start('injection', samples.reduce((sum, sample) => sum + eligibleQuestions(sample).length, 0))
+  const overall = newTally()
+  const byCategory = new Map<number, InjectionTally>()
+  for (const sample of samples) {
+    const workspace = workspaceOf(sample)
+    const now = Math.max(...sample.sessions.map((session) => session.time)) + DAY_MS
+    const engine = new RecallEngine(store, resolveRecallOptions({}), { now: () => now })
+    const injector = new RecallInjector(engine, { now: () => now })
+    // Which memories each evidence turn produced (the relevant set of a question).
+    const memoriesOfTurn = new Map<string, string[]>()
+    const messages = await store.messages.list({ workspace, limit: MAX_SCAN })
+    const turnOfMessage = new Map(messages.map((message) => [message.id, message.hostMessageId]))
+    for (const memory of await store.memories.list({ workspace, includeGlobal: false, limit: MAX_SCAN })) {
+      for (const id of memory.sourceMessageIds) {
+        const turn = turnOfMessage.get(id)
+        if (turn) memoriesOfTurn.set(turn, [...(memoriesOfTurn.get(turn) ?? []), memory.id])
+      }
+    }
+    for (const question of eligibleQuestions(sample)) {
+      const relevant = new Set(question.evidence.flatMap((turn) => memoriesOfTurn.get(turn) ?? []))
+      // A fresh session per question: nothing is "already in context".
+      const scope = { sessionId: `bench-${sample.sampleId}-${overall.questions}`, workspace }
+      const result = await injector.prepare(scope, [{ role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: question.question }] }], [])
+      const injected = result.plan?.memoryIds ?? []
+      const right = injected.filter((id) => relevant.has(id)).length
+      const tally = byCategory.get(question.category) ?? newTally()
+      byCategory.set(question.category, tally)
+      for (const target of [overall, tally]) {
+        target.questions++
+        target.injected += injected.length
+        if (result.miss === 'timeout') target.timeouts++
+        if (injected.length > 0) {
+          target.injectedQuestions++
+          target.precisionSum += right / injected.length
+          if (right === 0) target.allWrong++
+        }
+        if (relevant.size > 0) {
+          target.answerable++
+          target.recallSum += right / relevant.size
+          if (right > 0) target.hits++
+        }
+      }
+      progress?.tick()
+    }
+  }
+  progress?.stop()
+  const by_category: Record<string, InjectionMetrics> = {}
+  for (const category of [...byCategory.keys()].sort((a, b) => a - b)) by_category[String(category)] = metricsOf(byCategory.get(category)!)
+  return { ...metricsOf(overall), by_category }
+}
+
+/** Plain-text lines of an injection report. */
+export function formatInjectionReport(report: InjectionReport, categories: Readonly<Record<string, string>>): string {
+  const pct = (value: number) => `${(value * 100).toFixed(1)}%`.padStart(9)
+  const { maxResults, maxTotalRecallChars, scoreThreshold } = resolveRecallOptions({}).recall
+  const lines = [
+    `mode injection (${report.questions} questions; default budgets: ${maxResults} memories, ${maxTotalRecallChars} chars, threshold ${scoreThreshold})`,
+    `  ${'category'.padEnd(22)}${['precision', 'recall', 'hit', 'false', 'per q'].map((label) => label.padStart(9)).join('')}`,
+  ]
+  const row = (label: string, m: InjectionMetrics) =>
+    `  ${label.padEnd(22)}${pct(m.precision)}${pct(m.recall)}${pct(m.hit_rate)}${pct(m.false_injection_rate)}${m.injected_per_question.toFixed(2).padStart(9)}`
+  lines.push(row('overall', report))
+  for (const [category, m] of Object.entries(report.by_category)) lines.push(row(`${category} ${categories[category] ?? ''} (${m.questions})`, m))
+  lines.push(
+    `  (precision: relevant share of what was injected, over the ${report.injected_questions} questions with an injection; recall: share of the relevant memories injected, over the ${report.answerable_questions} questions that have one;`,
+    `   hit: answerable questions with at least one relevant memory injected; false: injections with no relevant memory; timeouts: ${report.timeouts})`,
+  )
+  return lines.join('\n')
+}
