@@ -1,7 +1,8 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
-import { openMemoryStore, textStatements, type MemoryStore } from '@dsh-memory/store'
+import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { sql } from 'drizzle-orm'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { ArchiveIndex, createPalaceTools, Palace, palaceTurns, resolvePalaceOptions } from '../src/index.js'
 import { EventLog, sessionOf, tempDir } from './fixtures.js'
@@ -25,16 +26,15 @@ function writePreIndexDataDir(dir: string): { path: string; workspace: string } 
 /** Every text cell of every table that holds `needle`, as `table.column: value`. */
 async function cellsContaining(store: MemoryStore, needle: string): Promise<string[]> {
   const tables = await new ArchiveIndex(store).tables()
-  return tables.read((handle) => {
-    const db = textStatements(handle)
+  return tables.read((db) => {
     const out: string[] = []
-    const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND sql NOT LIKE 'CREATE VIRTUAL%'").all() as { name: string }[]
+    const names = db.all<{ name: string }>(sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND sql NOT LIKE 'CREATE VIRTUAL%'`)
     for (const { name } of names) {
       // FTS5 shadow tables hold encoded terms, not keys.
       if (/_fts_|_vocab/.test(name)) continue
-      const columns = db.prepare(`SELECT name FROM pragma_table_info('${name}')`).all() as { name: string }[]
+      const columns = db.all<{ name: string }>(sql`SELECT name FROM pragma_table_info(${name})`)
       for (const { name: column } of columns) {
-        const rows = db.prepare(`SELECT CAST("${column}" AS TEXT) AS value FROM "${name}" WHERE instr(CAST("${column}" AS TEXT), ?) > 0`).all(needle) as { value: string }[]
+        const rows = db.all<{ value: string }>(sql.raw(`SELECT CAST("${column}" AS TEXT) AS value FROM "${name}" WHERE instr(CAST("${column}" AS TEXT), '${needle.replace(/'/g, "''")}') > 0`))
         out.push(...rows.map((row) => `${name}.${column}: ${row.value.slice(0, 120)}`))
       }
     }
