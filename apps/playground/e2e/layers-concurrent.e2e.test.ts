@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { DistillStateRepository, initialConversationState } from '@dsh-memory/distill'
+import { Lifecycle, resolveRecallOptions } from '@dsh-memory/recall'
 import { coordinatedStore, openMemoryStore, type CoordinatedMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DshHome } from '../src/host.js'
@@ -133,7 +134,8 @@ describe('two DSH processes distilling concurrently on one data dir', () => {
       expect(texts).toContain('The user keeps the spare key in the blue box.')
       // A review distils everything pending, so the earlier session's slice is done now too, once.
       expect(texts.filter((text) => text === 'The user keeps the fuses in the red box.')).toHaveLength(1)
-      expect(JSON.parse((await store.meta.get('recall.lifecycle.turns'))!)).toMatchObject({ sinceReview: 0, lastReviewAt: expect.any(Number) })
+      const lifecycle = new Lifecycle({ store: () => store, options: resolveRecallOptions({}), holder: 'e2e-reader' })
+      expect(await lifecycle.turns()).toMatchObject({ sinceReview: 0, lastReviewAt: expect.any(Number) })
     })
   }, 180_000)
 })

@@ -1,4 +1,5 @@
 import { join } from 'node:path'
+import { InjectionLedger } from '@dsh-memory/recall'
 import { coordinatedStore, openMemoryStore, type CoordinatedMemoryStore } from '@dsh-memory/store'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { contentText, lastUserText, type LoggedRequest } from '../src/model-server.js'
@@ -42,7 +43,8 @@ describe('explicit memory layers in the real DSH host, across a restart', () => 
   }
 
   const chats = (from: number) => hosted.server.requests.slice(from).filter((request) => request.purpose === 'chat')
-  const ledger = (sessionId: string) => withStore(async (store) => JSON.parse((await store.meta.get(`recall.layers.${sessionId}`)) ?? 'null'))
+  // The ledger as the plugin keeps it: recall's own tables in the data dir's database.
+  const ledger = (sessionId: string) => withStore((store) => new InjectionLedger(() => store).get(sessionId))
 
   const hosted = useHostProfile('layers', {
     packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/recall'],
@@ -71,7 +73,7 @@ describe('explicit memory layers in the real DSH host, across a restart', () => 
     expect(first.report.commands[0]!.result).toMatchObject({ kind: 'success', text: expect.stringMatching(/^Enabled the workspace layer for this session; its index \(revision \d+: 2 of 2 memories listed/) })
     const queued = await ledger(sessionId)
     expect(queued.injections.map((record: { state: string }) => record.state)).toEqual(['queued'])
-    const id = queued.injections[0].id as string
+    const id = queued.injections[0]!.id
     const logged = async () => (await loggedUserMessages(join(hosted.home.dir, 'sessions'))).filter((message) => message.text.includes(`injection="${id}"`))
     expect(await logged()).toEqual([])
 
@@ -106,7 +108,7 @@ describe('explicit memory layers in the real DSH host, across a restart', () => 
     const sessionId = 'session-layers-e2e-exited'
     const first = await drive('exited-1', { sessionId, resume: false, steps: [{ say: 'hello' }, { command: '/memory enable global' }] })
     expect(first.code).toBe(0)
-    const [record] = (await ledger(sessionId)).injections
+    const record = (await ledger(sessionId)).injections[0]!
     const logged = async () => (await loggedUserMessages(join(hosted.home.dir, 'sessions'))).filter((message) => message.text.includes(`injection="${record.id}"`))
     expect(await logged()).toEqual([])
     const before = hosted.server.requests.length

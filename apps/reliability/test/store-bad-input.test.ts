@@ -146,13 +146,27 @@ describe('a database from a future schema version', () => {
     expect(error.message).toMatch(/distill\.conversation\.c1 has version/)
     expect(await store.meta.get('distill.conversation.c1')).toBe(future)
 
+    // Recall keeps settings in its own tables; an old-format record it cannot read is left
+    // in the meta table at the upgrade, named in a warning, and the session uses the defaults.
     await store.meta.set('recall.session.s1', JSON.stringify({ version: 99, mode: 'telepathy' }))
-    const engine = new RecallEngine(store, resolveRecallOptions({}))
     const warnings: string[] = []
+    const engine = new RecallEngine(store, resolveRecallOptions({}), { onWarning: (message) => warnings.push(message) })
     const settings = await settingsOrDefaults(engine, 's1', (message) => warnings.push(message))
     expect(settings.mode).toBe(resolveRecallOptions({}).defaultMode)
-    expect(warnings.join('\n')).toMatch(/version|99|s1/)
+    expect(warnings.join('\n')).toMatch(/recall\.session\.s1: version is 99, expected 1/)
     expect(JSON.parse((await store.meta.get('recall.session.s1'))!).version).toBe(99)
     await store.close()
+
+    // Recall's tables written by a newer version: schema-too-new, the turn falls back to the defaults.
+    const newer = join(fresh('future-recall'), 'memory.db')
+    await openMemoryStore({ path: newer }).close()
+    recordFutureVersion(newer, 'recall')
+    const reopened = openMemoryStore({ path: newer })
+    const later = new RecallEngine(reopened, resolveRecallOptions({}))
+    expect((await codeOf(() => later.settings.get('s1'))).code).toBe('schema-too-new')
+    const fallback: string[] = []
+    expect((await settingsOrDefaults(later, 's1', (message) => fallback.push(message))).mode).toBe(resolveRecallOptions({}).defaultMode)
+    expect(fallback.join('\n')).toMatch(/recall/)
+    await reopened.close()
   })
 })

@@ -3,20 +3,10 @@
  * to, declared structurally so the package needs no host type packages at build time.
  */
 import type { InjectSwitch, MemoryMode } from './core/options.ts'
+import type { InjectedFact } from './core/recall-step.ts'
 
-/** Payload of `recall/injected`. */
-export interface RecallInjectedEvent {
-  readonly sessionId: string
-  readonly workspace: string
-  /** Memories injected into the step (their `lastRecalledAt` is already updated). */
-  readonly memoryIds: readonly string[]
-  /** Characters of memory text injected. */
-  readonly chars: number
-  /** The strategy that ran (`keyword` when embeddings were unavailable). */
-  readonly strategy: string
-  /** How long the recall took, in ms. */
-  readonly ms: number
-}
+/** Payload of `recall/injected` (the memories' `lastRecalledAt` is already updated). */
+export type RecallInjectedEvent = InjectedFact
 
 /** Payload of `recall/settings-changed`. */
 export interface RecallSettingsChangedEvent {

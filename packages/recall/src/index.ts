@@ -58,12 +58,16 @@ export {
   MODE_DESCRIPTIONS,
   modePolicy,
   policyAllows,
-  SESSION_SETTINGS_VERSION,
-  sessionSettingsKey,
-  SessionSettingsRepository,
   settingsLabel,
 } from './core/session-modes.ts'
-export type { MetaLike, ModePolicy, SessionMemorySettings } from './core/session-modes.ts'
+export type { ModePolicy, SessionMemorySettings } from './core/session-modes.ts'
+export { SessionSettingsRepository } from './core/session-settings.ts'
+export { openRecallTables, RECALL_MIGRATION_OWNER, recallMigrations } from './core/state-tables.ts'
+export type { RecallStateHost, RecallTables } from './core/state-tables.ts'
+export { recallSchema } from './core/state-schema.ts'
+export type { RecallSchema } from './core/state-schema.ts'
+export { LEGACY_META_PREFIXES, upgradeLegacyState } from './core/legacy-state.ts'
+export type { LegacyStateHost, LegacyUpgradeReport } from './core/legacy-state.ts'
 export {
   escapeFenced,
   formatPersonaSection,
@@ -99,25 +103,21 @@ export type { LayerName, LayerRef, LayerSnapshot, LoggedEventLike, SnapshotLimit
 export {
   addDesired,
   emptyLayerState,
-  InjectionLedger,
   isExplicit,
   isLive,
   lastCommitted,
-  LEDGER_KEY_PREFIX,
-  LEDGER_VERSION,
-  ledgerKey,
   liveRecord,
   markCommitted,
   markDesired,
   markQueued,
   MAX_RECORDS,
   nextGeneration,
-  parseLayerState,
   reconcile,
   setEnabled,
   supersedeRecord,
 } from './core/injection-ledger.ts'
-export type { InjectionRecord, InjectionState, LedgerMeta, SessionLayerState, SessionLogView } from './core/injection-ledger.ts'
+export type { InjectionRecord, InjectionState, SessionLayerState, SessionLogView } from './core/injection-ledger.ts'
+export { InjectionLedger } from './core/injection-ledger-repository.ts'
 export { LayerController } from './core/layer-controller.ts'
 export type { LayerControllerDeps, LayerSessionHandle, SnapshotMessage } from './core/layer-controller.ts'
 export { applyFeedback, clearFeedback, FEEDBACK_RATINGS, feedbackOf, feedbackWeight, MAX_SESSION_VOTES, needsReview, REVIEW_WEIGHT } from './core/feedback.ts'
@@ -130,15 +130,23 @@ export {
   foldedText,
   jaccard,
   Lifecycle,
-  LIFECYCLE_KEYS,
   planConsolidation,
   RETENTION_LEASE,
-  scheduleKey,
 } from './core/lifecycle.ts'
 export type { ConsolidationResult, LayerSchedule, LifecycleDeps, RetentionState, ReviewReason, SweepResult, TickReport, TurnState } from './core/lifecycle.ts'
 export { LayerProjection, PROJECTION_VERSION, projectedRevision, projectionPath, renderProjection } from './core/projection.ts'
 export { humanQuery, placeRecallMessage, RecallInjector, settingsOrDefaults } from './core/injector.ts'
 export type { InjectionPlan, PrepareResult, RecallMiss, StepMessageLike } from './core/injector.ts'
+export { RecallStep, waitAtMost } from './core/recall-step.ts'
+export type { InjectedFact, RecallStepDeps } from './core/recall-step.ts'
+export { historyOf, layerSessionHandle, messageIds, scopeOf, turnKey } from './core/host-agent.ts'
+export type { AgentLike } from './core/host-agent.ts'
+export { RecallSessionEvents } from './core/session-events.ts'
+export type { RecallSessionEventsDeps, SessionEventLike } from './core/session-events.ts'
+export { Upkeep } from './core/upkeep.ts'
+export type { UpkeepDeps } from './core/upkeep.ts'
+export { toolFacts } from './core/tool-events.ts'
+export type { ToolFact } from './core/tool-events.ts'
 export { PromptSections } from './core/prompt-sections.ts'
 export type { SectionTexts } from './core/prompt-sections.ts'
 export { withinBudget } from './core/budget.ts'

@@ -8,22 +8,27 @@
  */
 import type { Context } from '@deepseek-ai/cordis'
 import { createUserMessage } from '@deepseek-ai/dsh-llm/message'
-import z from '@deepseek-ai/schemastery'
-import { BackgroundWork } from '@dsh-memory/store/kit'
 import type {} from '@dsh-memory/store/plugin'
+import { BackgroundWork } from '@dsh-memory/store/kit'
 import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { runMemoryCommand, MEMORY_COMMAND_USAGE } from './core/command.ts'
 import { createEmbedder } from './core/embedding.ts'
 import { errorMessage, isRecallError } from './core/errors.ts'
-import { placeRecallMessage, RecallInjector, type StepMessageLike } from './core/injector.ts'
+import { type AgentLike, scopeOf, turnKey } from './core/host-agent.ts'
+import { RecallInjector, type StepMessageLike } from './core/injector.ts'
 import { PromptSections } from './core/prompt-sections.ts'
-import { DEFAULT_RECALL_OPTIONS as D, type InjectSwitch, type MemoryMode, type RecallOptionsInput, type RecallPlacement, type RecallStrategy, resolveRecallOptions } from './core/options.ts'
-import { RecallEngine, type RecallScope } from './core/recall-engine.ts'
+import { type InjectSwitch, type RecallOptionsInput, resolveRecallOptions } from './core/options.ts'
+import { RecallEngine } from './core/recall-engine.ts'
+import { RecallStep, waitAtMost } from './core/recall-step.ts'
 import { RECALL_PLUGIN_ID } from './core/recall-text.ts'
+import { toolFacts } from './core/tool-events.ts'
 import { RECALL_TOOLS } from './core/tools.ts'
 import { RECALL_EVENTS } from './events.ts'
 import { applyLayers } from './layers-adapter.ts'
 import { applyRecallSettings } from './settings.ts'
+import { Config } from './config.ts'
+
+export { Config } from './config.ts'
 
 export { RECALL_EVENTS } from './events.ts'
 export type {
@@ -50,163 +55,6 @@ export const SCENES_SECTION = { name: 'memory-recall:scenes', order: 910 } as co
 
 /** How long `session/flush` waits for background embedding work before letting the host exit. */
 const FLUSH_BACKGROUND_LIMIT_MS = 1_000
-
-/** Config of the recall row (the reference's `family`, `recall.*`, `embedding.*` and `tools`). */
-export interface Config {
-  defaultMode: MemoryMode
-  tools: boolean
-  command: boolean
-  recall: {
-    enabled: boolean
-    maxResults: number
-    maxCharsPerMemory: number
-    maxTotalRecallChars: number
-    timeoutMs: number
-    includePersona: boolean
-    includeSceneNav: boolean
-    strategy: RecallStrategy
-    scoreThreshold: number
-    decayHalfLifeDays: number
-    placement: RecallPlacement
-  }
-  embedding: {
-    enabled: boolean
-    baseUrl: string
-    apiKey: string
-    model: string
-    dimensions: number
-    maxInputChars: number
-    timeoutMs: number
-  }
-  layers: {
-    snapshotMaxEntries: number
-    snapshotMaxChars: number
-    titleChars: number
-    readChunkChars: number
-    projection: boolean
-    projectionDir: string
-  }
-  lifecycle: {
-    enabled: boolean
-    reviewEveryUserTurns: number
-    idleDelayMinutes: number
-    consolidationCooldownHours: number
-    globalConsolidationCooldownDays: number
-    retentionSweepHours: number
-    consolidationSimilarity: number
-    leaseTtlSeconds: number
-  }
-  retention: {
-    rules: { kind: string; maxAgeDays: number; maxCount: number }[]
-  }
-  limits: {
-    memoryChars: number
-  }
-}
-
-const R = D.recall
-const E = D.embedding
-const L = D.layers
-const C = D.lifecycle
-
-/** Schemastery schema of {@link Config}; the README's table mirrors it (and a test checks that). */
-export const Config: z<Config> = z.object({
-  defaultMode: z
-    .union(['auto', 'chat', 'work', 'off'])
-    .default(D.defaultMode)
-    .description('Memory mode of a session that has not chosen one: auto | chat | work | off (see the README).'),
-  tools: z
-    .boolean()
-    .default(D.tools)
-    .description('Register the model tools memory_search, conversation_search, memory_read_scene, memory_add, memory_delete, memory_read, memory_feedback, memory_import.'),
-  command: z.boolean().default(D.command).description('Register the /memory slash command (interactive hosts).'),
-  recall: z
-    .object({
-      enabled: z.boolean().default(R.enabled).description('Inject recalled memories before each model step that follows a new user message.'),
-      maxResults: z.natural().default(R.maxResults).description('At most this many memories per injection.'),
-      maxCharsPerMemory: z.natural().default(R.maxCharsPerMemory).description('Longer memories are cut to this many characters. 0 = unlimited.'),
-      maxTotalRecallChars: z.natural().default(R.maxTotalRecallChars).description('Total memory characters per injection. 0 = unlimited.'),
-      timeoutMs: z.natural().default(R.timeoutMs).description('Whole recall budget in ms; over it the turn goes on without injection. 0 = unlimited.'),
-      includePersona: z.boolean().default(R.includePersona).description('Put the persona (L3) into the system prompt.'),
-      includeSceneNav: z.boolean().default(R.includeSceneNav).description('Put the scene (L2) navigation into the system prompt.'),
-      strategy: z.union(['keyword', 'embedding', 'hybrid']).default(R.strategy).description('keyword | embedding | hybrid (reciprocal rank fusion); hybrid without embeddings = keyword.'),
-      scoreThreshold: z.number().min(0).max(1).default(R.scoreThreshold).description('Memories whose relevance × decay is below this are not injected (0..1).'),
-      decayHalfLifeDays: z.number().min(0).default(R.decayHalfLifeDays).description('Half-life of the age weight max(0.5, 0.5^(days/halfLife)); 0 disables decay.'),
-      placement: z
-        .union(['before-user', 'after-user'])
-        .default(R.placement)
-        .description('Where the recall message enters the step: just before the new user message (as a note the user message then answers) or right after it.'),
-    })
-    .default({} as Config['recall'])
-    .description('Automatic recall.'),
-  embedding: z
-    .object({
-      enabled: z.boolean().default(E.enabled).description('Use an OpenAI-compatible /embeddings endpoint for the embedding and hybrid strategies.'),
-      baseUrl: z.string().default(E.baseUrl).description('Base URL; requests go to <baseUrl>/embeddings.'),
-      apiKey: z.string().role('secret').default(E.apiKey).description('Bearer token (optional: a local server may need none). A secret: never sent to a browser.'),
-      model: z.string().default(E.model).description('Embedding model name.'),
-      dimensions: z.natural().default(E.dimensions).description('Vector size (required when enabled).'),
-      maxInputChars: z.natural().default(E.maxInputChars).description('Longer texts are cut before embedding.'),
-      timeoutMs: z.natural().default(E.timeoutMs).description('Timeout of one embeddings call in ms.'),
-    })
-    .default({} as Config['embedding'])
-    .description('Optional remote embeddings.'),
-  layers: z
-    .object({
-      snapshotMaxEntries: z.natural().default(L.snapshotMaxEntries).description('Most memories one layer index snapshot lists (the rest are counted).'),
-      snapshotMaxChars: z.natural().default(L.snapshotMaxChars).description('Most characters of index lines in one snapshot.'),
-      titleChars: z.natural().default(L.titleChars).description('Characters of a memory title (its first line) in the index.'),
-      readChunkChars: z.natural().default(L.readChunkChars).description('memory_read returns longer memories as a chunk manifest, then chunks of this size.'),
-      projection: z.boolean().default(L.projection).description('Keep a Markdown file per layer beside the database (derived, rebuilt on change).'),
-      projectionDir: z.string().default(L.projectionDir).description("Directory of the projection; '' = <dataDir>/layers."),
-    })
-    .default({} as Config['layers'])
-    .description('Explicit memory layers (/memory enable global|workspace).'),
-  lifecycle: z
-    .object({
-      enabled: z.boolean().default(C.enabled).description('Run reviews, consolidation and retention sweeps in the background.'),
-      reviewEveryUserTurns: z.natural().default(C.reviewEveryUserTurns).description('Completed user turns after which a review (distillation) runs; 0 = never by count.'),
-      idleDelayMinutes: z.number().min(0).default(C.idleDelayMinutes).description('A review runs this long after the last completed user turn; 0 = never by idle time.'),
-      consolidationCooldownHours: z.number().min(0).default(C.consolidationCooldownHours).description('A workspace layer is consolidated this long after its first change since the last consolidation.'),
-      globalConsolidationCooldownDays: z.number().min(0).default(C.globalConsolidationCooldownDays).description('The same for the global layer, in days.'),
-      retentionSweepHours: z.number().min(0).default(C.retentionSweepHours).description('Hours between retention sweeps; 0 = never.'),
-      consolidationSimilarity: z.number().min(0).max(1).default(C.consolidationSimilarity).description('Token-set Jaccard similarity at which two memories of one kind and layer are merged.'),
-      leaseTtlSeconds: z.number().min(3).max(3600).default(C.leaseTtlSeconds).description('Lease time to live of a background writer (renewed every third of it).'),
-    })
-    .default({} as Config['lifecycle'])
-    .description('Background upkeep shared by every process on the data dir.'),
-  retention: z
-    .object({
-      rules: z
-        .array(
-          z.object({
-            kind: z.string().required().description('Memory kind (category) the rule applies to.'),
-            maxAgeDays: z.number().min(0).default(0).description('Delete when unused (not updated or recalled) this long; 0 = no age limit.'),
-            maxCount: z.natural().default(0).description('Keep at most this many per layer (least recently used go first); 0 = no limit.'),
-          }),
-        )
-        .default(D.retention.rules.map((rule) => ({ ...rule })))
-        .description('Retention rules by memory kind.'),
-    })
-    .default({} as Config['retention'])
-    .description('Retention by category.'),
-  limits: z
-    .object({
-      memoryChars: z.natural().default(D.limits.memoryChars).description('Most characters of one memory written by /memory or memory_add; longer input is refused.'),
-    })
-    .default({} as Config['limits'])
-    .description('Length limits on what users and the model write.'),
-})
-
-/** The parts of the host's agent that recall reads (declared structurally: no host type dependency). */
-interface AgentLike {
-  readonly id: string
-  readonly session?: {
-    readonly header?: { readonly cwd?: string }
-    readonly events?: readonly { readonly type: string; readonly data?: unknown }[]
-    deriveMessages?(): readonly unknown[]
-  }
-}
 
 interface ToolRegistryLike {
   register(definition: Record<string, unknown>): () => void
@@ -238,31 +86,6 @@ declare module '@deepseek-ai/cordis' {
   }
 }
 
-/** Which user turn an agent is in (the last `turn/start`), so sections refresh once per turn. */
-function turnKey(agent: AgentLike): string {
-  const events = agent.session?.events ?? []
-  for (let index = events.length - 1; index >= 0; index--) {
-    const event = events[index]
-    if (event?.type === 'turn/start') return String((event.data as { turn?: unknown } | undefined)?.turn ?? index)
-  }
-  return 'none'
-}
-
-/** The session and workspace an agent runs in. */
-function scopeOf(agent: AgentLike | undefined): RecallScope | undefined {
-  if (!agent || typeof agent.id !== 'string') return undefined
-  const cwd = agent.session?.header?.cwd
-  return { sessionId: agent.id, workspace: typeof cwd === 'string' ? cwd : '' }
-}
-
-function historyOf(agent: AgentLike): readonly unknown[] {
-  try {
-    return agent.session?.deriveMessages?.() ?? []
-  } catch {
-    return []
-  }
-}
-
 /**
  * Wire recall into the host. Invalid config throws here (the host fails boot naming the
  * field); after that, nothing recall does can fail a turn.
@@ -282,8 +105,8 @@ export function apply(ctx: Context, config: Config): void {
   applyRecallSettings(ctx, Config, config, engine, warn)
   const injector = new RecallInjector(engine, { onWarning: warn, explicitLayers: (sessionId) => layers.controller.isExplicit(sessionId) })
   const sections = new PromptSections(engine, { onWarning: warn })
-  const pending = new BackgroundWork()
-  const track = (job: Promise<unknown>) => void pending.track(job)
+  const work = new BackgroundWork()
+  const track = (job: Promise<unknown>): void => void work.track(job)
   const emit = (event: string, payload: unknown) => {
     try {
       ;(ctx.emit as (name: string, ...args: unknown[]) => void)(event, payload)
@@ -294,59 +117,34 @@ export function apply(ctx: Context, config: Config): void {
   // Explicit layers, the lifecycle and the Markdown projection (see layers-adapter.ts).
   const layers = applyLayers(ctx, options, { warn, emit, track })
 
+  const step = new RecallStep({
+    engine,
+    injector,
+    createMessage: (text) =>
+      createUserMessage({
+        content: [{ type: 'text', text }],
+        source: { kind: 'plugin', plugin: RECALL_PLUGIN_ID, form: 'recall' },
+      }) as StepMessageLike,
+    track,
+    onInjected: (fact) => emit(RECALL_EVENTS.injected, fact),
+    onWarning: warn,
+    debug: (message) => logger.debug(message),
+    stage,
+  })
   ctx.on('agent/pre-step', async (payload, next) => {
     const decision = await next()
     if (decision.kind !== 'enter') return decision
-    try {
-      const scope = scopeOf(payload.agent)
-      if (!scope) return decision
-      const result = await injector.prepare(scope, decision.messages as never[], historyOf(payload.agent) as never[], payload.signal)
-      if (result.skipped) {
-        logger.debug('no recall for session %s: %s', scope.sessionId, result.skipped)
-        stage('recall', 'miss', { session: scope.sessionId, reason: result.miss, ms: result.ms })
-      }
-      const plan = result.plan
-      if (!plan) return decision
-      const message = createUserMessage({
-        content: [{ type: 'text', text: plan.text }],
-        source: { kind: 'plugin', plugin: RECALL_PLUGIN_ID, form: 'recall' },
-      })
-      // Recording recall time is bookkeeping: it must not hold the step back.
-      track(
-        engine
-          .touch(plan.memoryIds)
-          .then(() =>
-            emit(RECALL_EVENTS.injected, {
-              sessionId: scope.sessionId,
-              workspace: scope.workspace,
-              memoryIds: plan.memoryIds,
-              chars: plan.chars,
-              strategy: plan.strategy,
-              ms: plan.ms,
-            }),
-          )
-          .catch((error: unknown) => warn(`memory-recall: could not record recall time: ${errorMessage(error)}`)),
-      )
-      logger.debug('recalled %d memories (%d chars) for session %s', plan.memoryIds.length, plan.chars, scope.sessionId)
-      stage('recall', 'hit', { session: scope.sessionId, memories: plan.memoryIds.length, chars: plan.chars, strategy: plan.strategy, placement: options.recall.placement, ms: plan.ms })
-      return { kind: 'enter', messages: placeRecallMessage(decision.messages as StepMessageLike[], message, options.recall.placement) }
-    } catch (error) {
-      warn(`memory-recall: recall failed, the step goes on without it: ${errorMessage(error)}`)
-      return decision
-    }
+    const messages = await step.admit(payload.agent, decision.messages as StepMessageLike[], payload.signal)
+    return messages ? { kind: 'enter', messages } : decision
   })
 
   // Headless runs exit right after the turn: finish bookkeeping writes before the store closes.
   ctx.on('session/flush', async () => {
     // Tracked work may track more (a counted turn starts a review): wait until none is left.
-    await pending.settled()
+    await work.settled()
     // Embedding backfill is opportunistic network work: a stalled endpoint must not hold the
     // process open after the turn. What is not embedded now is picked up by a later recall.
-    let timer: NodeJS.Timeout | undefined
-    const limit = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, FLUSH_BACKGROUND_LIMIT_MS)
-    })
-    await Promise.race([engine.whenIdle(), limit]).finally(() => clearTimeout(timer))
+    await waitAtMost(engine.whenIdle(), FLUSH_BACKGROUND_LIMIT_MS)
   })
   ctx.on('agent/disposed', (payload: unknown) => {
     const id = (payload as { agent?: { id?: unknown } })?.agent?.id ?? (payload as { id?: unknown })?.id
@@ -402,19 +200,7 @@ export function apply(ctx: Context, config: Config): void {
               const agent = exec.agent!
               const value = await spec.run(engine, scope, args, { injectedIds: () => layers.injectedIds(agent) })
               stage('tool', spec.name, { session: scope.sessionId, ok: true, ms: Date.now() - started })
-              if (spec.name === 'memory_add' || spec.name === 'memory_delete') {
-                const id = (value as { id?: string; deleted?: string }).id ?? (value as { deleted?: string }).deleted ?? ''
-                emit(RECALL_EVENTS.memoryChanged, { op: spec.name === 'memory_add' ? 'add' : 'delete', id, sessionId: scope.sessionId, actor: 'model' })
-              }
-              if (spec.name === 'memory_import') {
-                for (const memory of (value as { memories: { id?: string }[] }).memories) {
-                  if (memory.id) emit(RECALL_EVENTS.memoryChanged, { op: 'add', id: memory.id, sessionId: scope.sessionId, actor: 'model' })
-                }
-              }
-              if (spec.name === 'memory_feedback') {
-                const rated = value as { id: string; rating: 'helpful' | 'unhelpful' | 'incorrect'; review: boolean }
-                emit(RECALL_EVENTS.feedback, { sessionId: scope.sessionId, memoryId: rated.id, rating: rated.rating, review: rated.review })
-              }
+              for (const { kind, ...fact } of toolFacts(spec.name, value, scope.sessionId)) emit(kind === 'feedback' ? RECALL_EVENTS.feedback : RECALL_EVENTS.memoryChanged, fact)
               return value
             } catch (error) {
               stage('tool', spec.name, { session: scope.sessionId, ok: false, code: isRecallError(error) ? error.code : 'error', ms: Date.now() - started })

@@ -13,6 +13,7 @@ import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
 import { createEmbedder, type Embedder } from './core/embedding.ts'
 import { type RecallOptions, type RecallOptionsInput, resolveRecallOptions } from './core/options.ts'
 import type { RecallEngine } from './core/recall-engine.ts'
+import type { Config } from './config.ts'
 
 /** The settings namespace of recall (equal to the plugin id, so a settings card keys on it). */
 export const RECALL_SETTINGS_NAMESPACE = 'memory-recall'

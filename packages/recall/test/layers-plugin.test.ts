@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { coordinatedStore } from '@dsh-memory/store'
 import { afterEach, describe, expect, it } from 'vitest'
+import { InjectionLedger } from '../src/core/injection-ledger-repository.ts'
+import { Lifecycle } from '../src/core/lifecycle.ts'
+import { resolveRecallOptions } from '../src/core/options.ts'
 import { projectionPath } from '../src/core/projection.ts'
 import { chatRequests, type ModelRequest, recallMessages, startHost, type TestAgent, type TestHost } from './support/host.ts'
 
@@ -126,9 +129,9 @@ describe('explicit memory layers in an in-process host', () => {
     await host.say(first, 'hello')
     await host.command(first, '/memory enable workspace')
     // Queued: persisted in the store, pending in the host's inbox, not in the log.
-    const state = JSON.parse(await store(host).meta.get('recall.layers.session-layers-restart'))
-    expect(state.injections.map((record: any) => record.state)).toEqual(['queued'])
-    const id = state.injections[0].id as string
+    const state = await new InjectionLedger(() => store(host!)).get('session-layers-restart')
+    expect(state.injections.map((record) => record.state)).toEqual(['queued'])
+    const id = state.injections[0]!.id
     expect(loggedSnapshots(first)).toEqual([])
     await host.flush(first)
     await host.dispose()
@@ -141,7 +144,7 @@ describe('explicit memory layers in an in-process host', () => {
     expect(loggedSnapshots(resumed).map((event) => event.id)).toEqual([id])
     await host.say(resumed, 'and again')
     await host.flush(resumed)
-    expect(JSON.parse(await store(host).meta.get('recall.layers.session-layers-restart')).injections.map((record: any) => [record.id, record.state])).toEqual([[id, 'committed']])
+    expect((await new InjectionLedger(() => store(host!)).get('session-layers-restart')).injections.map((record) => [record.id, record.state])).toEqual([[id, 'committed']])
     await host.dispose()
 
     // Once more: nothing is added after a second restart.
@@ -258,7 +261,8 @@ describe('explicit memory layers in an in-process host', () => {
     await host.say(agent, 'two')
     await (host.ctx as any).parallel('session/flush', agent.session)
     expect(reviews).toEqual([{ reason: 'turns', turns: 2 }])
-    expect(JSON.parse(await store(host).meta.get('recall.lifecycle.turns'))).toMatchObject({ sinceReview: 0, total: 2 })
+    const reader = new Lifecycle({ store: () => store(host!), options: resolveRecallOptions({}), holder: 'test-reader' })
+    expect(await reader.turns()).toMatchObject({ sinceReview: 0, total: 2 })
 
     await host.command(agent, '/memory remember The release branch is called trunk-next.')
     const file = projectionPath(join(dataDir, 'layers'), `workspace:${WS}`)

@@ -1,10 +1,12 @@
 import { describe, expect, it, afterEach } from 'vitest'
 import type { CoordinatedMemoryStore } from '@dsh-memory/store'
-import { InjectionLedger, markCommitted, markQueued, addDesired, emptyLayerState, reconcile, parseLayerState, ledgerKey } from '../src/core/injection-ledger.ts'
+import { markCommitted, markQueued, addDesired, emptyLayerState, reconcile } from '../src/core/injection-ledger.ts'
+import { InjectionLedger } from '../src/core/injection-ledger-repository.ts'
+import { injections, layerSessions } from '../src/core/state-schema.ts'
+import { openRecallTables } from '../src/core/state-tables.ts'
 import { LayerController, type LayerSessionHandle } from '../src/core/layer-controller.ts'
 import { buildLayerSnapshot, injectedMemoryIds, layerRef, memoryTitle, snapshotInjectionId, snapshotMemoryIds } from '../src/core/layers.ts'
 import { DEFAULT_RECALL_OPTIONS } from '../src/core/options.ts'
-import { isRecallError } from '../src/core/errors.ts'
 import { tempStore } from './support/store.ts'
 
 /**
@@ -54,7 +56,7 @@ class SessionStandIn implements LayerSessionHandle {
 const WS = '/work/alpha'
 
 function controllerFor(store: () => CoordinatedMemoryStore, now: () => number = Date.now): LayerController {
-  return new LayerController({ store, ledger: new InjectionLedger(() => store().meta, now), options: DEFAULT_RECALL_OPTIONS.layers })
+  return new LayerController({ store, ledger: new InjectionLedger(store, now), options: DEFAULT_RECALL_OPTIONS.layers })
 }
 
 describe('layer snapshots', () => {
@@ -127,17 +129,6 @@ describe('the injection state machine', () => {
     const committed = reconcile(state, { logged: new Set(['memory-layer-a']), pending: new Set() }, 5).state
     expect(committed.injections[0]).toMatchObject({ state: 'committed', committedAt: 5, entries: 3, tokens: 40 })
     expect(markCommitted(committed, 'memory-layer-a', 9)).toBe(committed)
-  })
-
-  it('a persisted record of another version or shape fails loudly with corrupt-state', () => {
-    expect(() => parseLayerState('s', JSON.stringify({ v: 2 }))).toThrow(/version 2/)
-    expect(() => parseLayerState('s', '{nope')).toThrow(/not JSON/)
-    try {
-      parseLayerState('s', JSON.stringify({ v: 1, sessionId: 'other', enabled: { global: false, workspace: false }, injections: [] }))
-    } catch (error) {
-      expect(isRecallError(error, 'corrupt-state')).toBe(true)
-    }
-    expect(ledgerKey('x'.repeat(300))).toMatch(/^recall\.layers\.[0-9a-f]{64}$/)
   })
 
   describe('with a real store, across a restart between queued and committed', () => {
@@ -286,7 +277,10 @@ describe('the injection state machine', () => {
       const session = new SessionStandIn('s1', WS)
       await controller.enable(session, 'workspace')
       await session.step(controller)
-      expect(await handle.store.meta.get(ledgerKey('s1'))).not.toContain('purple-elephant')
+      const rows = await (await openRecallTables(handle.store)).read((db) => [db.select().from(layerSessions).all(), db.select().from(injections).all()])
+      expect(rows[1]).toHaveLength(1)
+      expect(JSON.stringify(rows)).not.toContain('purple-elephant')
+      expect(await handle.store.meta.list('recall.')).toEqual([])
     })
   })
 })

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { type CoordinatedMemoryStore, openMemoryStore } from '@dsh-memory/store'
-import { consolidationLease, jaccard, Lifecycle, LIFECYCLE_KEYS, planConsolidation, RETENTION_LEASE, type ReviewReason } from '../src/core/lifecycle.ts'
+import { consolidationLease, jaccard, Lifecycle, planConsolidation, RETENTION_LEASE, type ReviewReason } from '../src/core/lifecycle.ts'
 import { DEFAULT_RECALL_OPTIONS, resolveRecallOptions } from '../src/core/options.ts'
 import { tempStore } from './support/store.ts'
 
@@ -45,7 +45,9 @@ describe('lifecycle', () => {
       expect(await lifecycle.noteUserTurn()).toBe(true)
       expect(reviews).toEqual([['turns', 3]])
       expect(await lifecycle.turns()).toMatchObject({ sinceReview: 0, total: 3 })
-      expect(JSON.parse((await store().meta.get(LIFECYCLE_KEYS.turns))!)).toMatchObject({ v: 1, sinceReview: 0 })
+      // The count lives in recall's own table, read back by the other process too.
+      expect(await second.turns()).toMatchObject({ sinceReview: 0, total: 3 })
+      expect(await store().meta.list('recall.')).toEqual([])
     })
 
     it('reviews after idleDelayMinutes without a turn, once', async () => {

@@ -4,7 +4,9 @@ import { join } from 'node:path'
 import { Context } from '@deepseek-ai/cordis'
 import MemoryStoreService from '@dsh-memory/store/plugin'
 import { afterEach, describe, expect, it } from 'vitest'
+import { openMemoryStore } from '@dsh-memory/store'
 import * as recall from '../src/plugin.ts'
+import { SessionSettingsRepository } from '../src/core/session-settings.ts'
 import { RECALL_FENCE_OPEN, RECALL_PREAMBLE } from '../src/core/recall-text.ts'
 import { type EmbeddingServer, startEmbeddingServer } from './support/loopback.ts'
 import { chatRequests, type ModelRequest, recallMessages, startHost, type TestHost } from './support/host.ts'
@@ -276,7 +278,7 @@ describe('recall plugin in an in-process host', () => {
         const [fresh] = chatRequests(await host.say(other, ask))
         expect(recallMessages(fresh!)).toHaveLength(1)
       } finally {
-        await host?.dispose()
+        await host?.cleanup()
         host = undefined
         rmSync(dataDir, { recursive: true, force: true })
       }
@@ -303,14 +305,25 @@ describe('recall plugin in an in-process host', () => {
       expect((await host.command(writeOnly, '/memory status'))?.text).toMatch(/memory·write-only/)
     })
 
-    it('a damaged settings record falls back to the defaults instead of breaking the turn', async () => {
-      host = await startHost()
-      await seedKinds(host)
-      const agent = await host.createAgent('/work/alpha', 'session-damaged')
-      await store(host).meta.set('recall.session.session-damaged', '{not json')
-      const [request] = chatRequests(await host.say(agent, ask))
-      expect(recallMessages(request!)).toHaveLength(1)
-      expect((await host.command(agent, '/memory status'))?.text).toMatch(/unreadable session settings/)
+    it('a damaged settings record of the old format is left where it was and the session runs on the defaults', async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'dshm-recall-damaged-'))
+      const old = openMemoryStore({ path: join(dataDir, 'memory.db') })
+      await old.meta.set('recall.session.session-damaged', '{not json')
+      await old.close()
+      try {
+        host = await startHost({ dataDir })
+        await seedKinds(host)
+        const agent = await host.createAgent('/work/alpha', 'session-damaged')
+        const [request] = chatRequests(await host.say(agent, ask))
+        expect(recallMessages(request!)).toHaveLength(1)
+        expect((await host.command(agent, '/memory status'))?.text).toMatch(/mode auto, inject follow, default/)
+        // Nothing is lost: the unreadable record stays under its key for a person to look at.
+        expect(await store(host).meta.get('recall.session.session-damaged')).toBe('{not json')
+      } finally {
+        await host?.cleanup()
+        host = undefined
+        rmSync(dataDir, { recursive: true, force: true })
+      }
     })
   })
 
@@ -498,7 +511,7 @@ describe('recall plugin in an in-process host', () => {
       expect((await host.command(agent, '/memory correct abc'))?.kind).toBe('error')
       expect((await host.command(agent, '/memory list 0'))?.kind).toBe('error')
       expect((await host.command(agent, '/memory forget 0190abcd'))?.text).toMatch(/no memory/)
-      expect(await store(host).meta.get(`recall.session.${agent.id}`)).toBeUndefined()
+      expect(await new SessionSettingsRepository(store(host), { mode: 'auto', inject: 'follow' }).get(agent.id)).toMatchObject({ updatedAt: null })
     })
   })
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { isRecallError } from '../src/core/errors.ts'
-import { injectionActive, modePolicy, policyAllows, SessionSettingsRepository, settingsLabel } from '../src/core/session-modes.ts'
+import { injectionActive, modePolicy, policyAllows, settingsLabel } from '../src/core/session-modes.ts'
+import { SessionSettingsRepository } from '../src/core/session-settings.ts'
 import { tempStore } from './support/store.ts'
 
 describe('session settings', () => {
@@ -12,25 +12,35 @@ describe('session settings', () => {
 
   it('are per session id and survive closing and reopening the database', async () => {
     handle = tempStore()
-    const repo = new SessionSettingsRepository(handle.store.meta, { mode: 'auto', inject: 'follow' }, () => 1234)
+    const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' }, () => 1234)
     expect(await repo.get('s1')).toEqual({ mode: 'auto', inject: 'follow', updatedAt: null })
     await repo.update('s1', { mode: 'work' })
     await repo.update('s1', { inject: 'off' })
     const reopened = await handle.reopen()
-    const again = new SessionSettingsRepository(reopened.meta, { mode: 'auto', inject: 'follow' })
+    const again = new SessionSettingsRepository(reopened, { mode: 'auto', inject: 'follow' })
     expect(await again.get('s1')).toEqual({ mode: 'work', inject: 'off', updatedAt: 1234 })
     expect(await again.get('s2')).toEqual({ mode: 'auto', inject: 'follow', updatedAt: null })
+    // Kept in recall's own table, not as JSON in the store's meta table.
+    expect(await reopened.meta.list('recall.')).toEqual([])
+    expect((await reopened.audit.list({ entity: 'recall' as never })).map((entry) => entry.op)).toEqual(['recall.session-settings.set', 'recall.session-settings.set'])
   })
 
-  it('rejects unknown values and reports a damaged record with a stable code', async () => {
+  it('keep Chinese and Japanese session ids apart', async () => {
     handle = tempStore()
-    const repo = new SessionSettingsRepository(handle.store.meta, { mode: 'auto', inject: 'follow' })
-    await expect(repo.update('s1', { mode: 'loud' as never })).rejects.toMatchObject({ code: 'invalid-argument' })
-    await handle.store.meta.set('recall.session.s1', JSON.stringify({ version: 99, mode: 'auto', inject: 'on', updatedAt: 1 }))
-    await expect(repo.get('s1')).rejects.toSatisfy((error: unknown) => isRecallError(error, 'corrupt-state'))
-    // An explicit choice replaces the damaged record.
-    await repo.update('s1', { mode: 'chat' })
-    expect((await repo.get('s1')).mode).toBe('chat')
+    const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' }, () => 5)
+    await repo.update('会话-一', { mode: 'chat' })
+    await repo.update('セッション-二', { inject: 'off' })
+    expect(await repo.get('会话-一')).toEqual({ mode: 'chat', inject: 'follow', updatedAt: 5 })
+    expect(await repo.get('セッション-二')).toEqual({ mode: 'auto', inject: 'off', updatedAt: 5 })
+  })
+
+  it('rejects unknown values with a stable code and the field, and writes nothing', async () => {
+    handle = tempStore()
+    const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' })
+    await repo.update('s1', { mode: 'work' })
+    await expect(repo.update('s1', { mode: 'loud' as never })).rejects.toMatchObject({ code: 'invalid-argument', path: 'mode' })
+    await expect(repo.update('s1', { inject: 'sometimes' as never })).rejects.toMatchObject({ code: 'invalid-argument', path: 'inject' })
+    expect((await repo.get('s1')).mode).toBe('work')
   })
 })
 

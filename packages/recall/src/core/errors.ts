@@ -14,7 +14,7 @@ export type RecallErrorCode =
   | 'ambiguous-id'
   /** The embeddings endpoint failed, timed out or answered something unusable. */
   | 'embedding-unavailable'
-  /** A persisted session-mode record has an unknown version or shape. */
+  /** A record of the old meta-table format has an unknown version or shape (`path` names the field); it is left where it was. */
   | 'corrupt-state'
 
 /** The only error type the recall core throws on purpose. */

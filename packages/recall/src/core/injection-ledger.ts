@@ -14,9 +14,9 @@
  * record that reconciliation finds missing from the log and the inbox, and delivers again
  * under the same id: never twice, never lost.
  *
- * The record holds ids, revisions, states and times only, never memory text.
+ * The record holds ids, revisions, states and times only, never memory text. This module is
+ * the pure state machine; `injection-ledger-repository.ts` keeps it in recall's tables.
  */
-import { createHash } from 'node:crypto'
 import { RecallError } from './errors.ts'
 import type { LayerName } from './layers.ts'
 
@@ -47,7 +47,6 @@ export interface InjectionRecord {
 
 /** Explicit-layer state of a session. */
 export interface SessionLayerState {
-  readonly v: typeof LEDGER_VERSION
   readonly sessionId: string
   /** Layers the session enabled (explicit mode is on while any is). */
   readonly enabled: Readonly<Record<LayerName, boolean>>
@@ -66,24 +65,12 @@ export interface SessionLogView {
   readonly entering?: ReadonlySet<string>
 }
 
-/** Version of the persisted record; another version fails loudly (`corrupt-state`). */
-export const LEDGER_VERSION = 1
 /** Records kept per session. */
 export const MAX_RECORDS = 40
-const KEY_PREFIX = 'recall.layers.'
-
-/** The meta key of a session's layer state (long ids are hashed to stay under the key limit). */
-export function ledgerKey(sessionId: string): string {
-  const id = sessionId.length <= 150 ? sessionId : createHash('sha256').update(sessionId).digest('hex')
-  return KEY_PREFIX + id
-}
-
-/** The meta-key prefix of every session's layer state. */
-export const LEDGER_KEY_PREFIX = KEY_PREFIX
 
 /** A session that never enabled a layer. */
 export function emptyLayerState(sessionId: string, now = 0): SessionLayerState {
-  return { v: LEDGER_VERSION, sessionId, enabled: { global: false, workspace: false }, injections: [], updatedAt: now }
+  return { sessionId, enabled: { global: false, workspace: false }, injections: [], updatedAt: now }
 }
 
 /** True for `desired` and `queued`: the snapshot has not landed yet. */
@@ -190,117 +177,4 @@ export function reconcile(state: SessionLayerState, view: SessionLogView, now: n
     else missing.push(record)
   }
   return { state: next, missing }
-}
-
-/** The part of the store's meta repository the ledger needs. */
-export interface LedgerMeta {
-  get(key: string): Promise<string | undefined>
-  set(key: string, value: string, options?: { actor?: string }): Promise<void>
-  list(prefix: string, options?: { limit?: number }): Promise<{ key: string; value: string }[]>
-}
-
-/**
- * Persistence of {@link SessionLayerState} in the store's meta table. Changes to one session
- * are serialised in this process (a session is driven by one host at a time); reads go to
- * the database, so a restarted process sees the last committed state.
- */
-export class InjectionLedger {
-  readonly #meta: () => LedgerMeta
-  readonly #now: () => number
-  readonly #locks = new Map<string, Promise<unknown>>()
-
-  constructor(meta: () => LedgerMeta, now: () => number = Date.now) {
-    this.#meta = meta
-    this.#now = now
-  }
-
-  /**
-   * A session's state (empty when it never enabled a layer).
-   * @throws RecallError `corrupt-state` for a record of another version or shape.
-   */
-  async get(sessionId: string): Promise<SessionLayerState> {
-    return parseLayerState(sessionId, await this.#meta().get(ledgerKey(sessionId)))
-  }
-
-  /** Write a session's state (call under {@link InjectionLedger.lock}). */
-  async put(state: SessionLayerState): Promise<void> {
-    await this.#meta().set(ledgerKey(state.sessionId), JSON.stringify(state), { actor: 'recall' })
-  }
-
-  /** Read-modify-write a session's state under its lock; `change` may return the state unchanged (nothing is written). */
-  async update<T>(sessionId: string, change: (state: SessionLayerState, now: number) => { state: SessionLayerState; result: T } | Promise<{ state: SessionLayerState; result: T }>): Promise<T> {
-    return this.lock(sessionId, async () => {
-      const current = await this.get(sessionId)
-      const { state, result } = await change(current, this.#now())
-      if (state !== current) await this.put(state)
-      return result
-    })
-  }
-
-  /** The clock the ledger stamps records with. */
-  now(): number {
-    return this.#now()
-  }
-
-  /** Run `fn` while holding the session's lock (other changes to the session wait). */
-  async lock<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.#locks.get(sessionId) ?? Promise.resolve()
-    const run = previous.then(fn, fn)
-    const settled = run.then(
-      () => {},
-      () => {},
-    )
-    this.#locks.set(sessionId, settled)
-    void settled.then(() => {
-      if (this.#locks.get(sessionId) === settled) this.#locks.delete(sessionId)
-    })
-    return run
-  }
-
-  /** Every session with a layer record (for status and diagnostics). */
-  async sessions(limit = 1_000): Promise<SessionLayerState[]> {
-    const out: SessionLayerState[] = []
-    for (const entry of await this.#meta().list(KEY_PREFIX, { limit })) {
-      try {
-        const parsed = JSON.parse(entry.value) as SessionLayerState
-        out.push(parseLayerState(parsed.sessionId, entry.value))
-      } catch {
-        // a damaged record is reported by get() when its session asks
-      }
-    }
-    return out
-  }
-}
-
-const STATES: readonly InjectionState[] = ['desired', 'queued', 'committed', 'superseded', 'cancelled']
-
-/** Decode a persisted record. @throws RecallError `corrupt-state` */
-export function parseLayerState(sessionId: string, raw: string | undefined): SessionLayerState {
-  if (raw === undefined) return emptyLayerState(sessionId)
-  let value: Partial<SessionLayerState>
-  try {
-    value = JSON.parse(raw) as Partial<SessionLayerState>
-  } catch (cause) {
-    throw new RecallError('corrupt-state', `layer state of session ${sessionId} is not JSON`, { cause })
-  }
-  if (value?.v !== LEDGER_VERSION) {
-    throw new RecallError('corrupt-state', `layer state of session ${sessionId} has version ${JSON.stringify(value?.v)}, expected ${LEDGER_VERSION}`)
-  }
-  const okRecord = (record: Partial<InjectionRecord>) =>
-    typeof record?.id === 'string' &&
-    (record.layer === 'global' || record.layer === 'workspace') &&
-    typeof record.layerKey === 'string' &&
-    typeof record.revision === 'number' &&
-    typeof record.generation === 'number' &&
-    STATES.includes(record.state as InjectionState)
-  if (
-    value.sessionId !== sessionId ||
-    typeof value.enabled?.global !== 'boolean' ||
-    typeof value.enabled?.workspace !== 'boolean' ||
-    !Array.isArray(value.injections) ||
-    !value.injections.every(okRecord)
-  ) {
-    throw new RecallError('corrupt-state', `layer state of session ${sessionId} has an unknown shape`)
-  }
-  return value as SessionLayerState
 }

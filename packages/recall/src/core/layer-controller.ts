@@ -22,7 +22,6 @@ import type { CoordinatedMemoryStore } from '@dsh-memory/store'
 import { errorMessage, RecallError } from './errors.ts'
 import {
   addDesired,
-  type InjectionLedger,
   type InjectionRecord,
   isExplicit,
   isLive,
@@ -37,9 +36,10 @@ import {
   setEnabled,
   supersedeRecord,
 } from './injection-ledger.ts'
+import type { InjectionLedger } from './injection-ledger-repository.ts'
 import { buildLayerSnapshot, LAYER_NAMES, layerFilter, type LayerName, layerRef, type LayerRef, type LayerSnapshot, snapshotInjectionId } from './layers.ts'
 import type { LayerOptions } from './options.ts'
-import type { RecallScope } from './recall-engine.ts'
+import type { RecallScope } from './scope.ts'
 
 /** A live session as the controller needs it; the adapter implements it over the host's agent. */
 export interface LayerSessionHandle extends RecallScope {

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto'
 import { estimateTokens, type Memory, type MemoryFilter } from '@dsh-memory/store'
 import { RecallError } from './errors.ts'
 import { feedbackWeight, needsReview } from './feedback.ts'
-import type { RecallScope } from './recall-engine.ts'
+import type { RecallScope } from './scope.ts'
 import { escapeFenced, RECALL_PLUGIN_ID, recalledIds } from './recall-text.ts'
 
 /** The two layers a session can enable. */

@@ -18,8 +18,9 @@
  * Consolidation and sweeps are background writers: each holds a store lease with a heartbeat
  * and names it in every write (the store refuses a write whose lease was taken over), so two
  * processes never run the same job at once and a stalled one cannot write after losing it.
- * Schedules live in the store's meta table (`recall.lifecycle.*`), so they survive restarts
- * and are shared by all processes.
+ * The turn counter, the retention clock and the layer schedules live in recall's own tables
+ * (`recall_lifecycle`, `recall_layer_schedules`), so they survive restarts and are shared by
+ * all processes; each read-modify-write of them is one transaction.
  */
 import { createHash } from 'node:crypto'
 import { type CoordinatedMemoryStore, holdLease, isMemoryStoreError, type Memory, parseLayerKey, tokenize } from '@dsh-memory/store'
@@ -27,6 +28,10 @@ import { errorMessage } from './errors.ts'
 import { needsReview } from './feedback.ts'
 import { layerFilter } from './layers.ts'
 import type { LifecycleOptions, RetentionOptions } from './options.ts'
+import { type LayerSchedule, readRetention, readSchedule, readTurns, type TurnState, writeRetention, writeSchedule, writeTurns } from './state-rows.ts'
+import { openRecallTables, type RecallTables } from './state-tables.ts'
+
+export type { LayerSchedule, RetentionState, TurnState } from './state-rows.ts'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -78,45 +83,6 @@ export interface LifecycleDeps {
   readonly setTimer?: (fn: () => void, ms: number) => () => void
 }
 
-/** Persisted turn counter. */
-export interface TurnState {
-  readonly v: 1
-  /** Completed user turns since the last review. */
-  readonly sinceReview: number
-  readonly total: number
-  readonly lastTurnAt: number
-  readonly lastReviewAt: number
-}
-
-/** Persisted consolidation schedule of one layer. */
-export interface LayerSchedule {
-  readonly v: 1
-  readonly layerKey: string
-  /** The layer revision right after the last consolidation (0 = never). */
-  readonly consolidatedRevision: number
-  readonly lastRunAt: number
-  /** When the pending consolidation is due; null when the layer is clean. */
-  readonly dueAt: number | null
-}
-
-/** Persisted retention schedule. */
-export interface RetentionState {
-  readonly v: 1
-  readonly lastSweepAt: number
-}
-
-/** Meta keys of the lifecycle records. */
-export const LIFECYCLE_KEYS = Object.freeze({
-  turns: 'recall.lifecycle.turns',
-  retention: 'recall.lifecycle.retention',
-  layerPrefix: 'recall.lifecycle.layer.',
-})
-
-/** The meta key of a layer's schedule (hashed: workspace paths can be long). */
-export function scheduleKey(layerKey: string): string {
-  return LIFECYCLE_KEYS.layerPrefix + createHash('sha256').update(layerKey).digest('hex').slice(0, 32)
-}
-
 /** The lease name of a layer's consolidation. */
 export function consolidationLease(layerKey: string): string {
   return `recall/consolidate/${createHash('sha256').update(layerKey).digest('hex').slice(0, 32)}`
@@ -124,16 +90,6 @@ export function consolidationLease(layerKey: string): string {
 
 /** The lease name of the retention sweep. */
 export const RETENTION_LEASE = 'recall/retention'
-
-function decode<T extends { v: number }>(raw: string | undefined): T | undefined {
-  if (raw === undefined) return undefined
-  try {
-    const value = JSON.parse(raw) as T
-    return value?.v === 1 ? value : undefined
-  } catch {
-    return undefined
-  }
-}
 
 /** Text folded for exact-duplicate detection: case, whitespace and punctuation removed. */
 export function foldedText(text: string): string {
@@ -221,7 +177,11 @@ export class Lifecycle {
 
   /** The persisted turn counter. */
   async turns(): Promise<TurnState> {
-    return decode<TurnState>(await this.#deps.store().meta.get(LIFECYCLE_KEYS.turns)) ?? { v: 1, sinceReview: 0, total: 0, lastTurnAt: 0, lastReviewAt: 0 }
+    return (await this.#tables()).read(readTurns)
+  }
+
+  #tables(): Promise<RecallTables> {
+    return openRecallTables(this.#deps.store(), { onWarning: this.#warn })
   }
 
   /**
@@ -233,16 +193,17 @@ export class Lifecycle {
     if (this.#closed || !this.#options.enabled) return false
     try {
       const every = this.#options.reviewEveryUserTurns
-      const store = this.#deps.store()
-      const outcome = await store.transaction(async (tx) => {
-        const now = this.#now()
-        const current = decode<TurnState>(await tx.meta.get(LIFECYCLE_KEYS.turns)) ?? { v: 1, sinceReview: 0, total: 0, lastTurnAt: 0, lastReviewAt: 0 }
-        const counted = { ...current, sinceReview: current.sinceReview + 1, total: current.total + 1, lastTurnAt: now }
-        const due = every > 0 && counted.sinceReview >= every
-        const next: TurnState = due ? { ...counted, sinceReview: 0, lastReviewAt: now } : counted
-        await tx.meta.set(LIFECYCLE_KEYS.turns, JSON.stringify(next), { actor: 'recall' })
-        return { due, turns: counted.sinceReview }
-      })
+      const now = this.#now()
+      const outcome = await (await this.#tables()).write(
+        (db) => {
+          const current = readTurns(db)
+          const counted = { ...current, sinceReview: current.sinceReview + 1, total: current.total + 1, lastTurnAt: now }
+          const due = every > 0 && counted.sinceReview >= every
+          writeTurns(db, due ? { ...counted, sinceReview: 0, lastReviewAt: now } : counted)
+          return { due, turns: counted.sinceReview }
+        },
+        { actor: 'recall', audit: { op: 'recall.lifecycle.turn', entityId: 'turns' } },
+      )
       if (outcome.due) await this.#review('turns', outcome.turns)
       return outcome.due
     } catch (error) {
@@ -289,7 +250,7 @@ export class Lifecycle {
 
   /** A layer's consolidation schedule. */
   async schedule(layerKey: string): Promise<LayerSchedule> {
-    return decode<LayerSchedule>(await this.#deps.store().meta.get(scheduleKey(layerKey))) ?? { v: 1, layerKey, consolidatedRevision: 0, lastRunAt: 0, dueAt: null }
+    return (await this.#tables()).read((db) => readSchedule(db, layerKey))
   }
 
   /**
@@ -300,6 +261,7 @@ export class Lifecycle {
     const layer = parseLayerKey(layerKey)
     if (!layer) throw new Error(`not a layer key: ${layerKey}`)
     const store = this.#deps.store()
+    const tables = await this.#tables()
     const held = await holdLease(store, consolidationLease(layerKey), this.#deps.holder, this.#leaseOptions())
     if (!held) return 'busy'
     try {
@@ -326,8 +288,11 @@ export class Lifecycle {
       const revision = await store.transaction(
         async (tx) => {
           const current = (await tx.layers.revision(layer.scope === 'global' ? { scope: 'global' } : { scope: 'workspace', workspace: layer.workspace })).revision
-          const schedule: LayerSchedule = { v: 1, layerKey, consolidatedRevision: current, lastRunAt: now, dueAt: null }
-          await tx.meta.set(scheduleKey(layerKey), JSON.stringify(schedule), { actor: 'recall-consolidation' })
+          // Joins this transaction: the schedule records exactly the revision read above.
+          await tables.write((db) => writeSchedule(db, { layerKey, consolidatedRevision: current, lastRunAt: now, dueAt: null }), {
+            actor: 'recall-consolidation',
+            audit: { op: 'recall.lifecycle.consolidated', entityId: layerKey },
+          })
           return current
         },
         { fence: held.fence },
@@ -350,6 +315,7 @@ export class Lifecycle {
    */
   async sweep(): Promise<SweepResult | 'busy'> {
     const store = this.#deps.store()
+    const tables = await this.#tables()
     const held = await holdLease(store, RETENTION_LEASE, this.#deps.holder, this.#leaseOptions())
     if (!held) return 'busy'
     try {
@@ -378,7 +344,7 @@ export class Lifecycle {
           }
         }
       }
-      await store.meta.set(LIFECYCLE_KEYS.retention, JSON.stringify({ v: 1, lastSweepAt: now } satisfies RetentionState), { actor: 'recall-retention', fence: held.fence })
+      await tables.write((db) => writeRetention(db, { lastSweepAt: now }), { actor: 'recall-retention', fence: held.fence, audit: { op: 'recall.lifecycle.swept', entityId: 'retention' } })
       const result: SweepResult = { deleted, byLayerKind }
       try {
         this.#deps.onSwept?.(result)
@@ -413,16 +379,19 @@ export class Lifecycle {
   async #idleReview(): Promise<ReviewReason | undefined> {
     const idle = this.#options.idleDelayMinutes * 60_000
     if (!(idle > 0)) return undefined
-    const store = this.#deps.store()
+    const tables = await this.#tables()
+    const waiting = (turns: TurnState) => turns.sinceReview > 0 && this.#now() - turns.lastTurnAt >= idle
     // A plain read first: the write lock is taken only when a review is actually due.
-    const seen = decode<TurnState>(await store.meta.get(LIFECYCLE_KEYS.turns))
-    if (!seen || seen.sinceReview === 0 || this.#now() - seen.lastTurnAt < idle) return undefined
-    const outcome = await store.transaction(async (tx) => {
-      const current = decode<TurnState>(await tx.meta.get(LIFECYCLE_KEYS.turns))
-      if (!current || current.sinceReview === 0 || this.#now() - current.lastTurnAt < idle) return undefined
-      await tx.meta.set(LIFECYCLE_KEYS.turns, JSON.stringify({ ...current, sinceReview: 0, lastReviewAt: this.#now() } satisfies TurnState), { actor: 'recall' })
-      return current.sinceReview
-    })
+    if (!waiting(await tables.read(readTurns))) return undefined
+    const outcome = await tables.write(
+      (db) => {
+        const current = readTurns(db)
+        if (!waiting(current)) return undefined
+        writeTurns(db, { ...current, sinceReview: 0, lastReviewAt: this.#now() })
+        return current.sinceReview
+      },
+      { actor: 'recall', audit: { op: 'recall.lifecycle.idle-review', entityId: 'turns' } },
+    )
     if (outcome === undefined) return undefined
     await this.#review('idle', outcome)
     return 'idle'
@@ -433,40 +402,40 @@ export class Lifecycle {
     const layer = parseLayerKey(layerKey)
     if (!layer) return false
     const cooldown = layer.scope === 'global' ? this.#options.globalConsolidationCooldownDays * DAY : this.#options.consolidationCooldownHours * HOUR
-    const store = this.#deps.store()
+    const tables = await this.#tables()
     // Plain reads decide the common cases (clean, or waiting for its deadline) without the write lock.
-    const seen = decode<LayerSchedule>(await store.meta.get(scheduleKey(layerKey)))
-    if (seen && revision <= seen.consolidatedRevision) return false
-    if (seen && seen.dueAt !== null) return this.#now() >= seen.dueAt
-    return store.transaction(async (tx) => {
-      const now = this.#now()
-      const key = scheduleKey(layerKey)
-      const current = decode<LayerSchedule>(await tx.meta.get(key)) ?? { v: 1, layerKey, consolidatedRevision: 0, lastRunAt: 0, dueAt: null }
-      if (revision <= current.consolidatedRevision) return false
-      if (current.dueAt === null) {
+    const seen = await tables.read((db) => readSchedule(db, layerKey))
+    if (revision <= seen.consolidatedRevision) return false
+    if (seen.dueAt !== null) return this.#now() >= seen.dueAt
+    return tables.write(
+      (db) => {
+        const now = this.#now()
+        const current = readSchedule(db, layerKey)
+        if (revision <= current.consolidatedRevision) return false
+        if (current.dueAt !== null) return now >= current.dueAt
         // First sight of this dirty window: fix its deadline; later writes do not move it.
-        const next: LayerSchedule = { ...current, dueAt: now + cooldown }
-        await tx.meta.set(key, JSON.stringify(next), { actor: 'recall' })
+        writeSchedule(db, { ...current, dueAt: now + cooldown })
         return cooldown <= 0
-      }
-      return now >= current.dueAt
-    })
+      },
+      { actor: 'recall', audit: { op: 'recall.lifecycle.scheduled', entityId: layerKey } },
+    )
   }
 
   async #sweepDue(): Promise<boolean> {
     const every = this.#options.retentionSweepHours * HOUR
     if (!(every > 0) || this.#deps.options.retention.rules.length === 0) return false
-    const store = this.#deps.store()
-    const seen = decode<RetentionState>(await store.meta.get(LIFECYCLE_KEYS.retention))
+    const tables = await this.#tables()
+    const seen = await tables.read(readRetention)
     if (seen) return this.#now() - seen.lastSweepAt >= every
-    return store.transaction(async (tx) => {
-      const current = decode<RetentionState>(await tx.meta.get(LIFECYCLE_KEYS.retention))
-      if (!current) {
+    return tables.write(
+      (db) => {
+        const current = readRetention(db)
+        if (current) return this.#now() - current.lastSweepAt >= every
         // The first start only starts the clock: nothing is deleted right after installing.
-        await tx.meta.set(LIFECYCLE_KEYS.retention, JSON.stringify({ v: 1, lastSweepAt: this.#now() } satisfies RetentionState), { actor: 'recall' })
+        writeRetention(db, { lastSweepAt: this.#now() })
         return false
-      }
-      return this.#now() - current.lastSweepAt >= every
-    })
+      },
+      { actor: 'recall', audit: { op: 'recall.lifecycle.retention-clock', entityId: 'retention' } },
+    )
   }
 }

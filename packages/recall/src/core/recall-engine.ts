@@ -15,16 +15,14 @@ import { type InjectionSelection, rankMemories, type ScoredMemory, selectForInje
 import type { RecallOptions, RecallStrategy } from './options.ts'
 import { rankDocuments, TURN_RANKING } from './ranking.ts'
 import { formatPersonaSection, formatSceneNavSection, type PersonaText, type SceneNavEntry } from './recall-text.ts'
-import { type ModePolicy, policyAllows, SessionSettingsRepository } from './session-modes.ts'
+import type { RecallScope } from './scope.ts'
+import { type ModePolicy, policyAllows } from './session-modes.ts'
+import { SessionSettingsRepository } from './session-settings.ts'
 
-/** Where a request comes from: the session and its workspace (its cwd; `''` when unknown). */
-export interface RecallScope {
-  readonly sessionId: string
-  readonly workspace: string
-}
+export type { RecallScope } from './scope.ts'
 
 /** The store surface the engine uses (the Cordis service and a plain store both fit). */
-export type RecallStore = Pick<MemoryStore, 'memories' | 'messages' | 'scenes' | 'persona' | 'meta' | 'conversations' | 'search'>
+export type RecallStore = Pick<MemoryStore, 'memories' | 'messages' | 'scenes' | 'persona' | 'meta' | 'conversations' | 'search' | 'tables' | 'transaction'>
 
 /** Optional collaborators of {@link RecallEngine}. */
 export interface RecallEngineDeps {
@@ -117,7 +115,7 @@ export class RecallEngine {
     this.#embedder = options.embedding.enabled ? (deps.embedder ?? null) : null
     this.#now = deps.now ?? Date.now
     this.#warn = deps.onWarning ?? (() => {})
-    this.settings = new SessionSettingsRepository(store.meta, { mode: options.defaultMode, inject: 'follow' }, this.#now)
+    this.settings = new SessionSettingsRepository(store, { mode: options.defaultMode, inject: 'follow' }, this.#now, this.#warn)
   }
 
   get options(): RecallOptions {

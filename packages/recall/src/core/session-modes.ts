@@ -18,10 +18,9 @@
  * injects even when it is false, `off` never injects (a write-only session: capture and
  * distillation go on, nothing comes back into this session).
  *
- * Persisted in the store's meta table (one key per session), so a resumed session after a
- * restart keeps its choice.
+ * Kept per session in recall's own table (`session-settings.ts`), so a resumed session after
+ * a restart keeps its choice.
  */
-import { RecallError } from './errors.ts'
 import type { InjectSwitch, MemoryMode } from './options.ts'
 
 /** Every memory mode, for validation and help text. */
@@ -89,86 +88,4 @@ export function settingsLabel(settings: Pick<SessionMemorySettings, 'mode' | 'in
   if (settings.mode === 'off') return 'memory·off'
   if (!injectionActive(settings, recallEnabled)) return 'memory·write-only'
   return `memory·${settings.mode}`
-}
-
-/** The part of the store's meta repository the settings need. */
-export interface MetaLike {
-  get(key: string): Promise<string | undefined>
-  set(key: string, value: string, options?: { actor?: string }): Promise<void>
-}
-
-/** Version of the persisted record; a different version fails loudly (`corrupt-state`). */
-export const SESSION_SETTINGS_VERSION = 1
-const KEY_PREFIX = 'recall.session.'
-
-/** The meta key of a session's settings. */
-export function sessionSettingsKey(sessionId: string): string {
-  return KEY_PREFIX + sessionId
-}
-
-/**
- * Per-session settings over the store's meta table. Reads go to the database every time, so
- * another process (or a restart) sees the current choice.
- */
-export class SessionSettingsRepository {
-  readonly #meta: MetaLike
-  #defaults: { mode: MemoryMode; inject: InjectSwitch }
-  readonly #now: () => number
-
-  constructor(meta: MetaLike, defaults: { mode: MemoryMode; inject: InjectSwitch }, now: () => number = Date.now) {
-    this.#meta = meta
-    this.#defaults = defaults
-    this.#now = now
-  }
-
-  /** New defaults for sessions that never chose (a live change of `defaultMode`). */
-  setDefaults(defaults: { mode: MemoryMode; inject: InjectSwitch }): void {
-    this.#defaults = { ...defaults }
-  }
-
-  /**
-   * The session's settings, or the defaults when it never chose.
-   * @throws RecallError `corrupt-state` for a record of another version or shape.
-   */
-  async get(sessionId: string): Promise<SessionMemorySettings> {
-    const raw = await this.#meta.get(sessionSettingsKey(sessionId))
-    if (raw === undefined) return { ...this.#defaults, updatedAt: null }
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(raw)
-    } catch (cause) {
-      throw new RecallError('corrupt-state', `session settings of ${sessionId} are not JSON`, { cause })
-    }
-    const record = parsed as { version?: unknown; mode?: unknown; inject?: unknown; updatedAt?: unknown }
-    if (record?.version !== SESSION_SETTINGS_VERSION) {
-      throw new RecallError('corrupt-state', `session settings of ${sessionId} have version ${JSON.stringify(record?.version)}, expected ${SESSION_SETTINGS_VERSION}`)
-    }
-    if (!MEMORY_MODES.includes(record.mode as MemoryMode) || !INJECT_SWITCHES.includes(record.inject as InjectSwitch) || typeof record.updatedAt !== 'number') {
-      throw new RecallError('corrupt-state', `session settings of ${sessionId} have an unknown shape`)
-    }
-    return { mode: record.mode as MemoryMode, inject: record.inject as InjectSwitch, updatedAt: record.updatedAt }
-  }
-
-  /**
-   * Change a session's mode and/or injection switch; unspecified fields keep their value.
-   * @throws RecallError `invalid-argument` for an unknown mode or switch.
-   */
-  async update(sessionId: string, patch: { mode?: MemoryMode; inject?: InjectSwitch }, actor = 'recall'): Promise<SessionMemorySettings> {
-    if (patch.mode !== undefined && !MEMORY_MODES.includes(patch.mode)) {
-      throw new RecallError('invalid-argument', `unknown memory mode ${JSON.stringify(patch.mode)}; use one of ${MEMORY_MODES.join(', ')}`, { path: 'mode' })
-    }
-    if (patch.inject !== undefined && !INJECT_SWITCHES.includes(patch.inject)) {
-      throw new RecallError('invalid-argument', `unknown inject switch ${JSON.stringify(patch.inject)}; use one of ${INJECT_SWITCHES.join(', ')}`, { path: 'inject' })
-    }
-    let current: SessionMemorySettings
-    try {
-      current = await this.get(sessionId)
-    } catch {
-      // A damaged record is replaced by the explicit new choice rather than blocking it.
-      current = { ...this.#defaults, updatedAt: null }
-    }
-    const next = { mode: patch.mode ?? current.mode, inject: patch.inject ?? current.inject, updatedAt: this.#now() }
-    await this.#meta.set(sessionSettingsKey(sessionId), JSON.stringify({ version: SESSION_SETTINGS_VERSION, ...next }), { actor })
-    return next
-  }
 }
