@@ -210,7 +210,7 @@ describe('import', () => {
     expect(broken.stderr).toMatch(/^error: .*broken-cues\.json is not a cue-bank file: .*topics\[0\]/)
   })
 
-  it('indexes a memory-palace folder into the store, so its turns are searchable, once', async () => {
+  it('indexes a memory-palace folder into the palace tables (not L0), so its turns are searchable, once', async () => {
     const workspace = join(temp.dir, 'work', 'palace-project')
     mkdirSync(workspace, { recursive: true })
     const palace = new PalaceWorkspace(workspace, resolvePalaceOptions({}), { now: () => new Date(Date.UTC(2025, 10, 30, 12)) })

@@ -40,6 +40,8 @@ describe('npm run demo', () => {
     expect(stdout).toMatch(/shop-api\/memory-palace\/Shop API\/\d{4}-\d{2}\/release-notes\/assistant-release-notes-\d{8}-\d{6}\.md\n\s+Release notes for shop API v2\.3/)
     // The CLI read the same data dir, and the path to inspect is printed.
     expect(stdout).toContain('L1 memories 5 current')
+    // The status lists real workspaces only: the palace's index is not an L0 conversation.
+    expect(stdout).not.toContain('memory-palace:')
     expect(stdout).toContain(`Data dir to inspect: ${join(root, 'dsh-home', 'memory')}`)
     expect(existsSync(join(root, 'dsh-home', 'memory', 'memory.db'))).toBe(true)
   })

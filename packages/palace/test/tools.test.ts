@@ -214,6 +214,18 @@ describe('palace tools', () => {
     expect((await call('palace_search', { keyword: 'deploy', namespace: 'second' }, other)).text).toContain(`turn ${turns[0]}`)
     expect((await call('palace_search', { keyword: 'deploy', all: true }, other)).text).toMatch(/\[second\] turn/)
     expect((await call('palace_search', { keyword: 'deploy' }, other)).code).toBe('unnamed-session')
+
+    // The old name, free again, goes to a third session whose turns reuse the numbers: the
+    // index replaces the rows of the earlier archive, so the new words are found.
+    await palace.idle()
+    const thirdLog = new EventLog()
+    const third = sessionOf(thirdLog, session.cwd!, 'session-3')
+    const thirdTurns = thirdLog.exchange('Where is the 猫咖啡 meetup?', 'At the Shibuya cafe.')
+    expect(thirdTurns[0]).toBe(turns[0])
+    await call('palace_config', { action: 'set', namespace: 'first' }, third)
+    expect((await call('palace_archive', { segments: [{ category: 'b', fromTurn: thirdTurns[0], toTurn: thirdTurns[1] }], summary: 'y' }, third)).ok).toBe(true)
+    expect((await call('palace_search', { keyword: 'Shibuya' }, third)).text).toContain(`turn ${thirdTurns[1]}`)
+    expect((await call('palace_search', { keyword: 'deploy' }, third)).text).toContain('No archived turn matched.')
   })
 
   it('refuses a hand-edited session map that points outside the palace', async () => {

@@ -18,7 +18,7 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { loadMigrationDir, redactSecrets, tokenize, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
-import { and, count, eq, gt } from 'drizzle-orm'
+import { and, count, eq, gt, inArray } from 'drizzle-orm'
 import MiniSearch, { type SearchResult } from 'minisearch'
 import { PalaceError } from './errors.js'
 import { palaceNamespaces, palaceSchema, palaceTurns, type PalaceSchema } from './index-schema.js'
@@ -136,19 +136,29 @@ export class ArchiveIndex {
     const entries = await target.archive.entries()
     const where = and(eq(palaceNamespaces.workspace, workspace), eq(palaceNamespaces.namespace, target.namespace))
     const turnsWhere = and(eq(palaceTurns.workspace, workspace), eq(palaceTurns.namespace, target.namespace))
+    const sessionId = (await target.archive.readState())?.sessionId ?? ''
     const state = await tables.read((db) => db.select().from(palaceNamespaces).where(where).get())
-    if (state?.version === INDEX_VERSION && state.turns === entries.length) return { inserted: 0 }
-    if (state !== undefined && state.version !== INDEX_VERSION) await tables.write((db) => db.delete(palaceTurns).where(turnsWhere).run())
-    const existing = new Set(await tables.read((db) => db.select({ turn: palaceTurns.turn }).from(palaceTurns).where(turnsWhere).all().map((row) => row.turn)))
-    const missing = entries.filter((entry) => !existing.has(entry.turn))
+    if (state?.version === INDEX_VERSION && state.sessionId === sessionId && state.turns === entries.length) return { inserted: 0 }
+    // Rows of another index version, or of another folder that had this name: rebuilt.
+    if (state !== undefined && (state.version !== INDEX_VERSION || state.sessionId !== sessionId)) await tables.write((db) => db.delete(palaceTurns).where(turnsWhere).run())
+    const existing = new Map(
+      await tables.read((db) => db.select({ turn: palaceTurns.turn, archiveId: palaceTurns.archiveId }).from(palaceTurns).where(turnsWhere).all().map((row) => [row.turn, row.archiveId] as const)),
+    )
+    const missing = entries.filter((entry) => existing.get(entry.turn) !== entry.archive)
+    // Rows of turns this folder no longer holds, or held by another archive (a memory name
+    // reused after a rename): their terms would filter wrongly, so they are replaced.
+    const current = new Set(entries.map((entry) => entry.turn))
+    const replaced = new Set(missing.map((entry) => entry.turn))
+    const stale = [...existing.keys()].filter((turn) => !current.has(turn) || replaced.has(turn))
+    if (stale.length > 0) await tables.write((db) => db.delete(palaceTurns).where(and(turnsWhere, inArray(palaceTurns.turn, stale))).run())
     let inserted = 0
     for (let start = 0; start < missing.length; start += WRITE_BATCH) {
       const rows = await Promise.all(missing.slice(start, start + WRITE_BATCH).map((entry) => this.row(workspace, target, entry)))
       inserted += await tables.write((db) => db.insert(palaceTurns).values(rows).onConflictDoNothing().run().changes)
     }
-    const next = { workspace, namespace: target.namespace, turns: entries.length, version: INDEX_VERSION, updatedAt: Date.now() }
+    const next = { workspace, namespace: target.namespace, sessionId, turns: entries.length, version: INDEX_VERSION, updatedAt: Date.now() }
     await tables.write((db) =>
-      db.insert(palaceNamespaces).values(next).onConflictDoUpdate({ target: [palaceNamespaces.workspace, palaceNamespaces.namespace], set: { turns: next.turns, version: next.version, updatedAt: next.updatedAt } }).run(),
+      db.insert(palaceNamespaces).values(next).onConflictDoUpdate({ target: [palaceNamespaces.workspace, palaceNamespaces.namespace], set: { sessionId, turns: next.turns, version: next.version, updatedAt: next.updatedAt } }).run(),
     )
     return { inserted }
   }
@@ -162,6 +172,7 @@ export class ArchiveIndex {
       category: entry.category,
       speaker: entry.speaker,
       archivedAt: entry.archivedAt,
+      archiveId: entry.archive,
       terms: turnTerms(text).join(' '),
     }
   }

@@ -11,6 +11,8 @@ export const palaceNamespaces = sqliteTable(
   {
     workspace: text('workspace').notNull(),
     namespace: text('namespace').notNull(),
+    /** The session owning the folder (`.state.json`): another owner means another folder. */
+    sessionId: text('session_id').notNull(),
     /** `index.jsonl` entries indexed. */
     turns: integer('turns').notNull(),
     version: integer('version').notNull(),
@@ -30,6 +32,8 @@ export const palaceTurns = sqliteTable(
     category: text('category').notNull(),
     speaker: text('speaker').notNull(),
     archivedAt: integer('archived_at').notNull(),
+    /** Id of the archive operation that wrote the turn (`index.jsonl` `archive`). */
+    archiveId: text('archive_id').notNull(),
     terms: text('terms').notNull(),
   },
   (table) => [uniqueIndex('palace_turns_turn').on(table.workspace, table.namespace, table.turn)],
