@@ -21,13 +21,17 @@ export const projects = sqliteTable('tree_projects', {
   updatedAt: integer('updated_at').notNull(),
 })
 
+/** `project_id`: a row of a project, deleted with it. */
+const projectRef = () =>
+  text('project_id')
+    .notNull()
+    .references(() => projects.id, { onDelete: 'cascade' })
+
 export const bindings = sqliteTable(
   'tree_bindings',
   {
     workspace: text('workspace').primaryKey(),
-    projectId: text('project_id')
-      .notNull()
-      .references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: projectRef(),
     updatedAt: integer('updated_at').notNull(),
   },
   (t) => [index('tree_bindings_project').on(t.projectId)],
@@ -37,9 +41,7 @@ export const items = sqliteTable(
   'tree_items',
   {
     id: text('id').primaryKey(),
-    projectId: text('project_id')
-      .notNull()
-      .references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: projectRef(),
     seq: integer('seq').notNull(),
     kind: text('kind').$type<ItemKind>().notNull(),
     text: text('text').notNull(),
@@ -59,9 +61,7 @@ export const turns = sqliteTable(
   'tree_turns',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    projectId: text('project_id')
-      .notNull()
-      .references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: projectRef(),
     sessionId: text('session_id').notNull().default(''),
     role: text('role').$type<'user' | 'assistant'>().notNull(),
     text: text('text').notNull(),
@@ -77,9 +77,7 @@ export const branches = sqliteTable(
   'tree_branches',
   {
     id: text('id').primaryKey(),
-    projectId: text('project_id')
-      .notNull()
-      .references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: projectRef(),
     title: text('title').notNull(),
     status: text('status').$type<BranchStatus>().notNull(),
     stage: integer('stage').notNull(),
@@ -112,9 +110,7 @@ export const checkpoints = sqliteTable(
   'tree_checkpoints',
   {
     id: text('id').primaryKey(),
-    projectId: text('project_id')
-      .notNull()
-      .references(() => projects.id, { onDelete: 'cascade' }),
+    projectId: projectRef(),
     stage: integer('stage').notNull(),
     title: text('title').notNull(),
     review: text('review').notNull(),
