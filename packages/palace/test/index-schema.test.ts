@@ -1,5 +1,6 @@
 import { join } from 'node:path'
-import { openMemoryStore, textStatements } from '@dsh-memory/store'
+import { openMemoryStore, schemaDrift } from '@dsh-memory/store'
+import { sql } from 'drizzle-orm'
 import { getTableConfig } from 'drizzle-orm/sqlite-core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ArchiveIndex, palaceNamespaces, palaceTurns } from '../src/index.js'
@@ -21,13 +22,14 @@ describe('palace tables', () => {
       const config = getTableConfig(table)
       const declared = config.columns.map((column) => [column.name, column.getSQLType().toUpperCase(), column.notNull]).sort()
       const migrated = await tables.read((handle) =>
-        (textStatements(handle).prepare(`SELECT name, type, "notnull" AS nn, pk FROM pragma_table_info('${config.name}')`).all() as { name: string; type: string; nn: number; pk: number }[]).map(
+        handle.all<{ name: string; type: string; nn: number; pk: number }>(sql`SELECT name, type, "notnull" AS nn, pk FROM pragma_table_info(${config.name})`).map(
           (row) => [row.name, row.type, row.nn === 1 || row.pk > 0],
         ),
       )
       expect([config.name, migrated.sort()]).toEqual([config.name, declared])
     }
-    const indexes = await tables.read((handle) => textStatements(handle).prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'palace_turns' AND sql IS NOT NULL").all())
+    const indexes = await tables.read((handle) => handle.all(sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'palace_turns' AND sql IS NOT NULL`))
     expect(indexes).toEqual([{ name: 'palace_turns_turn' }])
+    expect(await tables.read((handle) => schemaDrift(handle, { palaceNamespaces, palaceTurns }))).toEqual([])
   })
 })
