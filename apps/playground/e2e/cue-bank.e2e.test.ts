@@ -190,7 +190,7 @@ describe('cue-bank in the real DSH host', () => {
 
   /** The partition's cues and idioms as the store holds them after the runs so far. */
   async function bankOf(partition: string): Promise<{ cues: Cue[]; idioms: Idiom[] }> {
-    const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+    const store = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db') })
     try {
       const repository = await openCueRepository(store)
       const bank = { cues: repository.listCues([partition]), idioms: repository.listIdioms([partition]) }
@@ -206,8 +206,8 @@ describe('cue-bank in the real DSH host', () => {
     requests[0]?.body.messages.map((message) => contentText(message.content)).find((text) => text.includes(BLOCK))
 
   it('001 idioms: a Chinese expression the user repeats across topics wakes the right cue with the idiom hint; a Japanese paraphrase wakes its topic', async () => {
-    server.setResponder((request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }))
-    const cwd = join(root, 'work', 'idioms')
+    hosted.server.setResponder((request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }))
+    const cwd = join(hosted.root, 'work', 'idioms')
     // Two topics in two sessions, both said with the user's habit "形成闭环"; a third in Japanese.
     const reimburse = sessionOf((await run('报销需求要形成闭环，从提单、审批到打款都要能追踪', { cwd })).requests[0]!)
     await run('监控告警也要形成闭环，从告警到修复都要有记录', { cwd })
@@ -232,10 +232,10 @@ describe('cue-bank in the real DSH host', () => {
   })
 
   it('001 vector matching: with an embedding endpoint, a message that shares no keyword with a cue wakes it by meaning', async () => {
-    server.setResponder(() => ({ kind: 'text', text: 'Noted.' }))
+    hosted.server.setResponder(() => ({ kind: 'text', text: 'Noted.' }))
     const embeddings = await startEmbeddingEndpoint('ok', conceptVector)
     try {
-      const cwd = join(root, 'work', 'vectors')
+      const cwd = join(hosted.root, 'work', 'vectors')
       const dimensions = CONCEPTS.length + 1
       const patch = `- id: memory-cue-bank\n  config:\n    matchMode: auto\n    embedding:\n      baseURL: ${embeddings.url}\n      apiKey: e2e-key\n      model: concepts\n      dimensions: ${dimensions}\n      timeoutMs: 20000\n      waitMs: 20000\n`
       const topic = '我的 Gaggia 咖啡机在冲煮头漏水'

@@ -4,7 +4,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { openMemoryTree, TREE_GUIDE, TREE_TOOL_NAMES } from '@dsh-memory/tree'
 import { Config } from '@dsh-memory/tree/plugin'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { contentText, lastUserText, type ChatRequestBody, type LoggedRequest, type ScriptedReply } from '../src/model-hosted.server.js'
+import { contentText, lastUserText, type ChatRequestBody, type LoggedRequest, type ScriptedReply } from '../src/model-server.js'
 import { useHostProfile } from './helpers.js'
 
 const CHIT_CHAT = '你好!今天天气真好,谢谢你昨天的帮助 😊'

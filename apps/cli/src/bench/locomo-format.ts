@@ -183,3 +183,10 @@ export function selectSamples(samples: readonly LocomoSample[], ids: readonly st
   const wanted = new Set(ids)
   return samples.filter((sample) => wanted.has(sample.sampleId))
 }
+
+/** Progress callbacks (a bar on a TTY, plain lines otherwise). */
+export interface BenchProgress {
+  start(phase: string, total: number): void
+  tick(detail?: string): void
+  stop(): void
+}

@@ -9,9 +9,8 @@
  */
 import type { MemoryStore } from '@dsh-memory/store'
 import { MAX_SCAN, RecallEngine, RecallInjector, resolveRecallOptions } from '@dsh-memory/recall'
-import type { LocomoSample } from './locomo-format.ts'
+import type { BenchProgress, LocomoSample } from './locomo-format.ts'
 import { eligibleQuestions, workspaceOf } from './locomo-format.ts'
-import type { BenchProgress } from './locomo.ts'
 
 /** Injection metrics of one category, or overall. */
 export interface InjectionMetrics {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { MAX_SCAN, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
+import type { BenchProgress } from './locomo-format.ts'
 import { evaluateInjection, formatInjectionReport, type InjectionReport } from './locomo-injection.ts'
 import { eligibleQuestions, type LocomoSample, workspaceOf } from './locomo-format.ts'
 
@@ -43,12 +44,7 @@ export interface ModeMetrics {
 /** The `--json` object: one entry per mode that ran. */
 export type LocomoReport = Partial<Record<RankingMode, ModeMetrics>> & { injection?: InjectionReport }
 
-/** Progress callbacks (a bar on a TTY, plain lines otherwise). */
-export interface BenchProgress {
-  start(phase: string, total: number): void
-  tick(detail?: string): void
-  stop(): void
-}
+export type { BenchProgress } from './locomo-format.ts'
 
 /** Options of {@link runLocomoBench}. */
 export interface LocomoBenchOptions {
