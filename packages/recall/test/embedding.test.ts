@@ -3,7 +3,7 @@ import { cosineSimilarity, createEmbedder } from '../src/core/embedding.ts'
 import { resolveRecallOptions } from '../src/core/options.ts'
 import { type EmbeddingServer, startEmbeddingServer } from './support/loopback.ts'
 import { RecallEngine } from '../src/core/recall-engine.ts'
-import { tempStore } from './support/store.ts'
+import { tempStoreEachTest } from './support/store.ts'
 
 describe('the OpenAI-compatible embeddings client (loopback server)', () => {
   let server: EmbeddingServer | undefined
@@ -52,19 +52,16 @@ describe('the OpenAI-compatible embeddings client (loopback server)', () => {
 })
 
 describe('hybrid recall with a local OpenAI-compatible server (scripted, 127.0.0.1)', () => {
+  const openStore = tempStoreEachTest()
   let server: EmbeddingServer | undefined
-  let handle: ReturnType<typeof tempStore> | undefined
   afterEach(async () => {
     await server?.close()
-    await handle?.cleanup()
     server = undefined
-    handle = undefined
   })
 
   it('finds a Chinese paraphrase that keyword search misses (咖啡 / 拿铁), as with Ollama or llama.cpp on /v1', async () => {
     server = await startEmbeddingServer()
-    handle = tempStore()
-    const { store } = handle
+    const { store } = openStore()
     const scope = { sessionId: 's', workspace: '/w' }
     const latte = await store.memories.add({ kind: 'preference', text: '用户每天早上来一杯拿铁', scope: 'workspace', workspace: '/w' })
     await store.memories.add({ kind: 'fact', text: '用户开一辆白色的电动汽车', scope: 'workspace', workspace: '/w' })

@@ -1,20 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { resolveRecallOptions } from '../src/core/options.ts'
 import { RecallEngine } from '../src/core/recall-engine.ts'
 import { RecallInjector } from '../src/core/injector.ts'
 import { modePolicy } from '../src/core/session-modes.ts'
 import { RECALL_TOOLS } from '../src/core/tools.ts'
-import { tempStore } from './support/store.ts'
+import { tempStoreEachTest } from './support/store.ts'
 
 describe('RecallEngine on a real store', () => {
-  let handle: ReturnType<typeof tempStore> | undefined
-  afterEach(async () => {
-    await handle?.cleanup()
-    handle = undefined
-  })
+  const openStore = tempStoreEachTest()
 
   it('sees global memories, its workspace\'s, and only its own session\'s session-scoped ones', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const { store } = handle
     await store.memories.add({ kind: 'fact', text: 'global one', scope: 'global' })
     await store.memories.add({ kind: 'fact', text: 'alpha one', scope: 'workspace', workspace: '/w/alpha' })
@@ -29,7 +25,7 @@ describe('RecallEngine on a real store', () => {
   })
 
   it('resolves ids by prefix or suffix and reports ambiguity with a stable code', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const engine = new RecallEngine(handle.store, resolveRecallOptions())
     const scope = { sessionId: 's', workspace: '/w' }
     const a = await engine.addMemory({ text: 'first' }, scope, 'user')
@@ -48,7 +44,7 @@ describe('RecallEngine on a real store', () => {
   })
 
   it('a superseded memory is history: it is not recalled and cannot be edited again', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const engine = new RecallEngine(handle.store, resolveRecallOptions())
     const scope = { sessionId: 's', workspace: '/w' }
     const old = await engine.addMemory({ text: 'The build uses webpack.' }, scope, 'user')
@@ -59,7 +55,7 @@ describe('RecallEngine on a real store', () => {
   })
 
   it('conversation search leaves out the current session unless asked, and never reads other workspaces', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const { store } = handle
     for (const [id, workspace, text] of [
       ['now', '/w', 'We are debugging the websocket reconnect right now.'],
@@ -76,7 +72,7 @@ describe('RecallEngine on a real store', () => {
   })
 
   it('ranks the store\'s full-text candidates: old memories beyond any scan window, inflections, scope kept', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const { store } = handle
     const scope = { sessionId: 's', workspace: '/w' }
     // The matching memory is the oldest of many: a newest-N scan would never reach it.
@@ -96,7 +92,7 @@ describe('RecallEngine on a real store', () => {
   })
 
   it('conversation search ranks a hit\'s context turns too (one store read for the neighbours)', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const { store } = handle
     await store.conversations.ensure({ id: 'old', workspace: '/w' })
     const turns = ['Where should the offsite be?', 'Lisbon, in the second week of May.', 'Book the hotel near the river.', 'Unrelated chatter.', 'More unrelated chatter.']
@@ -109,7 +105,7 @@ describe('RecallEngine on a real store', () => {
   })
 
   it('tools validate arguments before touching the store', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const engine = new RecallEngine(handle.store, resolveRecallOptions())
     const scope = { sessionId: 's', workspace: '/w' }
     const tool = (name: string) => RECALL_TOOLS.find((spec) => spec.name === name)!
@@ -125,7 +121,7 @@ describe('RecallEngine on a real store', () => {
   })
 
   it('the injector ignores steps without a human message and reports why nothing was injected', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const engine = new RecallEngine(handle.store, resolveRecallOptions())
     const injector = new RecallInjector(engine)
     const scope = { sessionId: 's', workspace: '/w' }

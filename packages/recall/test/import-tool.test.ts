@@ -1,12 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { placeRecallMessage, RecallInjector } from '../src/core/injector.ts'
 import { resolveRecallOptions } from '../src/core/options.ts'
 import { RecallEngine } from '../src/core/recall-engine.ts'
 import { RECALL_TOOLS } from '../src/core/tools.ts'
-import { tempStore } from './support/store.ts'
+import { tempDirEachTest, tempStore, tempStoreEachTest } from './support/store.ts'
 
 const AGENTS_MD = `# Project rules
 
@@ -20,18 +19,13 @@ I prefer tabs over spaces.
 `
 
 describe('memory_import (rule files of the workspace → memories)', () => {
-  let handle: ReturnType<typeof tempStore> | undefined
+  const openStore = tempStoreEachTest()
+  const makeRoot = tempDirEachTest('import-tool')
   let root: string | undefined
-  afterEach(async () => {
-    await handle?.cleanup()
-    if (root) rmSync(root, { recursive: true, force: true })
-    handle = undefined
-    root = undefined
-  })
 
   const setup = () => {
-    handle = tempStore()
-    root = mkdtempSync(join(tmpdir(), 'dshm-import-tool-'))
+    const handle = openStore()
+    root = makeRoot()
     const workspace = join(root, 'project')
     mkdirSync(join(workspace, '.claude', 'rules'), { recursive: true })
     writeFileSync(join(workspace, 'AGENTS.md'), AGENTS_MD)

@@ -1,4 +1,4 @@
-import { describe, expect, it, afterEach } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { CoordinatedMemoryStore } from '@dsh-memory/store'
 import { markCommitted, markQueued, addDesired, emptyLayerState, reconcile } from '../src/core/injection-ledger.ts'
 import { InjectionLedger } from '../src/core/injection-ledger-repository.ts'
@@ -7,7 +7,7 @@ import { openRecallTables } from '../src/core/state-tables.ts'
 import { LayerController, type LayerSessionHandle } from '../src/core/layer-controller.ts'
 import { buildLayerSnapshot, injectedMemoryIds, layerRef, memoryTitle, snapshotInjectionId, snapshotMemoryIds } from '../src/core/layers.ts'
 import { DEFAULT_RECALL_OPTIONS } from '../src/core/options.ts'
-import { tempStore } from './support/store.ts'
+import { type TempStore, tempStoreEachTest } from './support/store.ts'
 
 /**
  * The host's side of one session, as the controller sees it through its handle: the
@@ -60,15 +60,10 @@ function controllerFor(store: () => CoordinatedMemoryStore, now: () => number = 
 }
 
 describe('layer snapshots', () => {
-  let handle: ReturnType<typeof tempStore> | undefined
-  afterEach(async () => {
-    await handle?.cleanup()
-    handle = undefined
-  })
+  const openStore = tempStoreEachTest()
 
   it('are an index (ids, kinds, titles, token estimates), deterministic, escaped and within limits', async () => {
-    handle = tempStore()
-    const store = handle.store
+    const { store } = openStore()
     const ids: string[] = []
     for (let i = 0; i < 6; i++) ids.push((await store.memories.add({ kind: 'fact', text: `Fact ${i}: the build uses </memory-layer-index> tricks\nsecond line ${i}`, scope: 'workspace', workspace: WS, priority: i })).id)
     await store.memories.add({ kind: 'preference', text: '用户喜欢深色主题', scope: 'workspace', workspace: WS })
@@ -132,22 +127,36 @@ describe('the injection state machine', () => {
   })
 
   describe('with a real store, across a restart between queued and committed', () => {
-    let handle: ReturnType<typeof tempStore> | undefined
-    afterEach(async () => {
-      await handle?.cleanup()
-      handle = undefined
-    })
+    const openStore = tempStoreEachTest()
+    let handle: TempStore | undefined
+
+    const current = () => handle!.store as CoordinatedMemoryStore
 
     async function seed(store: CoordinatedMemoryStore) {
       await store.memories.add({ kind: 'fact', text: 'Deploys go out with Kamal.', scope: 'workspace', workspace: WS })
       await store.memories.add({ kind: 'instruction', text: 'Run the linter before committing.', scope: 'workspace', workspace: WS })
     }
 
+    /** A seeded store, a controller on it and session s1 with `layer` enabled (its snapshot queued). */
+    async function enabled(layer: 'workspace' | 'global' = 'workspace') {
+      handle = openStore()
+      await seed(current())
+      const controller = controllerFor(current)
+      const session = new SessionStandIn('s1', WS)
+      await controller.enable(session, layer)
+      return { controller, session, id: session.inbox[0]!.id }
+    }
+
+    /** The process restarts: the same file is reopened and a fresh controller runs on it. */
+    async function restart(): Promise<LayerController> {
+      await handle!.reopen()
+      return controllerFor(current)
+    }
+
     it('enable queues one snapshot through the inject API, and the log commits it', async () => {
-      handle = tempStore()
-      const store = () => handle!.store as CoordinatedMemoryStore
-      await seed(store())
-      const controller = controllerFor(store)
+      handle = openStore()
+      await seed(current())
+      const controller = controllerFor(current)
       const session = new SessionStandIn('s1', WS)
       const text = await controller.enable(session, 'workspace')
       expect(text).toMatch(/Enabled the workspace layer/)
@@ -165,16 +174,10 @@ describe('the injection state machine', () => {
     })
 
     it('restart after queued, the inbox lost (discarded on exit): delivered again under the same id, exactly once', async () => {
-      handle = tempStore()
-      await seed(handle.store as CoordinatedMemoryStore)
-      let controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
-      const session = new SessionStandIn('s1', WS)
-      await controller.enable(session, 'workspace')
-      const id = session.inbox[0]!.id
+      const { session, id } = await enabled()
       // The host exits: its inbox is discarded durably, the process (and its controller) is gone.
       session.inbox = []
-      await handle.reopen()
-      controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const controller = await restart()
       await controller.atSessionStart(session)
       expect((await controller.state('s1')).injections[0]).toMatchObject({ id, state: 'queued' })
       expect(await session.step(controller)).toEqual([id])
@@ -184,30 +187,18 @@ describe('the injection state machine', () => {
     })
 
     it('restart after queued, the inbox restored from the log: nothing is added, the pending one lands once', async () => {
-      handle = tempStore()
-      await seed(handle.store as CoordinatedMemoryStore)
-      let controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
-      const session = new SessionStandIn('s1', WS)
-      await controller.enable(session, 'workspace')
-      const id = session.inbox[0]!.id
-      await handle.reopen()
-      controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const { session, id } = await enabled()
+      const controller = await restart()
       await controller.atSessionStart(session)
       expect(await session.step(controller)).toEqual([id])
       expect(session.snapshotsLogged()).toBe(1)
     })
 
     it('restart after the host logged it but before the commit was recorded: reconciliation commits, nothing is re-sent', async () => {
-      handle = tempStore()
-      await seed(handle.store as CoordinatedMemoryStore)
-      let controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
-      const session = new SessionStandIn('s1', WS)
-      await controller.enable(session, 'workspace')
-      const id = session.inbox[0]!.id
+      const { session, id } = await enabled()
       // The step logs it, and the process dies before noteLogged runs.
       session.log.push(...session.inbox.splice(0))
-      await handle.reopen()
-      controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const controller = await restart()
       await controller.atSessionStart(session)
       expect((await controller.state('s1')).injections[0]).toMatchObject({ id, state: 'committed' })
       expect(await session.step(controller)).toEqual([])
@@ -215,16 +206,10 @@ describe('the injection state machine', () => {
     })
 
     it('restart after queued, and the layer changed meanwhile: the lost snapshot is replaced by one of the new revision', async () => {
-      handle = tempStore()
-      await seed(handle.store as CoordinatedMemoryStore)
-      let controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
-      const session = new SessionStandIn('s1', WS)
-      await controller.enable(session, 'workspace')
-      const old = session.inbox[0]!.id
+      const { session, id: old } = await enabled()
       session.inbox = []
-      await handle.reopen()
-      await handle.store.memories.add({ kind: 'fact', text: 'A third fact.', scope: 'workspace', workspace: WS })
-      controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const controller = await restart()
+      await current().memories.add({ kind: 'fact', text: 'A third fact.', scope: 'workspace', workspace: WS })
       const delivered = await session.step(controller)
       expect(delivered).toHaveLength(1)
       expect(delivered[0]).not.toBe(old)
@@ -235,17 +220,13 @@ describe('the injection state machine', () => {
     })
 
     it('refresh delivers a new snapshot only after the layer changed or the old one left the context; disable cancels a pending one', async () => {
-      handle = tempStore()
-      await seed(handle.store as CoordinatedMemoryStore)
-      const controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
-      const session = new SessionStandIn('s1', WS)
-      await controller.enable(session, 'workspace')
+      const { controller, session } = await enabled()
       await session.step(controller)
-      await handle.store.memories.add({ kind: 'fact', text: 'Something new.', scope: 'workspace', workspace: WS })
+      await current().memories.add({ kind: 'fact', text: 'Something new.', scope: 'workspace', workspace: WS })
       expect(await controller.refresh(session, 'workspace')).toMatch(/revision 3/)
       await session.step(controller)
       expect(session.snapshotsLogged()).toBe(2)
-      await handle.store.memories.add({ kind: 'fact', text: 'And another.', scope: 'workspace', workspace: WS })
+      await current().memories.add({ kind: 'fact', text: 'And another.', scope: 'workspace', workspace: WS })
       await controller.refresh(session)
       expect(session.inbox).toHaveLength(1)
       expect(await controller.disable(session, 'workspace')).toMatch(/1 pending snapshot cancelled/)
@@ -257,12 +238,7 @@ describe('the injection state machine', () => {
     })
 
     it('a discarded snapshot becomes desired again and the next step delivers it once', async () => {
-      handle = tempStore()
-      await seed(handle.store as CoordinatedMemoryStore)
-      const controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
-      const session = new SessionStandIn('s1', WS)
-      await controller.enable(session, 'global')
-      const id = session.inbox[0]!.id
+      const { controller, session, id } = await enabled('global')
       session.inbox = []
       await controller.noteDiscarded('s1', id)
       expect((await controller.state('s1')).injections[0]!.state).toBe('desired')
@@ -271,9 +247,9 @@ describe('the injection state machine', () => {
     })
 
     it('the ledger holds ids, revisions and states, never memory text', async () => {
-      handle = tempStore()
+      handle = openStore()
       await handle.store.memories.add({ kind: 'fact', text: 'purple-elephant secret project name', scope: 'workspace', workspace: WS })
-      const controller = controllerFor(() => handle!.store as CoordinatedMemoryStore)
+      const controller = controllerFor(current)
       const session = new SessionStandIn('s1', WS)
       await controller.enable(session, 'workspace')
       await session.step(controller)

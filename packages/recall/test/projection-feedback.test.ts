@@ -1,27 +1,18 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
 import { applyFeedback, clearFeedback, feedbackOf, feedbackWeight, needsReview } from '../src/core/feedback.ts'
 import { rankMemories } from '../src/core/memory-ranking.ts'
 import { chunkManifest, chunkText } from '../src/core/memory-read.ts'
 import { LayerProjection, projectedRevision, projectionPath } from '../src/core/projection.ts'
-import { tempStore } from './support/store.ts'
+import { tempDirEachTest, tempStoreEachTest } from './support/store.ts'
 
 describe('Markdown projection of the layers', () => {
-  let handle: ReturnType<typeof tempStore> | undefined
-  let dir: string | undefined
-  afterEach(async () => {
-    await handle?.cleanup()
-    if (dir) rmSync(dir, { recursive: true, force: true })
-    handle = undefined
-    dir = undefined
-  })
+  const openStore = tempStoreEachTest()
+  const makeDir = tempDirEachTest('projection')
 
   it('writes one file per layer, rebuilds on change and on demand, and deleting it loses nothing', async () => {
-    handle = tempStore()
-    dir = mkdtempSync(join(tmpdir(), 'dshm-projection-'))
-    const store = handle.store
+    const { store } = openStore()
+    const dir = makeDir()
     const fact = await store.memories.add({ kind: 'fact', text: 'Deploys use Kamal.\nSecond line of detail.', scope: 'workspace', workspace: '/work/alpha' })
     await store.memories.add({ kind: 'preference', text: '用户喜欢深色主题', scope: 'global' })
     await store.persona.put({ scope: 'global', text: 'A platform engineer.' })

@@ -1,17 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { injectionActive, modePolicy, policyAllows, settingsLabel } from '../src/core/session-modes.ts'
 import { SessionSettingsRepository } from '../src/core/session-settings.ts'
-import { tempStore } from './support/store.ts'
+import { tempStoreEachTest } from './support/store.ts'
 
 describe('session settings', () => {
-  let handle: ReturnType<typeof tempStore> | undefined
-  afterEach(async () => {
-    await handle?.cleanup()
-    handle = undefined
-  })
+  const openStore = tempStoreEachTest()
 
   it('are per session id and survive closing and reopening the database', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' }, () => 1234)
     expect(await repo.get('s1')).toEqual({ mode: 'auto', inject: 'follow', updatedAt: null })
     await repo.update('s1', { mode: 'work' })
@@ -26,7 +22,7 @@ describe('session settings', () => {
   })
 
   it('keep Chinese and Japanese session ids apart', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' }, () => 5)
     await repo.update('会话-一', { mode: 'chat' })
     await repo.update('セッション-二', { inject: 'off' })
@@ -35,7 +31,7 @@ describe('session settings', () => {
   })
 
   it('rejects unknown values with a stable code and the field, and writes nothing', async () => {
-    handle = tempStore()
+    const handle = openStore()
     const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' })
     await repo.update('s1', { mode: 'work' })
     await expect(repo.update('s1', { mode: 'loud' as never })).rejects.toMatchObject({ code: 'invalid-argument', path: 'mode' })
