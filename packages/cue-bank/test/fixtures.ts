@@ -4,9 +4,11 @@ import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openMemoryStore } from '@dsh-memory/store'
+import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { afterEach, beforeEach } from 'vitest'
 import { CueBank, type CueBankHooks, type SessionRef } from '../src/core/cue-bank.js'
 import type { Embedder } from '../src/core/embedding.js'
+import type { Cue } from '../src/core/model.js'
 import { resolveCueBankOptions, type CueBankOptionsInput } from '../src/core/options.js'
 import { openCueRepository, type CueRepository } from '../src/core/store-cue-repository.js'
 
@@ -27,6 +29,49 @@ export class Clock {
 export function tempDir(): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'dshm-cue-bank-'))
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/**
+ * For each test of the calling suite: a fresh temp directory with a real store file in it,
+ * closed and removed afterwards. Read `dir` and `store` inside the tests (they change per test).
+ */
+export function storeEachTest(): { readonly dir: string; readonly store: MemoryStore } {
+  const current = {} as { dir: string; store: MemoryStore; remove: () => void }
+  beforeEach(() => {
+    const temp = tempDir()
+    current.dir = temp.dir
+    current.remove = temp.remove
+    current.store = openMemoryStore({ path: join(temp.dir, 'memory.db') })
+  })
+  afterEach(async () => {
+    await current.store.close()
+    current.remove()
+  })
+  return current
+}
+
+/** A conversation-level cue of `partition` with every field set; `extra` overrides any of them. */
+export function cueFixture(id: string, partition: string, extra: Partial<Cue> = {}): Cue {
+  return {
+    id,
+    partition,
+    level: 'conversation',
+    sessionId: `s-${id}`,
+    turn: 1,
+    summary: `summary ${id}`,
+    detail: `detail ${id}`,
+    keywords: [{ word: id, score: 1 }],
+    dimensions: { trigger: 'keywords', perspective: 'conversation', language: 'en' },
+    refSessions: [`s-${id}`],
+    sourceMessageIds: ['m1', 'm2'],
+    embedding: null,
+    embeddingModel: null,
+    createdAt: T0,
+    lastMentionedAt: T0,
+    lastTouchedAt: T0,
+    hitCount: 0,
+    ...extra,
+  }
 }
 
 /** A session of a workspace with a fresh id. */

@@ -1,28 +1,16 @@
 import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { openMemoryStore } from '@dsh-memory/store'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { isCueBankError } from '../src/core/errors.js'
 import { importCueBankJson } from '../src/core/import.js'
-import { openHarness, session, tempDir } from './fixtures.js'
+import { openHarness, session, storeEachTest } from './fixtures.js'
 
 const SAMPLE = readFileSync(new URL('./fixtures/reference-cue-bank.json', import.meta.url), 'utf8')
 
 describe('importCueBankJson (the reference data model)', () => {
-  let temp: ReturnType<typeof tempDir>
-  let store: ReturnType<typeof openMemoryStore>
-
-  beforeEach(() => {
-    temp = tempDir()
-    store = openMemoryStore({ path: join(temp.dir, 'memory.db') })
-  })
-  afterEach(async () => {
-    await store.close()
-    temp.remove()
-  })
+  const temp = storeEachTest()
 
   it('imports topics and idioms into the global partition, keeping ids, levels, keywords, counts and dates', async () => {
-    const result = await importCueBankJson(store, SAMPLE)
+    const result = await importCueBankJson(temp.store, SAMPLE)
     expect(result).toEqual({ partition: 'global', userId: 'ou_7d8a6e', inserted: { topics: 3, idioms: 2 }, skipped: { topics: 0, idioms: 0 } })
     const h = await openHarness(temp.dir)
     try {
@@ -53,10 +41,10 @@ describe('importCueBankJson (the reference data model)', () => {
   })
 
   it('is idempotent and can target a workspace or partition, keeping vectors when their model is named', async () => {
-    await importCueBankJson(store, SAMPLE, { workspace: '/work/alpha', embeddingModel: 'BAAI/bge-m3' })
-    const again = await importCueBankJson(store, JSON.parse(SAMPLE), { workspace: '/work/alpha', embeddingModel: 'BAAI/bge-m3' })
+    await importCueBankJson(temp.store, SAMPLE, { workspace: '/work/alpha', embeddingModel: 'BAAI/bge-m3' })
+    const again = await importCueBankJson(temp.store, JSON.parse(SAMPLE), { workspace: '/work/alpha', embeddingModel: 'BAAI/bge-m3' })
     expect(again).toMatchObject({ partition: 'workspace:/work/alpha', inserted: { topics: 0, idioms: 0 }, skipped: { topics: 3, idioms: 2 } })
-    const user = await importCueBankJson(store, SAMPLE, { partition: 'user:ou_7d8a6e' })
+    const user = await importCueBankJson(temp.store, SAMPLE, { partition: 'user:ou_7d8a6e' })
     expect(user.partition).toBe('user:ou_7d8a6e')
     // Same ids, already present: topic ids are global keys, so nothing is duplicated.
     expect(user.inserted.topics).toBe(0)
@@ -75,7 +63,7 @@ describe('importCueBankJson (the reference data model)', () => {
     const broken = JSON.parse(SAMPLE)
     broken.topics[2].keywords[1].score = 'high'
     const attempt = (json: unknown, options = {}) =>
-      importCueBankJson(store, json, options).then(
+      importCueBankJson(temp.store, json, options).then(
         () => {
           throw new Error('expected a failure')
         },

@@ -12,32 +12,20 @@ import {
   topicOverlap,
 } from '../src/core/matching.js'
 import type { Cue } from '../src/core/model.js'
-import { DAY, T0 } from './fixtures.js'
+import { cueFixture, DAY, T0 } from './fixtures.js'
 
 const kw = (text: string): Keyword[] => extractKeywords(text)
 
-function cue(id: string, text: string, extra: Partial<Cue> = {}): Cue {
-  return {
-    id,
-    partition: 'workspace:/w',
-    level: 'conversation',
-    sessionId: `s-${id}`,
-    turn: 1,
+/** A cue of workspace /w whose summary, detail and keywords all come from `text`. */
+const cue = (id: string, text: string, extra: Partial<Cue> = {}): Cue =>
+  cueFixture(id, 'workspace:/w', {
     summary: text,
     detail: text,
     keywords: kw(text),
     dimensions: { trigger: 'keywords', perspective: 'conversation' },
-    refSessions: [`s-${id}`],
     sourceMessageIds: [],
-    embedding: null,
-    embeddingModel: null,
-    createdAt: T0,
-    lastMentionedAt: T0,
-    lastTouchedAt: T0,
-    hitCount: 0,
     ...extra,
-  }
-}
+  })
 
 const rank = (query: string, cues: Cue[], extra: Partial<Parameters<typeof rankCues>[0]> = {}) =>
   rankCues({ query: kw(query), cues, now: T0, mode: 'keyword', maxCues: 3, minScore: 0.15, minVectorScore: 0.3, halfLifeDays: 30, ...extra })

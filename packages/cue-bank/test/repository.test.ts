@@ -6,33 +6,11 @@ import { sql } from 'drizzle-orm'
 import { cueBankMigrations } from '../src/migrations.js'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { isCueBankError } from '../src/core/errors.js'
-import type { Cue } from '../src/core/model.js'
 import { cueBankSchema } from '../src/core/schema.js'
 import { openCueRepository, type CueRepository } from '../src/core/store-cue-repository.js'
-import { T0, tempDir } from './fixtures.js'
+import { cueFixture, T0, tempDir } from './fixtures.js'
 
-function cue(id: string, partition: string, extra: Partial<Cue> = {}): Cue {
-  return {
-    id,
-    partition,
-    level: 'conversation',
-    sessionId: `s-${id}`,
-    turn: 1,
-    summary: `summary ${id}`,
-    detail: `detail ${id}`,
-    keywords: [{ word: id, score: 1 }],
-    dimensions: { trigger: 'keywords', perspective: 'conversation', language: 'en' },
-    refSessions: [`s-${id}`],
-    sourceMessageIds: ['m1', 'm2'],
-    embedding: null,
-    embeddingModel: null,
-    createdAt: T0,
-    lastMentionedAt: T0,
-    lastTouchedAt: T0,
-    hitCount: 0,
-    ...extra,
-  }
-}
+const cue = cueFixture
 
 describe('the cue repository on the shared store', () => {
   let temp: ReturnType<typeof tempDir>
