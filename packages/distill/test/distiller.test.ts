@@ -364,12 +364,17 @@ describe('Distiller failures and resume', () => {
       .on((call) => (call.route.provider === 'primary' ? new Error('HTTP 500') : undefined))
       .on((call) => (call.route.provider === 'slow' ? { hang: true } : undefined))
       .queue('l1', extraction([{ text: 'A' }]), extraction([{ text: 'B' }]))
-    const h = harness({ extract: { minMessages: 1 }, llm: { provider: 'primary', model: 'p', fallbacks: [{ provider: 'backup', model: 'b' }], timeoutMs: 10_000 } }, {
-      store: openTempStore().store,
-      clock: new FakeClock(Date.now()),
-      model,
-    })
-    await h.distiller.start()
+    /** A started distiller on its own store whose route chain is `provider`, then backup (10 s timeout each). */
+    const startChain = async (provider: string, routeModel: string) => {
+      const started = harness({ extract: { minMessages: 1 }, llm: { provider, model: routeModel, fallbacks: [{ provider: 'backup', model: 'b' }], timeoutMs: 10_000 } }, {
+        store: openTempStore().store,
+        clock: new FakeClock(Date.now()),
+        model,
+      })
+      await started.distiller.start()
+      return started
+    }
+    const h = await startChain('primary', 'p')
     await h.capture('conv', ['one'])
     await h.drain()
     expect(model.calls.map((call) => call.route.provider)).toEqual(['primary', 'backup'])
@@ -379,12 +384,7 @@ describe('Distiller failures and resume', () => {
     expect(rows.find((row) => row.provider === 'backup')).toMatchObject({ calls: 1, failures: 0, estimatedCalls: 1 })
 
     // A chain whose first route stalls: the timeout moves on to the next route.
-    const stalled = harness({ extract: { minMessages: 1 }, llm: { provider: 'slow', model: 's', fallbacks: [{ provider: 'backup', model: 'b' }], timeoutMs: 10_000 } }, {
-      store: openTempStore().store,
-      clock: new FakeClock(Date.now()),
-      model,
-    })
-    await stalled.distiller.start()
+    const stalled = await startChain('slow', 's')
     await stalled.capture('conv', ['two'])
     await stalled.clock.advance(EVALUATE_DELAY_MS)
     await vi.waitFor(() => expect(model.calls.at(-1)?.route.provider).toBe('slow'))

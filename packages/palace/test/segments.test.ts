@@ -29,6 +29,8 @@ const base = (segments: ArchiveRequest['segments'], extra: Partial<ArchiveReques
 describe('planArchive', () => {
   const { turns, n } = session()
   const none = (): boolean => false
+  /** The error code and message of planning `segments` over `turns` with nothing archived yet. */
+  const refusal = (segments: ArchiveRequest['segments']): string => code(() => planArchive(base(segments), turns, none, { maxFileBytes: 1e6 }))
 
   it('groups segments by category in first-appearance order; one category may take several segments', () => {
     const plan = planArchive(
@@ -51,36 +53,22 @@ describe('planArchive', () => {
 
   it('refuses overlapping segments, naming both', () => {
     expect(
-      code(() =>
-        planArchive(
-          base([
-            { category: 'a', fromTurn: n[0]!, toTurn: n[3]! },
-            { category: 'b', fromTurn: n[3]!, toTurn: n[5]! },
-          ]),
-          turns,
-          none,
-          { maxFileBytes: 1e6 },
-        ),
-      ),
+      refusal([
+        { category: 'a', fromTurn: n[0]!, toTurn: n[3]! },
+        { category: 'b', fromTurn: n[3]!, toTurn: n[5]! },
+      ]),
     ).toMatch(/^overlap: segments overlap: a .* and b /)
   })
 
   it('refuses a gap: archives start at the first unarchived turn and leave no hole', () => {
-    expect(code(() => planArchive(base([{ category: 'a', fromTurn: n[2]!, toTurn: n[4]! }]), turns, none, { maxFileBytes: 1e6 }))).toMatch(
+    expect(refusal([{ category: 'a', fromTurn: n[2]!, toTurn: n[4]! }])).toMatch(
       new RegExp(`^gap: .*${n[0]} \\(user: “q0”\\), ${n[1]} \\(assistant: “a0”\\)`),
     )
     expect(
-      code(() =>
-        planArchive(
-          base([
-            { category: 'a', fromTurn: n[0]!, toTurn: n[1]! },
-            { category: 'b', fromTurn: n[3]!, toTurn: n[4]! },
-          ]),
-          turns,
-          none,
-          { maxFileBytes: 1e6 },
-        ),
-      ),
+      refusal([
+        { category: 'a', fromTurn: n[0]!, toTurn: n[1]! },
+        { category: 'b', fromTurn: n[3]!, toTurn: n[4]! },
+      ]),
     ).toMatch(new RegExp(`^gap: .*${n[2]} \\(user`))
   })
 
@@ -94,9 +82,9 @@ describe('planArchive', () => {
   })
 
   it('refuses a segment without turns, a reversed range, bad categories and running turns', () => {
-    expect(code(() => planArchive(base([{ category: 'a', fromTurn: 9000, toTurn: 9001 }]), turns, none, { maxFileBytes: 1e6 }))).toMatch(/^not-archivable: segment a 9000–9001 contains no turn/)
-    expect(code(() => planArchive(base([{ category: 'a', fromTurn: n[3]!, toTurn: n[1]! }]), turns, none, { maxFileBytes: 1e6 }))).toMatch(/^invalid-argument: segments\[0\]: fromTurn/)
-    expect(code(() => planArchive(base([{ category: '../etc', fromTurn: n[0]!, toTurn: n[1]! }]), turns, none, { maxFileBytes: 1e6 }))).toMatch(/^invalid-name: .*path separator/)
+    expect(refusal([{ category: 'a', fromTurn: 9000, toTurn: 9001 }])).toMatch(/^not-archivable: segment a 9000–9001 contains no turn/)
+    expect(refusal([{ category: 'a', fromTurn: n[3]!, toTurn: n[1]! }])).toMatch(/^invalid-argument: segments\[0\]: fromTurn/)
+    expect(refusal([{ category: '../etc', fromTurn: n[0]!, toTurn: n[1]! }])).toMatch(/^invalid-name: .*path separator/)
     const log = new EventLog()
     log.user('go')
     log.assistant('', { calls: [{ id: 'c', name: 'bash', args: {} }] })

@@ -9,6 +9,11 @@ function memory(id: string, text: string, ageDays = 0, extra: Partial<{ embeddin
   return { id, text, kind: extra.kind ?? 'fact', scope: extra.scope ?? 'global', createdAt: time, updatedAt: time, embedding: extra.embedding ?? null, embeddingModel: extra.embeddingModel ?? null }
 }
 
+const vector = (x: number, y: number) => Float32Array.from([x, y])
+
+/** A fresh memory carrying the embedding [x, y] of `model`. */
+const embedded = (id: string, text: string, [x, y]: [number, number], model = 'm@2') => memory(id, text, 0, { embedding: vector(x, y), embeddingModel: model })
+
 describe('rankMemories', () => {
   const base = [memory('new', 'The office printer is on floor three.'), memory('old', 'The office printer is on floor two.', 120), memory('other', 'Lunch is at noon.')]
 
@@ -22,23 +27,17 @@ describe('rankMemories', () => {
   })
 
   it('embedding strategy ranks by cosine similarity of the same model only', () => {
-    const vector = (x: number, y: number) => Float32Array.from([x, y])
-    const memories = [
-      memory('near', 'alpha', 0, { embedding: vector(1, 0.1), embeddingModel: 'm@2' }),
-      memory('far', 'beta', 0, { embedding: vector(0.2, 1), embeddingModel: 'm@2' }),
-      memory('other-model', 'gamma', 0, { embedding: vector(1, 0), embeddingModel: 'x@2' }),
-    ]
+    const memories = [embedded('near', 'alpha', [1, 0.1]), embedded('far', 'beta', [0.2, 1]), embedded('other-model', 'gamma', [1, 0], 'x@2')]
     const ranked = rankMemories('anything', memories, { strategy: 'embedding', decayHalfLifeDays: 0, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
     expect(ranked.map((scored) => scored.memory.id)).toEqual(['near', 'far'])
     expect(ranked[0]!.vector).toBeGreaterThan(0.99)
   })
 
   it('hybrid fuses both lists: a memory found by both beats one found by one', () => {
-    const vector = (x: number, y: number) => Float32Array.from([x, y])
     const memories = [
-      memory('both', 'The printer jams on A3 paper.', 0, { embedding: vector(1, 0), embeddingModel: 'm@2' }),
-      memory('keyword-only', 'Printer toner is in the cupboard.', 0, { embedding: vector(0, 1), embeddingModel: 'm@2' }),
-      memory('vector-only', 'The copier on floor two is broken.', 0, { embedding: vector(0.9, 0.1), embeddingModel: 'm@2' }),
+      embedded('both', 'The printer jams on A3 paper.', [1, 0]),
+      embedded('keyword-only', 'Printer toner is in the cupboard.', [0, 1]),
+      embedded('vector-only', 'The copier on floor two is broken.', [0.9, 0.1]),
     ]
     const ranked = rankMemories('printer jams', memories, { strategy: 'hybrid', decayHalfLifeDays: 0, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
     expect(ranked[0]!.memory.id).toBe('both')

@@ -210,13 +210,19 @@ describe('claimPluginRow', () => {
     ])
   })
 
-  it('hands the plugin to the next idle row when the running row is removed for good', async () => {
+  /** Plugin `pluginName` loaded in rows a then b of a root context disposed after the test. */
+  async function rowsAandB(pluginName: string) {
     const ctx = new Context()
     onCleanup(() => ctx.fiber.dispose())
     const started: string[] = []
-    const plugin = countingPlugin('memory-handover', started)
+    const plugin = countingPlugin(pluginName, started)
     const first = await ctx.plugin(plugin, { tag: 'a' })
     await ctx.plugin(plugin, { tag: 'b' })
+    return { ctx, started, plugin, first }
+  }
+
+  it('hands the plugin to the next idle row when the running row is removed for good', async () => {
+    const { ctx, started, plugin, first } = await rowsAandB('memory-handover')
     await ctx.plugin(plugin, { tag: 'c' })
     await first.dispose()
     await expect.poll(() => started).toEqual(['a', 'stop a', 'b'])
@@ -227,12 +233,7 @@ describe('claimPluginRow', () => {
   })
 
   it('keeps its turn when the running row only restarts (a config reload)', async () => {
-    const ctx = new Context()
-    onCleanup(() => ctx.fiber.dispose())
-    const started: string[] = []
-    const plugin = countingPlugin('memory-reload', started)
-    const first = await ctx.plugin(plugin, { tag: 'a' })
-    await ctx.plugin(plugin, { tag: 'b' })
+    const { ctx, started, first } = await rowsAandB('memory-reload')
     await first.update({ tag: 'a2' })
     await new Promise((resolve) => setTimeout(resolve, 20))
     expect(started).toEqual(['a', 'stop a', 'a2'])
