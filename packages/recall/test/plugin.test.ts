@@ -226,30 +226,18 @@ describe('recall plugin in an in-process host', () => {
       for (const needle of ['German', 'auto-fix', 'eslint 9', 'as a table']) expect(text).toContain(needle)
     })
 
-    it('work keeps workspace memories and only global instructions/decisions', async () => {
+    it.each([
+      { mode: 'work', keeps: ['auto-fix', 'eslint 9', 'as a table'], drops: 'German', title: 'work keeps workspace memories and only global instructions/decisions' },
+      { mode: 'chat', keeps: ['German', 'auto-fix', 'as a table'], drops: 'eslint 9', title: 'chat keeps global memories and only workspace preferences' },
+    ])('$title', async ({ mode, keeps, drops }) => {
       host = await startHost({ recall: { recall: { maxResults: 10 } } })
       await seedKinds(host)
       const agent = await host.createAgent('/work/alpha')
-      expect((await host.command(agent, '/memory mode work'))?.kind).toBe('success')
+      expect((await host.command(agent, `/memory mode ${mode}`))?.kind).toBe('success')
       const [request] = chatRequests(await host.say(agent, ask))
       const text = recallMessages(request!).join('')
-      expect(text).toContain('auto-fix')
-      expect(text).toContain('eslint 9')
-      expect(text).toContain('as a table')
-      expect(text).not.toContain('German')
-    })
-
-    it('chat keeps global memories and only workspace preferences', async () => {
-      host = await startHost({ recall: { recall: { maxResults: 10 } } })
-      await seedKinds(host)
-      const agent = await host.createAgent('/work/alpha')
-      await host.command(agent, '/memory mode chat')
-      const [request] = chatRequests(await host.say(agent, ask))
-      const text = recallMessages(request!).join('')
-      expect(text).toContain('German')
-      expect(text).toContain('auto-fix')
-      expect(text).toContain('as a table')
-      expect(text).not.toContain('eslint 9')
+      for (const needle of keeps) expect(text).toContain(needle)
+      expect(text).not.toContain(drops)
     })
 
     it('off injects nothing and drops the memory sections; the choice survives a restart', async () => {
@@ -378,14 +366,19 @@ describe('recall plugin in an in-process host', () => {
       )
     })
 
+    /** A successful tool result that shows `wanted` and not `unwanted` (the other workspace's). */
+    function expectFound(result: { isError: boolean; text: string }, wanted: string, unwanted: string) {
+      expect(result.isError).toBe(false)
+      expect(result.text).toContain(wanted)
+      expect(result.text).not.toContain(unwanted)
+    }
+
     it('memory_search finds memories of this workspace and global scope only', async () => {
       host = await startHost()
       await store(host).memories.add({ kind: 'fact', text: 'Alpha uses pnpm workspaces.', scope: 'workspace', workspace: '/work/alpha' })
       await store(host).memories.add({ kind: 'fact', text: 'Beta uses yarn workspaces.', scope: 'workspace', workspace: '/work/beta' })
       const result = await callTool(host, '/work/alpha', 'memory_search', { query: 'workspaces' })
-      expect(result.isError).toBe(false)
-      expect(result.text).toContain('pnpm')
-      expect(result.text).not.toContain('yarn')
+      expectFound(result, 'pnpm', 'yarn')
     })
 
     it('memory_add stores a workspace memory; memory_delete removes it; bad arguments are clear errors', async () => {
@@ -431,9 +424,7 @@ describe('recall plugin in an in-process host', () => {
       await s.conversations.ensure({ id: 'old-beta', workspace: '/work/beta' })
       await s.messages.append({ conversationId: 'old-beta', hostMessageId: 'm3', role: 'user', text: 'The flaky test in beta is test_download.' })
       const result = await callTool(host, '/work/alpha', 'conversation_search', { query: 'flaky test' })
-      expect(result.isError).toBe(false)
-      expect(result.text).toContain('test_upload_retry')
-      expect(result.text).not.toContain('test_download')
+      expectFound(result, 'test_upload_retry', 'test_download')
     })
 
     it('memory_read_scene rejects an unknown id with a clear error', async () => {

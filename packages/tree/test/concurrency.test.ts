@@ -1,8 +1,7 @@
-import { existsSync } from 'node:fs'
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { OpenedMemoryTree } from '../src/core/open.js'
-import { openTestTree, tempDir } from './helpers.js'
-import { callTool, connect, SERVER } from './mcp-client.js'
+import { openTestTree, tempDir, tempDirEachTest } from './helpers.js'
+import { callTool, connect, requireServerBuild } from './mcp-client.js'
 
 const workspace = '/work/payments'
 const caller = { workspace, sessionId: 'plugin-session', source: 'model' }
@@ -80,15 +79,8 @@ describe('two store handles on one database file', () => {
 })
 
 describe('the plugin core and two MCP server processes on one database', () => {
-  let temp: ReturnType<typeof tempDir>
-
-  beforeAll(() => {
-    if (!existsSync(SERVER)) throw new Error(`build the package first (cd packages/tree && npx tsup): ${SERVER} is missing`)
-  })
-  beforeEach(() => {
-    temp = tempDir('tree-processes')
-  })
-  afterEach(() => temp.remove())
+  const temp = tempDirEachTest('tree-processes')
+  requireServerBuild()
 
   it('keeps every concurrent write from three writers and lets exactly one merge win', async () => {
     const local = await openTestTree(temp.dir)

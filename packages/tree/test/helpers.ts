@@ -1,12 +1,21 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { afterEach, beforeEach } from 'vitest'
 import { openMemoryTree, type OpenedMemoryTree, type OpenMemoryTreeOptions } from '../src/core/open.js'
 
 /** A temporary directory removed by `remove()`. */
 export function tempDir(label = 'tree'): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), `dshm-${label}-`))
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** A temporary directory made before each test of the calling suite and removed after it; read `dir` inside the tests. */
+export function tempDirEachTest(label = 'tree'): { readonly dir: string } {
+  const current = { dir: '', remove: () => {} }
+  beforeEach(() => Object.assign(current, tempDir(label)))
+  afterEach(() => current.remove())
+  return current
 }
 
 /** A controllable clock (epoch ms), starting at 2025-03-01T09:00:00Z. */

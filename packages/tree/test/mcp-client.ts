@@ -1,9 +1,18 @@
+import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { beforeAll } from 'vitest'
 
 /** The built server (`npx tsup` in packages/tree); the test runs what users run. */
 export const SERVER = fileURLToPath(new URL('../dist/mcp.js', import.meta.url))
+
+/** Fails the calling suite up front, with the fix, when the server bundle its tests spawn is not built. */
+export function requireServerBuild(): void {
+  beforeAll(() => {
+    if (!existsSync(SERVER)) throw new Error(`build the package first (cd packages/tree && npx tsup): ${SERVER} is missing`)
+  })
+}
 
 export interface CallResult {
   isError?: boolean

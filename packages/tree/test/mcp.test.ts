@@ -1,21 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { resolveMcpSettings } from '../src/core/mcp-settings.js'
 import { TREE_TOOL_NAMES } from '../src/core/tools.js'
-import { openTestTree, tempDir } from './helpers.js'
-import { callTool, connect, SERVER } from './mcp-client.js'
+import { openTestTree, tempDirEachTest } from './helpers.js'
+import { callTool, connect, requireServerBuild, SERVER } from './mcp-client.js'
 
 describe('dsh-memory-tree-mcp over stdio with the MCP SDK client', () => {
-  let temp: ReturnType<typeof tempDir>
+  const temp = tempDirEachTest('tree-mcp')
   const workspace = '/work/search-engine'
-
-  beforeAll(() => {
-    if (!existsSync(SERVER)) throw new Error(`build the package first (cd packages/tree && npx tsup): ${SERVER} is missing`)
-  })
-  beforeEach(() => {
-    temp = tempDir('tree-mcp')
-  })
-  afterEach(() => temp.remove())
+  requireServerBuild()
 
   it('serves every tool and runs branch → merge → checkpoint on the shared database', async () => {
     const server = await connect({ env: { MEMORY_TREE_ROOT: temp.dir }, args: ['--workspace', workspace] })

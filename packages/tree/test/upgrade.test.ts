@@ -2,9 +2,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { openMemoryStore } from '@dsh-memory/store'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { openStoreTreeRepository } from '../src/core/store-repository.js'
-import { openTestTree, tempDir } from './helpers.js'
+import { openTestTree, tempDirEachTest } from './helpers.js'
 
 /**
  * A data dir written by the code before the store seam (tree on its own second SQLite
@@ -18,11 +18,7 @@ function writePreSeamDataDir(dir: string): string {
 }
 
 describe('a data dir written before the store seam', () => {
-  let temp: ReturnType<typeof tempDir>
-  beforeEach(() => {
-    temp = tempDir('tree-upgrade')
-  })
-  afterEach(() => temp.remove())
+  const temp = tempDirEachTest('tree-upgrade')
 
   it('opens in place: the tree finds its projects, items, branches, turns, chat and settings', async () => {
     writePreSeamDataDir(temp.dir)

@@ -14,11 +14,32 @@ import { buildTurns, type SessionEventLike, Palace, planArchive, resolvePalaceOp
 import { applyFeedback } from '@dsh-memory/recall'
 import { openMemoryStore } from '@dsh-memory/store'
 import { openMemoryTree } from '@dsh-memory/tree'
+import { afterAll, beforeAll } from 'vitest'
+import { type RunningMemoryBrowser, startMemoryBrowser } from '../src/index.ts'
 
 /** A temp folder removed by `cleanup()`. */
 export function scratch(label: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), `dshm-web-${label}-`))
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/**
+ * For the calling test file: the fixture data dir built in a scratch folder and a memory
+ * browser serving it, started once before all tests and closed after them. Read `fixture`
+ * and `app` inside the tests (they are set by then).
+ */
+export function servedFixture(label: string): { readonly fixture: WebFixture; readonly app: RunningMemoryBrowser } {
+  const served = {} as { fixture: WebFixture; app: RunningMemoryBrowser; temp?: ReturnType<typeof scratch> }
+  beforeAll(async () => {
+    served.temp = scratch(label)
+    served.fixture = await buildWebFixture(served.temp.dir)
+    served.app = await startMemoryBrowser({ dataDir: served.fixture.dataDir, port: 0 })
+  })
+  afterAll(async () => {
+    await served.app?.close()
+    served.temp?.cleanup()
+  })
+  return served
 }
 
 /** Ids of the fixture, for assertions. */

@@ -1,68 +1,55 @@
 import { request } from 'node:http'
 import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { csrfToken, isWebError, pickLang, resolveServeOptions, type RunningMemoryBrowser, startMemoryBrowser, tokenCookieName } from '../src/index.ts'
-import { buildWebFixture, scratch, type WebFixture } from './fixture.ts'
+import { describe, expect, it } from 'vitest'
+import { csrfToken, isWebError, pickLang, resolveServeOptions, startMemoryBrowser, tokenCookieName } from '../src/index.ts'
+import { scratch, servedFixture } from './fixture.ts'
 
-let temp: { dir: string; cleanup: () => void }
-let fixture: WebFixture
-let app: RunningMemoryBrowser
+const served = servedFixture('server')
 
-beforeAll(async () => {
-  temp = scratch('server')
-  fixture = await buildWebFixture(temp.dir)
-  app = await startMemoryBrowser({ dataDir: fixture.dataDir, port: 0 })
-})
-
-afterAll(async () => {
-  await app?.close()
-  temp?.cleanup()
-})
-
-const cookie = () => `${tokenCookieName(app.token)}=${encodeURIComponent(app.token)}`
-const get = (path: string, headers: Record<string, string> = {}) => fetch(`${app.origin}${path}`, { headers: { cookie: cookie(), ...headers }, redirect: 'manual' })
+const cookie = () => `${tokenCookieName(served.app.token)}=${encodeURIComponent(served.app.token)}`
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${served.app.origin}${path}`, { headers: { cookie: cookie(), ...headers }, redirect: 'manual' })
 
 describe('token guard', () => {
   it('prints a loopback URL with a 43-character random token', () => {
-    expect(app.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}$/)
-    expect(app.host).toBe('127.0.0.1')
+    expect(served.app.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}$/)
+    expect(served.app.host).toBe('127.0.0.1')
   })
 
   it('answers 401 without the token, for pages, assets and the API', async () => {
-    for (const path of ['/', '/memories', '/assets/app.css', `/memories/${fixture.memories.database}`]) {
-      const res = await fetch(`${app.origin}${path}`, { redirect: 'manual' })
+    for (const path of ['/', '/memories', '/assets/served.app.css', `/memories/${served.fixture.memories.database}`]) {
+      const res = await fetch(`${served.app.origin}${path}`, { redirect: 'manual' })
       expect(res.status, path).toBe(401)
       expect(await res.text()).not.toContain('PostgreSQL')
     }
-    const api = await fetch(`${app.origin}/api/memories?q=PostgreSQL`)
+    const api = await fetch(`${served.app.origin}/api/memories?q=PostgreSQL`)
     expect(api.status).toBe(401)
     expect(await api.json()).toMatchObject({ error: 'unauthorized' })
-    const wrong = await fetch(`${app.origin}/api/overview`, { headers: { 'x-dshm-token': `${app.token.slice(0, -1)}x` } })
+    const wrong = await fetch(`${served.app.origin}/api/overview`, { headers: { 'x-dshm-token': `${served.app.token.slice(0, -1)}x` } })
     expect(wrong.status).toBe(401)
   })
 
   it('trades ?token= for an HttpOnly SameSite=Strict cookie and drops it from the URL', async () => {
-    const res = await fetch(`${app.origin}/memories?token=${app.token}&q=x`, { redirect: 'manual' })
+    const res = await fetch(`${served.app.origin}/memories?token=${served.app.token}&q=x`, { redirect: 'manual' })
     expect(res.status).toBe(303)
     expect(res.headers.get('location')).toBe('/memories?q=x')
     const set = res.headers.get('set-cookie') ?? ''
-    expect(set).toContain(`${tokenCookieName(app.token)}=`)
+    expect(set).toContain(`${tokenCookieName(served.app.token)}=`)
     expect(set).toMatch(/HttpOnly/)
     expect(set).toMatch(/SameSite=Strict/)
   })
 
   it('accepts the token header for API calls', async () => {
-    const res = await fetch(`${app.origin}/api/memories?q=${encodeURIComponent('数据库')}`, { headers: { 'x-dshm-token': app.token } })
+    const res = await fetch(`${served.app.origin}/api/memories?q=${encodeURIComponent('数据库')}`, { headers: { 'x-dshm-token': served.app.token } })
     expect(res.status).toBe(200)
     const body = (await res.json()) as { items: { memory: { id: string } }[] }
-    expect(body.items.map((row) => row.memory.id)).toContain(fixture.memories.database)
+    expect(body.items.map((row) => row.memory.id)).toContain(served.fixture.memories.database)
   })
 
   it('refuses a foreign Host header (DNS rebinding) before anything else', async () => {
     // fetch() cannot set Host; node:http can, as a rebinding browser would send it.
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: app.port, path: '/', headers: { host: 'evil.example:80', cookie: cookie() } }, (res) => {
+      const req = request({ host: '127.0.0.1', port: served.app.port, path: '/', headers: { host: 'evil.example:80', cookie: cookie() } }, (res) => {
         res.resume()
         resolve(res.statusCode ?? 0)
       })
@@ -83,37 +70,37 @@ describe('token guard', () => {
 
 describe('mutations', () => {
   it('refuses a POST without the CSRF proof, and a cross-origin one', async () => {
-    const before = await app.browser.store.memories.get(fixture.memories.blogHost)
-    const noCsrf = await fetch(`${app.origin}/memories/${fixture.memories.blogHost}/forget`, { method: 'POST', headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded' }, body: '' })
+    const before = await served.app.browser.store.memories.get(served.fixture.memories.blogHost)
+    const noCsrf = await fetch(`${served.app.origin}/memories/${served.fixture.memories.blogHost}/forget`, { method: 'POST', headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded' }, body: '' })
     expect(noCsrf.status).toBe(403)
-    const crossOrigin = await fetch(`${app.origin}/memories/${fixture.memories.blogHost}/forget`, {
+    const crossOrigin = await fetch(`${served.app.origin}/memories/${served.fixture.memories.blogHost}/forget`, {
       method: 'POST',
       headers: { cookie: cookie(), origin: 'http://evil.example', 'content-type': 'application/x-www-form-urlencoded' },
-      body: `csrf=${csrfToken(app.token)}`,
+      body: `csrf=${csrfToken(served.app.token)}`,
     })
     expect(crossOrigin.status).toBe(403)
-    expect(await app.browser.store.memories.get(fixture.memories.blogHost)).toEqual(before)
+    expect(await served.app.browser.store.memories.get(served.fixture.memories.blogHost)).toEqual(before)
   })
 
   it('refuses GET on a mutation route (nothing changes)', async () => {
-    const res = await get(`/memories/${fixture.memories.blogHost}/forget`)
+    const res = await get(`/memories/${served.fixture.memories.blogHost}/forget`)
     expect(res.status).toBe(404)
-    expect(await app.browser.store.memories.get(fixture.memories.blogHost)).toBeDefined()
+    expect(await served.app.browser.store.memories.get(served.fixture.memories.blogHost)).toBeDefined()
   })
 
   it('edits through the API with the token header; the database holds the new version and the old one as history', async () => {
-    const res = await fetch(`${app.origin}/api/memories/${fixture.memories.blogHost}/edit`, {
+    const res = await fetch(`${served.app.origin}/api/memories/${served.fixture.memories.blogHost}/edit`, {
       method: 'POST',
-      headers: { 'x-dshm-token': app.token, 'content-type': 'application/json' },
+      headers: { 'x-dshm-token': served.app.token, 'content-type': 'application/json' },
       body: JSON.stringify({ text: 'ブログは Cloudflare Pages と R2 でホストしている。' }),
     })
     expect(res.status).toBe(200)
     const { id } = (await res.json()) as { id: string }
     // Read back through a second, read-only store on the same file (what another process sees).
-    const store = openMemoryStore({ path: join(fixture.dataDir, 'memory.db'), readonly: true })
+    const store = openMemoryStore({ path: join(served.fixture.dataDir, 'memory.db'), readonly: true })
     try {
       expect((await store.memories.get(id))?.text).toBe('ブログは Cloudflare Pages と R2 でホストしている。')
-      expect((await store.memories.get(fixture.memories.blogHost))?.supersededBy).toBe(id)
+      expect((await store.memories.get(served.fixture.memories.blogHost))?.supersededBy).toBe(id)
     } finally {
       await store.close()
     }
@@ -122,12 +109,12 @@ describe('mutations', () => {
 
 describe('escaping', () => {
   it('renders a memory holding <script> as text', async () => {
-    for (const path of [`/memories/${fixture.memories.hostile}`, `/memories?q=${encodeURIComponent('script')}`, '/memories']) {
+    for (const path of [`/memories/${served.fixture.memories.hostile}`, `/memories?q=${encodeURIComponent('script')}`, '/memories']) {
       const page = await (await get(path)).text()
       expect(page, path).not.toContain('<script>window.__pwned')
       expect(page, path).not.toContain('<img src=x')
     }
-    const detail = await (await get(`/memories/${fixture.memories.hostile}`)).text()
+    const detail = await (await get(`/memories/${served.fixture.memories.hostile}`)).text()
     expect(detail).toContain('&#60;script&#62;window.__pwned = true&#60;/script&#62;')
   })
 })
@@ -137,7 +124,7 @@ describe('options', () => {
     expect(() => resolveServeOptions({ host: '0.0.0.0' })).toThrowError(/--allow-remote/)
     let caught: unknown
     try {
-      await startMemoryBrowser({ dataDir: fixture.dataDir, host: '0.0.0.0', port: 0 })
+      await startMemoryBrowser({ dataDir: served.fixture.dataDir, host: '0.0.0.0', port: 0 })
     } catch (error) {
       caught = error
     }
@@ -149,7 +136,7 @@ describe('options', () => {
   })
 
   it('serves with allowRemote on all interfaces, still token-guarded', async () => {
-    const remote = await startMemoryBrowser({ dataDir: fixture.dataDir, host: '0.0.0.0', port: 0, allowRemote: true })
+    const remote = await startMemoryBrowser({ dataDir: served.fixture.dataDir, host: '0.0.0.0', port: 0, allowRemote: true })
     try {
       expect((await fetch(`http://127.0.0.1:${remote.port}/`)).status).toBe(401)
       expect((await fetch(`http://127.0.0.1:${remote.port}/api/overview`, { headers: { 'x-dshm-token': remote.token } })).status).toBe(200)
