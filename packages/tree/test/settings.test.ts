@@ -12,7 +12,7 @@ import { renderPrompt, SystemPrompt } from '@deepseek-ai/dsh-system-prompt'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import MemoryTreeService, { Config } from '../src/plugin.js'
 import { TREE_SETTINGS_NAMESPACE } from '../src/settings.js'
-import { tempDir } from './helpers.js'
+import { tempDirEachTest } from './helpers.js'
 
 const SETTINGS_FILE = join(import.meta.dirname, '..', '..', '..', 'apps', 'playground', 'host', 'node_modules', '@deepseek-ai', 'dsh-settings-file', 'lib', 'index.js')
 const workspace = '/work/shop'
@@ -20,24 +20,20 @@ const agent = (id: string) => ({ id, session: { id, header: { cwd: workspace, ve
 const userMessage = (id: string, text: string) => ({ type: 'user/message', seq: 0, data: { id, role: 'user', content: [{ type: 'text', text }], source: { kind: 'user' } } })
 
 describe('tree live settings (namespace memory-tree)', () => {
-  let temp: ReturnType<typeof tempDir>
+  const temp = tempDirEachTest('tree-settings')
   let root: Context
   const settings = () => (root as any).settings
   const prompt = async (id: string) => renderPrompt((await (root as any).systemPrompt.assemble({ agent: agent(id) })) as never)
 
   beforeEach(async () => {
     if (!existsSync(SETTINGS_FILE)) throw new Error(`the pinned DSH host is not installed (missing ${SETTINGS_FILE}); run \`npm run setup\` first`)
-    temp = tempDir('tree-settings')
     root = new Context()
     await root.plugin((await import(SETTINGS_FILE)).default, { path: join(temp.dir, 'settings.yaml'), watch: false })
     await root.plugin(SystemPrompt, {})
     await root.plugin(MemoryStoreService, { dataDir: temp.dir })
     await root.plugin(MemoryTreeService, Config({} as Config))
   })
-  afterEach(async () => {
-    await root.fiber.dispose()
-    temp.remove()
-  })
+  afterEach(() => root.fiber.dispose())
 
   it('turns the mainline section and automatic routing off and on again, without a restart', async () => {
     const session = { id: 'session-a', header: { cwd: workspace } }
