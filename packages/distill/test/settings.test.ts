@@ -17,14 +17,13 @@ import { tempDir } from './fixtures.js'
 const SETTINGS_FILE = join(import.meta.dirname, '..', '..', '..', 'apps', 'playground', 'host', 'node_modules', '@deepseek-ai', 'dsh-settings-file', 'lib', 'index.js')
 
 describe('distill live settings (namespace memory-distill)', () => {
-  let dir: string
   let root: Context
   let llm: FakeLlm
   let seq = 0
 
   beforeEach(async () => {
     if (!existsSync(SETTINGS_FILE)) throw new Error(`the pinned DSH host is not installed (missing ${SETTINGS_FILE}); run \`npm run setup\` first`)
-    dir = tempDir()
+    const dir = tempDir()
     root = new Context()
     await root.plugin((await import(SETTINGS_FILE)).default, { path: join(dir, 'settings.yaml'), watch: false })
     await root.plugin(MemoryStoreService, { dataDir: dir })
