@@ -37,7 +37,23 @@ async function session(options: { colorScheme?: 'light' | 'dark'; locale?: strin
   return { context, page }
 }
 
+/** Runs `test` on the page of a fresh {@link session}, closing its context afterwards whatever happens. */
+async function inSession(options: Parameters<typeof session>[0], test: (page: Page) => Promise<void>): Promise<void> {
+  const { context, page } = await session(options)
+  try {
+    await test(page)
+  } finally {
+    await context.close()
+  }
+}
+
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+
+/** Open `path` of the browser and save its screenshot as `name`. */
+async function shotAt(page: Page, path: string, name: string): Promise<void> {
+  await page.goto(`${app.origin}${path}`)
+  await shot(page, name)
+}
 
 /** Read through a second, read-only store on the same file (what another process sees). */
 async function readStore<T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> {
@@ -51,8 +67,7 @@ async function readStore<T>(fn: (store: MemoryStore) => Promise<T>): Promise<T> 
 
 describe('the memory browser in Chromium', () => {
   it('loads every page from the fixture store and saves a screenshot of each', async () => {
-    const { context, page } = await session()
-    try {
+    await inSession({}, async (page) => {
       const pages: [string, string, string][] = [
         ['overview', '/', 'L1 memories'],
         ['memories', '/memories', 'Helix'],
@@ -91,22 +106,17 @@ describe('the memory browser in Chromium', () => {
       await page.goto(`${app.origin}/tree/${encodeURIComponent(fixture.projectId)}`)
       await page.locator('[data-card="branches"] a', { hasText: 'Try a read replica' }).click()
       expect(await page.textContent('main')).toContain('Measured replica lag: 40 ms.')
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('follows a dark system theme, toggles and persists the theme, and saves dark screenshots', async () => {
-    const { context, page } = await session({ colorScheme: 'dark' })
-    try {
+    await inSession({ colorScheme: 'dark' }, async (page) => {
       await page.goto(`${app.origin}/`)
       const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor)
       expect(await background()).toBe('rgb(15, 19, 32)')
       await shot(page, 'overview-dark')
-      await page.goto(`${app.origin}/memories`)
-      await shot(page, 'memories-dark')
-      await page.goto(`${app.origin}/memories/${fixture.memories.editor}`)
-      await shot(page, 'memory-dark')
+      await shotAt(page, '/memories', 'memories-dark')
+      await shotAt(page, `/memories/${fixture.memories.editor}`, 'memory-dark')
       // Toggle to light: applied at once, and rendered by the server after a reload.
       await page.click('[data-set-theme="light"]')
       expect(await page.getAttribute('html', 'data-theme')).toBe('light')
@@ -116,33 +126,26 @@ describe('the memory browser in Chromium', () => {
       await page.click('[data-set-theme="dark"]')
       await page.reload()
       expect(await page.getAttribute('html', 'data-theme')).toBe('dark')
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('shows the Chinese UI from Accept-Language, and switches language persistently', async () => {
-    const { context, page } = await session({ locale: 'zh-CN' })
-    try {
+    await inSession({ locale: 'zh-CN' }, async (page) => {
       await page.goto(`${app.origin}/`)
       expect(await page.textContent('[data-nav="memories"]')).toContain('记忆')
       expect(await page.textContent('main')).toContain('按服务商、模型和层级统计的 token 成本')
       await shot(page, 'overview-zh')
-      await page.goto(`${app.origin}/memories`)
-      await shot(page, 'memories-zh')
+      await shotAt(page, '/memories', 'memories-zh')
       await page.click('[data-lang="en"]')
       expect(await page.textContent('[data-nav="memories"]')).toContain('Memories')
       expect(new URL(page.url()).pathname).toBe('/memories')
       await page.goto(`${app.origin}/`)
       expect(await page.textContent('[data-nav="overview"]')).toContain('Overview')
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('finds a memory by a Chinese word', async () => {
-    const { context, page } = await session()
-    try {
+    await inSession({}, async (page) => {
       await page.goto(`${app.origin}/memories`)
       await page.fill('input[name="q"]', '数据库')
       await page.click('form[role="search"] button[type="submit"]')
@@ -155,9 +158,7 @@ describe('the memory browser in Chromium', () => {
       // Japanese too.
       await page.goto(`${app.origin}/memories?q=${encodeURIComponent('ブログ')}`)
       expect(await page.textContent('table.memories')).toContain('Cloudflare Pages')
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('edits, forgets and promotes memories through the UI; the database shows each change', async () => {
@@ -201,8 +202,7 @@ describe('the memory browser in Chromium', () => {
   })
 
   it('shows feedback history and source turns of a memory', async () => {
-    const { context, page } = await session()
-    try {
+    await inSession({}, async (page) => {
       await page.goto(`${app.origin}/memories/${fixture.memories.editor}`)
       const feedback = await page.textContent('[data-card="feedback"]')
       expect(feedback).toContain('helpful 1')
@@ -212,22 +212,17 @@ describe('the memory browser in Chromium', () => {
       await page.locator('[data-card="sources"] .meta a').first().click()
       expect(await page.locator('.msg.target').textContent()).toContain('我们决定使用 PostgreSQL')
       await shot(page, 'conversation-source-light')
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('renders a memory holding <script> as inert text', async () => {
-    const { context, page } = await session()
-    try {
+    await inSession({}, async (page) => {
       await page.goto(`${app.origin}/memories/${fixture.memories.hostile}`)
       expect(await page.inputValue('form[data-form="edit"] textarea')).toContain('<script>window.__pwned = true</script>')
       await page.goto(`${app.origin}/memories?q=script`)
       expect(await page.textContent('table.memories')).toContain('<script>')
       expect(await page.evaluate(() => (window as unknown as { __pwned?: boolean }).__pwned)).toBeUndefined()
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('answers 401 to a browser without the token', async () => {
