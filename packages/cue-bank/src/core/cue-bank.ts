@@ -26,7 +26,7 @@ import { draftTurn, embeddingText, MAX_EXTRACT_CHARS, writeTurnCues } from './fo
 import { candidateTerms, extractKeywords, type Keyword } from './keywords.js'
 import { isTopicSwitch, topicOverlap } from './matching.js'
 import type { Cue, Idiom } from './model.js'
-import type { ResolvedCueBankOptions } from './options.js'
+import { assertLiveChange, type ResolvedCueBankOptions } from './options.js'
 import type { CueRepository } from './store-cue-repository.js'
 import { decideWake, describeWake, isWakeable } from './wake.js'
 
@@ -120,13 +120,7 @@ export class CueBank {
    * @throws CueBankError `invalid-config` naming the first field that applies only at start.
    */
   assertLive(options: ResolvedCueBankOptions): void {
-    const fixed = { embedding: options.embedding, matchMode: options.matchMode, partition: options.partition, userId: options.userId, 'inject.order': options.inject.order }
-    const now = { embedding: this.#options.embedding, matchMode: this.#options.matchMode, partition: this.#options.partition, userId: this.#options.userId, 'inject.order': this.#options.inject.order }
-    for (const [field, value] of Object.entries(fixed)) {
-      if (JSON.stringify(value) !== JSON.stringify(now[field as keyof typeof now])) {
-        throw new CueBankError('invalid-config', `${field} applies at the next start, not live`, { path: field })
-      }
-    }
+    assertLiveChange(this.#options, options)
   }
 
   /** The partition a session writes to. */
@@ -170,15 +164,7 @@ export class CueBank {
     if (!state) return undefined
     const pending = state.pending
     if (pending && !pending.settled) {
-      let timer: NodeJS.Timeout | undefined
-      const deadline = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, this.options.embedding.waitMs)
-      })
-      try {
-        await Promise.race([pending.promise, deadline])
-      } finally {
-        clearTimeout(timer)
-      }
+      await waitAtMost(pending.promise, this.options.embedding.waitMs)
       if (!pending.settled) {
         // Too late for this request: keep the keyword decision, and never switch blocks mid-turn.
         pending.settled = true
@@ -444,13 +430,7 @@ export class CueBank {
   async flush(maxWaitMs: number): Promise<void> {
     await this.whenCommitted()
     if (this.#background.size === 0 || !(maxWaitMs > 0)) return
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, maxWaitMs)))
-    try {
-      await Promise.race([this.whenIdle(), bound])
-    } finally {
-      clearTimeout(timer)
-    }
+    await waitAtMost(this.whenIdle(), maxWaitMs)
   }
 
   /** Drop a session's in-memory state (its cues stay). */
@@ -542,5 +522,16 @@ export class CueBank {
     } catch {
       // A hook must not break the turn.
     }
+  }
+}
+
+/** Wait for `work` (which never rejects), but at most `ms`; the timer never outlives the wait. */
+async function waitAtMost(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))
+  try {
+    await Promise.race([work, bound])
+  } finally {
+    clearTimeout(timer)
   }
 }
