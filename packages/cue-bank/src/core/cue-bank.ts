@@ -30,22 +30,6 @@ import { assertLiveChange, type ResolvedCueBankOptions } from './options.js'
 import type { CueRepository } from './store-cue-repository.js'
 import { decideWake, describeWake, isWakeable } from './wake.js'
 
-// The contract and the pure pieces keep their historical import path.
-export { partitionKey } from './cue-bank-contract.js'
-export type {
-  CueBankDependencies,
-  CueBankHooks,
-  CueListFilter,
-  CueWokenEvent,
-  CueWrittenEvent,
-  OpenedCue,
-  SessionRef,
-  TurnMessage,
-  TurnRecord,
-  WakeDecision,
-} from './cue-bank-contract.js'
-export { embeddingText, turnKeywords } from './formation.js'
-
 /** Cues lacking a vector that are embedded along with each write. */
 const BACKFILL_PER_WRITE = 4
 const BUSY_RETRIES = [50, 100, 200, 400, 800, 1600]

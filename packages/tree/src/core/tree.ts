@@ -24,9 +24,6 @@ import {
 import type { Caller, Destination, MemoryTreeInit, MergeInput, MergeResult, RecordResult, TreeChange, TreeStatus } from './tree-contract.js'
 import { readSnapshot, readStatus } from './views.js'
 
-// The contract keeps its historical import path.
-export type { Caller, Destination, MemoryTreeInit, MergeInput, MergeResult, RecordResult, TreeChange, TreeStatus } from './tree-contract.js'
-
 const ACTIVE_PROJECT_SETTING = 'active-project'
 const OPTIMISTIC_ATTEMPTS = 6
 const MAX_REVIEW_CHARS = 8_000
