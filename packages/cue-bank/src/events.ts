@@ -2,7 +2,7 @@
  * The events this plugin emits, and the host events it listens to, declared structurally
  * (the host packages own the real declarations; these overloads only type what is read).
  */
-import type { CueWokenEvent, CueWrittenEvent } from './core/cue-bank.js'
+import type { CueWokenEvent, CueWrittenEvent } from './core/cue-bank-contract.js'
 import type { ContentBlockLike } from './core/text.js'
 import type { SessionEventLike, SessionLike } from '@dsh-memory/store/kit'
 

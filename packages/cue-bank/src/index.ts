@@ -4,7 +4,8 @@
  *
  * @module @dsh-memory/cue-bank
  */
-export { CueBank, embeddingText, partitionKey, turnKeywords } from './core/cue-bank.js'
+export { CueBank } from './core/cue-bank.js'
+export { partitionKey } from './core/cue-bank-contract.js'
 export type {
   CueBankDependencies,
   CueBankHooks,
@@ -16,7 +17,8 @@ export type {
   TurnMessage,
   TurnRecord,
   WakeDecision,
-} from './core/cue-bank.js'
+} from './core/cue-bank-contract.js'
+export { embeddingText, turnKeywords } from './core/formation.js'
 export { createEmbeddingClient, cueEmbeddingModelKey } from './core/embedding.js'
 export type { Embedder, EmbeddingClientOptions } from './core/embedding.js'
 export { CueBankError, isCueBankError } from './core/errors.js'

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { CueWokenEvent, CueWrittenEvent } from '../src/core/cue-bank.js'
-import { CueBank, partitionKey } from '../src/core/cue-bank.js'
+import { partitionKey, type CueWokenEvent, type CueWrittenEvent } from '../src/core/cue-bank-contract.js'
+import { CueBank } from '../src/core/cue-bank.js'
 import { isCueBankError } from '../src/core/errors.js'
 import { resolveCueBankOptions } from '../src/core/options.js'
 import { openCueRepository } from '../src/core/store-cue-repository.js'

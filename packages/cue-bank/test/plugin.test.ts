@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { Context, type Plugin } from '@deepseek-ai/cordis'
 import MemoryStoreService from '@dsh-memory/store/plugin'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { CueWokenEvent, CueWrittenEvent } from '../src/core/cue-bank.js'
+import type { CueWokenEvent, CueWrittenEvent } from '../src/core/cue-bank-contract.js'
 import * as cueBank from '../src/plugin.js'
 import { conceptVector, startEmbeddingServer, tempDir } from './fixtures.js'
 

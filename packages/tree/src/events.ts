@@ -1,4 +1,4 @@
-import type { TreeChange } from './core/tree.js'
+import type { TreeChange } from './core/tree-contract.js'
 import type { SessionEventLike, SessionLike } from '@dsh-memory/store/kit'
 
 /** The parts of a host session and its events the adapter reads. */

@@ -7,7 +7,7 @@
  * @module @dsh-memory/tree
  */
 export { MemoryTree } from './core/tree.js'
-export type { Caller, Destination, MemoryTreeInit, MergeInput, MergeResult, RecordResult, TreeChange, TreeStatus } from './core/tree.js'
+export type { Caller, Destination, MemoryTreeInit, MergeInput, MergeResult, RecordResult, TreeChange, TreeStatus } from './core/tree-contract.js'
 export { openMemoryTree } from './core/open.js'
 export { importReferenceTree, isReferenceTreeRoot, REFERENCE_IMPORT_SOURCE } from './core/reference-import.js'
 export type { ReferenceImportReport } from './core/reference-import.js'

@@ -19,7 +19,7 @@ import { describeError } from './core/errors.js'
 import { openMemoryTree } from './core/open.js'
 import { MCP_USAGE as USAGE, resolveMcpSettings as resolveSettings } from './core/mcp-settings.js'
 import { runTreeTool, TREE_HELP, TREE_TOOLS } from './core/tools.js'
-import type { Caller } from './core/tree.js'
+import type { Caller } from './core/tree-contract.js'
 
 function version(): string {
   try {

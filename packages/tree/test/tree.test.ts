@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { OpenedMemoryTree } from '../src/core/open.js'
-import type { TreeChange } from '../src/core/tree.js'
+import type { TreeChange } from '../src/core/tree-contract.js'
 import { FakeClock, openTestTree, tempDir } from './helpers.js'
 
 const ws = '/work/orders-service'

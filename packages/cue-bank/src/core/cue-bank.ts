@@ -6,137 +6,33 @@
  * them, finished turns, and asks it for the prepared block when the prompt is assembled; the
  * block is computed when the message arrives, so reading it is synchronous and instant.
  */
-import { randomUUID } from 'node:crypto'
 import { redactSecrets, type MessageRepository } from '@dsh-memory/store'
 import { BackgroundWork } from '@dsh-memory/store/kit'
+import {
+  partitionKey,
+  type CueBankDependencies,
+  type CueBankHooks,
+  type CueListFilter,
+  type CueWrittenEvent,
+  type OpenedCue,
+  type SessionRef,
+  type TurnMessage,
+  type TurnRecord,
+  type WakeDecision,
+} from './cue-bank-contract.js'
 import type { Embedder } from './embedding.js'
 import { CueBankError, isCueBankError } from './errors.js'
-import { computeIdioms, selectIdiomHints } from './idioms.js'
+import { draftTurn, embeddingText, MAX_EXTRACT_CHARS, writeTurnCues } from './formation.js'
 import { candidateTerms, extractKeywords, type Keyword } from './keywords.js'
-import { isTopicSwitch, mergeKeywords, rankCues, topicOverlap, type RankedCue } from './matching.js'
-import type { Cue, CueDimensions, Idiom } from './model.js'
-import type { PartitionMode, ResolvedCueBankOptions } from './options.js'
-import { formatDate, renderCueBlock } from './render.js'
+import { isTopicSwitch, topicOverlap } from './matching.js'
+import type { Cue, Idiom } from './model.js'
+import { assertLiveChange, type ResolvedCueBankOptions } from './options.js'
 import type { CueRepository } from './store-cue-repository.js'
-import { detectLanguage, excerpt, omitCodeBlocks } from './text.js'
+import { decideWake, describeWake, isWakeable } from './wake.js'
 
-const DAY_MS = 86_400_000
-/** Longest stored detail, in characters. */
-const MAX_DETAIL = 2000
-/** Host message ids kept on a task cue. */
-const MAX_TASK_SOURCES = 50
 /** Cues lacking a vector that are embedded along with each write. */
 const BACKFILL_PER_WRITE = 4
 const BUSY_RETRIES = [50, 100, 200, 400, 800, 1600]
-/** Longest text (per side of a turn, and per new message) keywords are extracted from. */
-const MAX_EXTRACT_CHARS = 20_000
-
-/** The session a message or turn belongs to. */
-export interface SessionRef {
-  readonly id: string
-  /** The session's working directory; `''` when unknown. */
-  readonly workspace: string
-}
-
-/** One host message of a turn. */
-export interface TurnMessage {
-  /** The host's message id (also the key of the store's L0 message). */
-  readonly id: string
-  readonly text: string
-}
-
-/** A finished turn, as the write side consumes it. */
-export interface TurnRecord {
-  readonly turn: number
-  /** Human messages of the turn (plugin-made messages excluded by the caller). */
-  readonly user: readonly TurnMessage[]
-  /** The assistant's text replies. */
-  readonly assistant: readonly TurnMessage[]
-}
-
-/** What the wake side decided for one user message. */
-export interface WakeDecision {
-  readonly sessionId: string
-  readonly partition: string
-  readonly messageId: string
-  readonly turn: number
-  /** The message's keywords. */
-  readonly keywords: readonly Keyword[]
-  /** Overlap with the previous user turn (0..1); `null` for a session's first message or a message without keywords. */
-  readonly overlap: number | null
-  readonly switched: boolean
-  /** True when the cue bank was scanned for this message. */
-  readonly scanned: boolean
-  readonly cues: readonly RankedCue[]
-  readonly idioms: readonly string[]
-  /** How the cues were matched; `'none'` when nothing was scanned or nothing matched. */
-  readonly via: 'keyword' | 'vector' | 'none'
-  /** The block served from now on (`''` = none). Unchanged when the topic did not switch. */
-  readonly text: string
-}
-
-/** Reported after a turn's cues are committed. */
-export interface CueWrittenEvent {
-  readonly partition: string
-  readonly sessionId: string
-  readonly turn: number
-  /** The conversation cue and the task cue written or merged. */
-  readonly cueIds: readonly string[]
-  /** Cues deleted by decay or the LRU cap in the same transaction. */
-  readonly evicted: readonly string[]
-}
-
-/** Reported after woken cues are marked (hit count, last touched). */
-export interface CueWokenEvent {
-  readonly partition: string
-  readonly sessionId: string
-  readonly turn: number
-  readonly cueIds: readonly string[]
-  readonly via: 'keyword' | 'vector'
-}
-
-/** A cue together with its source turns, for traceability. */
-export interface OpenedCue {
-  readonly cue: Cue
-  /** `'store'` when the source messages were found among the store's L0 messages, else the cue's own excerpt. */
-  readonly source: 'store' | 'cue-detail'
-  readonly turns: readonly { readonly role: string; readonly turn: number; readonly at: number; readonly text: string }[]
-}
-
-/** Callbacks of {@link CueBank}; each is guarded, a throwing hook cannot break a turn. */
-export interface CueBankHooks {
-  readonly onWritten?: (event: CueWrittenEvent) => void
-  readonly onWoken?: (event: CueWokenEvent) => void
-  readonly onError?: (error: unknown, where: string) => void
-  /** Decision log, called only with `dbg` on. */
-  readonly debug?: (message: string) => void
-}
-
-/** Dependencies of {@link CueBank}. */
-export interface CueBankDependencies {
-  readonly repository: CueRepository
-  readonly options: ResolvedCueBankOptions
-  /** The clock, epoch ms. */
-  readonly now?: () => number
-  /** Vector source; used when `options.vectorAvailable`. */
-  readonly embedder?: Embedder | null
-  /** L0 messages, for opening a cue's source turns. */
-  readonly messages?: Pick<MessageRepository, 'getByHostId'>
-  readonly hooks?: CueBankHooks
-  /** Name of the tool that opens cues, mentioned in the block while it returns one (the tool may come and go). */
-  readonly openTool?: () => string | undefined
-}
-
-/** Filter of {@link CueBank.list}. */
-export interface CueListFilter {
-  /** Partitions to list. */
-  readonly partitions?: readonly string[]
-  /** List what a session of this workspace reads (when `partitions` is not given). Neither: every partition. */
-  readonly workspace?: string
-  readonly level?: Cue['level']
-  /** Default 100. */
-  readonly limit?: number
-}
 
 interface PendingVector {
   readonly messageId: string
@@ -159,21 +55,6 @@ interface SessionState {
   /** Whether the current decision's hits were recorded. */
   finalized: boolean
   pending: PendingVector | undefined
-}
-
-/**
- * The partition a session's cues belong to: `global`; `user:<id>` for session ids shaped
- * `<channel>:<user>` (as the reference derives `ou_xxx` from `feishu:ou_xxx`), else
- * `user:<localUser>` (the person at this machine: the same bank in every workspace);
- * `workspace:<dir>`.
- */
-export function partitionKey(mode: PartitionMode, session: SessionRef, localUser = 'local'): string {
-  if (mode === 'global') return 'global'
-  if (mode === 'user') {
-    const match = /^[a-z][\w-]*:(.+)$/i.exec(session.id)
-    return `user:${match ? match[1] : localUser}`
-  }
-  return `workspace:${session.workspace || '(unknown)'}`
 }
 
 /** The cue bank. Construct one per repository; `close()` when done. */
@@ -223,13 +104,7 @@ export class CueBank {
    * @throws CueBankError `invalid-config` naming the first field that applies only at start.
    */
   assertLive(options: ResolvedCueBankOptions): void {
-    const fixed = { embedding: options.embedding, matchMode: options.matchMode, partition: options.partition, userId: options.userId, 'inject.order': options.inject.order }
-    const now = { embedding: this.#options.embedding, matchMode: this.#options.matchMode, partition: this.#options.partition, userId: this.#options.userId, 'inject.order': this.#options.inject.order }
-    for (const [field, value] of Object.entries(fixed)) {
-      if (JSON.stringify(value) !== JSON.stringify(now[field as keyof typeof now])) {
-        throw new CueBankError('invalid-config', `${field} applies at the next start, not live`, { path: field })
-      }
-    }
+    assertLiveChange(this.#options, options)
   }
 
   /** The partition a session writes to. */
@@ -273,15 +148,7 @@ export class CueBank {
     if (!state) return undefined
     const pending = state.pending
     if (pending && !pending.settled) {
-      let timer: NodeJS.Timeout | undefined
-      const deadline = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, this.options.embedding.waitMs)
-      })
-      try {
-        await Promise.race([pending.promise, deadline])
-      } finally {
-        clearTimeout(timer)
-      }
+      await waitAtMost(pending.promise, this.options.embedding.waitMs)
       if (!pending.settled) {
         // Too late for this request: keep the keyword decision, and never switch blocks mid-turn.
         pending.settled = true
@@ -324,31 +191,28 @@ export class CueBank {
       const decision: WakeDecision = { ...base, cues: [], idioms: [], via: 'none', text: state.text }
       state.decision = decision
       state.finalized = true
-      this.#debug(`${session.id} turn ${turn}: ${describe(decision)}`)
+      this.#debug(`${session.id} turn ${turn}: ${describeWake(decision)}`)
       return decision
     }
 
-    const cues = this.#repository.listCues(state.reads).filter((cue) => this.#wakeable(cue, session.id, state))
+    const cues = this.#repository.listCues(state.reads).filter((cue) => isWakeable(cue, session.id, state.compactedThrough))
     const idioms = this.#repository.listIdioms(state.reads)
     const terms = candidateTerms(text, extract.keywordMinLen)
-    const decide = (queryVector: Float32Array | null): WakeDecision => {
-      const ranked = rankCues({
-        query: keywords,
+    const decide = (queryVector: Float32Array | null): WakeDecision =>
+      decideWake({
+        base,
         cues,
+        idioms,
+        terms,
         now: this.#now(),
         mode: queryVector ? this.options.matchMode : 'keyword',
         queryVector,
         vectorModel: this.#embedder?.model ?? null,
-        maxCues: inject.maxCues,
-        minScore: inject.minScore,
-        minVectorScore: inject.minVectorScore,
+        inject,
+        maxIdiomHints: extract.maxIdiomHints,
         halfLifeDays: this.options.decay.halfLifeDays,
+        openTool: this.#openTool(),
       })
-      const hints = ranked.length > 0 ? selectIdiomHints(idioms, terms, extract.maxIdiomHints) : []
-      const text = renderCueBlock({ cues: ranked, idioms: hints, maxDetailChars: inject.maxDetailChars, openTool: this.#openTool(), format: inject.format })
-      const via = ranked.length === 0 ? 'none' : ranked.some((entry) => entry.via === 'vector') ? 'vector' : 'keyword'
-      return { ...base, cues: ranked, idioms: hints, via, text }
-    }
 
     const apply = (decision: WakeDecision): void => {
       state.decision = decision
@@ -381,7 +245,7 @@ export class CueBank {
     } else {
       this.#finalize(state)
     }
-    this.#debug(`${session.id} turn ${turn}: ${describe(state.decision!)}`)
+    this.#debug(`${session.id} turn ${turn}: ${describeWake(state.decision!)}`)
     return state.decision!
   }
 
@@ -398,17 +262,6 @@ export class CueBank {
     } catch (error) {
       this.#report(error, 'compaction')
     }
-  }
-
-  /**
-   * Whether a cue may wake in a session. Another session's cues may. The session's own cues
-   * are still in its context, so they may not, except conversation cues of turns the host has
-   * compacted away.
-   */
-  #wakeable(cue: Cue, sessionId: string, state: SessionState): boolean {
-    const own = cue.sessionId === sessionId || cue.refSessions.includes(sessionId)
-    if (!own) return true
-    return cue.level === 'conversation' && cue.sessionId === sessionId && cue.turn <= state.compactedThrough
   }
 
   /** Record the hits of the current decision once, then announce them. */
@@ -448,97 +301,20 @@ export class CueBank {
 
   #planTurn(session: SessionRef, record: TurnRecord): (() => Promise<CueWrittenEvent | undefined>) | undefined {
     const state = this.#state(session)
-    const user = record.user.filter((message) => message.text.trim().length > 0)
-    if (user.length === 0) return undefined
-    // Bounded so a huge paste or reply cannot stall the host's event path at turn end.
-    const userText = redactSecrets(user.map((message) => message.text).join('\n').slice(0, MAX_EXTRACT_CHARS)).text
-    const assistantText = redactSecrets(record.assistant.map((message) => message.text).join('\n').slice(0, MAX_EXTRACT_CHARS)).text
-    const { extract } = this.options
+    const turnDraft = draftTurn(session, record, this.options)
+    if (!turnDraft) return undefined
     // The topic reference of the next message is this turn's human text.
-    const userKeywords = extractKeywords(userText, { max: this.options.topic.maxKeywords, minLength: extract.keywordMinLen })
-    if (userKeywords.length > 0) state.previous = userKeywords
-    if (!extract.enabled) return undefined
-    const keywords = turnKeywords(userText, assistantText, extract.maxKeywordsPerTurn, extract.keywordMinLen)
-    if (keywords.length === 0) return undefined
+    if (turnDraft.topic.length > 0) state.previous = turnDraft.topic
+    const draft = turnDraft.cue
+    if (!draft) return undefined
     const segment = `${session.id}#${state.segmentStart}`
-    const terms = [...new Set(candidateTerms(userText, extract.keywordMinLen))]
-    const sourceIds = [...user, ...record.assistant].map((message) => message.id).filter((id) => id.length > 0)
-    // Keywords come from the full text (code is stripped by the extractor); what is shown keeps prose only.
-    const shownUser = omitCodeBlocks(userText)
-    const shownAssistant = omitCodeBlocks(assistantText)
-    const detail = cap(`User: ${shownUser}${shownAssistant ? `\nAssistant: ${shownAssistant}` : ''}`, MAX_DETAIL)
-    const dimensions = (level: Cue['level']): CueDimensions => ({
-      trigger: 'keywords',
-      perspective: level,
-      language: detectLanguage(userText),
-      ...(session.workspace ? { workspace: session.workspace } : {}),
-    })
 
     return async () => {
       const now = this.#now()
       const written = await this.#withRetry(() =>
-        this.#repository.transaction(() => {
-          const partition = state.partition
-          const cueIds: string[] = []
-          const conversation: Cue = {
-            id: `c-${randomUUID()}`,
-            partition,
-            level: 'conversation',
-            sessionId: session.id,
-            turn: record.turn,
-            summary: excerpt(shownUser, 120),
-            detail,
-            keywords,
-            dimensions: dimensions('conversation'),
-            refSessions: [session.id],
-            sourceMessageIds: sourceIds,
-            embedding: null,
-            embeddingModel: null,
-            createdAt: now,
-            lastMentionedAt: now,
-            lastTouchedAt: now,
-            hitCount: 0,
-          }
-          if (this.#repository.insertCue(conversation)) cueIds.push(conversation.id)
-
-          const task = this.#repository.taskCue(partition, session.id)
-          if (!task) {
-            const created: Cue = {
-              ...conversation,
-              id: `t-${randomUUID()}`,
-              level: 'task',
-              keywords: mergeKeywords([], keywords, extract.maxKeywordsPerTurn * 2),
-              dimensions: dimensions('task'),
-            }
-            if (this.#repository.insertCue(created)) cueIds.push(created.id)
-          } else if (task.turn < record.turn) {
-            // A replayed turn (resume) is not merged twice.
-            this.#repository.updateCue({
-              ...task,
-              turn: record.turn,
-              keywords: mergeKeywords(task.keywords, keywords, extract.maxKeywordsPerTurn * 2),
-              detail: cap(`First request: ${excerpt(firstRequest(task.detail), 600)}\nLatest: ${detail}`, MAX_DETAIL),
-              sourceMessageIds: [...task.sourceMessageIds, ...sourceIds].slice(-MAX_TASK_SOURCES),
-              embedding: null,
-              embeddingModel: null,
-              lastMentionedAt: now,
-              lastTouchedAt: Math.max(task.lastTouchedAt, now),
-            })
-            cueIds.push(task.id)
-          }
-
-          if (terms.length > 0) this.#repository.addUserTurn(partition, session.id, record.turn, segment, terms, now)
-          const window = this.#repository.recentUserTurns(partition, extract.userIdiomWindowTurns)
-          this.#repository.upsertIdioms(partition, computeIdioms(window))
-          this.#repository.evictIdioms(partition, this.options.maxIdioms)
-          this.#repository.pruneUserTurns(partition, extract.userIdiomWindowTurns)
-
-          const evicted: string[] = []
-          const cutoff = this.#pruneCutoff(now)
-          if (cutoff !== undefined) evicted.push(...this.#repository.deleteUntouchedSince(partition, cutoff))
-          evicted.push(...this.#repository.evictCues(partition, this.options.maxTopics))
-          return { partition, sessionId: session.id, turn: record.turn, cueIds: cueIds.filter((id) => !evicted.includes(id)), evicted }
-        }),
+        this.#repository.transaction(() =>
+          writeTurnCues(this.#repository, this.options, { partition: state.partition, sessionId: session.id, turn: record.turn, segment, draft, now }),
+        ),
       )
       if (written.cueIds.length === 0 && written.evicted.length === 0) return undefined
       this.#notify('onWritten', () => this.#hooks.onWritten?.(written))
@@ -547,13 +323,6 @@ export class CueBank {
       if (this.#embedder) this.#track(this.#embedCues(state.reads, written.cueIds))
       return written
     }
-  }
-
-  /** The touch time before which a cue's decay factor is under `pruneBelow`. */
-  #pruneCutoff(now: number): number | undefined {
-    const { halfLifeDays, pruneBelow } = this.options.decay
-    if (!(halfLifeDays > 0) || !(pruneBelow > 0)) return undefined
-    return now - halfLifeDays * DAY_MS * Math.log2(1 / pruneBelow)
   }
 
   /** Embed the new cues plus a few older ones still lacking a vector; failures leave them keyword-only. */
@@ -645,13 +414,7 @@ export class CueBank {
   async flush(maxWaitMs: number): Promise<void> {
     await this.whenCommitted()
     if (this.#background.size === 0 || !(maxWaitMs > 0)) return
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, maxWaitMs)))
-    try {
-      await Promise.race([this.whenIdle(), bound])
-    } finally {
-      clearTimeout(timer)
-    }
+    await waitAtMost(this.whenIdle(), maxWaitMs)
   }
 
   /** Drop a session's in-memory state (its cues stay). */
@@ -746,38 +509,13 @@ export class CueBank {
   }
 }
 
-/** The keywords of a turn: the human text counts double, the reply fills in. */
-export function turnKeywords(userText: string, assistantText: string, max: number, minLength: number): Keyword[] {
-  const user = extractKeywords(userText, { max: max * 2, minLength })
-  const reply = extractKeywords(assistantText, { max: max * 2, minLength })
-  const weights = new Map<string, number>()
-  for (const keyword of user) weights.set(keyword.word, (weights.get(keyword.word) ?? 0) + 2 * keyword.score)
-  for (const keyword of reply) weights.set(keyword.word, (weights.get(keyword.word) ?? 0) + keyword.score)
-  const top = [...weights.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, max)
-  const sum = top.reduce((total, [, weight]) => total + weight, 0)
-  return top.map(([word, weight]) => ({ word, score: Math.round((weight / sum) * 10_000) / 10_000 }))
-}
-
-/** Text embedded for a cue: what it is about, its keywords and the start of its detail. */
-export function embeddingText(cue: Pick<Cue, 'summary' | 'keywords' | 'detail'>): string {
-  return `${cue.summary}\n${cue.keywords.map((keyword) => keyword.word).join(', ')}\n${excerpt(cue.detail, 500)}`
-}
-
-function firstRequest(detail: string): string {
-  const first = /^First request: ([\s\S]*?)\nLatest: /.exec(detail)
-  if (first) return first[1]!
-  const user = /^User: ([\s\S]*?)(?:\nAssistant: |$)/.exec(detail)
-  return user ? user[1]! : detail
-}
-
-function cap(text: string, max: number): string {
-  const points = Array.from(text)
-  return points.length <= max ? text : points.slice(0, max - 1).join('') + '…'
-}
-
-function describe(decision: WakeDecision): string {
-  const overlap = decision.overlap === null ? 'n/a' : decision.overlap.toFixed(2)
-  if (!decision.scanned) return `overlap ${overlap}, same topic, block ${decision.text ? 'kept' : 'none'}`
-  const cues = decision.cues.map((entry) => `${entry.cue.id}(${entry.via} ${entry.score.toFixed(2)}, ${formatDate(entry.cue.lastMentionedAt)})`)
-  return `overlap ${overlap}, ${decision.switched ? 'switch' : 'scan'}, ${cues.length ? cues.join(' ') : 'no match'}`
+/** Wait for `work` (which never rejects), but at most `ms`; the timer never outlives the wait. */
+async function waitAtMost(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))
+  try {
+    await Promise.race([work, bound])
+  } finally {
+    clearTimeout(timer)
+  }
 }

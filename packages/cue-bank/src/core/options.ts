@@ -277,3 +277,24 @@ function deepFreeze<T>(value: T): T {
   }
   return value
 }
+
+/**
+ * Refuse a live change of a field that applies only at start: the embedding client, the
+ * partition and the block's place among the runtime contexts are fixed when the bank starts.
+ * @throws CueBankError `invalid-config` naming the first such field that differs.
+ */
+export function assertLiveChange(current: ResolvedCueBankOptions, next: ResolvedCueBankOptions): void {
+  const fixed = (options: ResolvedCueBankOptions): Record<string, unknown> => ({
+    embedding: options.embedding,
+    matchMode: options.matchMode,
+    partition: options.partition,
+    userId: options.userId,
+    'inject.order': options.inject.order,
+  })
+  const now = fixed(current)
+  for (const [field, value] of Object.entries(fixed(next))) {
+    if (JSON.stringify(value) !== JSON.stringify(now[field])) {
+      throw new CueBankError('invalid-config', `${field} applies at the next start, not live`, { path: field })
+    }
+  }
+}

@@ -1,5 +1,5 @@
 import { replaceCodeFences } from '@dsh-memory/store/kit'
-import { clip, oneLine, similarity, splitSentences, textKey } from './text.js'
+import { clip, oneLine, prepareText, similarity, splitSentences, textKey } from './text.js'
 import type { BranchEvent, ItemKind } from './types.js'
 
 /** A conclusion ready to become a mainline item. */
@@ -180,4 +180,34 @@ function splitLine(line: string): string[] {
 /** `text` with fenced code blanked out: code is never a conclusion. */
 function withoutCode(text: string): string {
   return replaceCodeFences(text, () => ' ')
+}
+
+/** The conclusions a merge caller gives: a free-text summary and lists by kind. */
+export interface GivenConclusions {
+  summary?: string
+  constraints?: readonly string[]
+  decisions?: readonly string[]
+  outcomes?: readonly string[]
+  questions?: readonly string[]
+}
+
+/**
+ * Check and collect a merge caller's conclusions: the summary's parsed lines, then each list
+ * entry as its kind.
+ * @throws TreeError `invalid-argument` naming the bad field (`summary`, `decisions[2]`, …).
+ */
+export function givenConclusions(input: GivenConclusions, maxItemChars: number, maxSummaryChars: number): { summary: string | undefined; given: Conclusion[] } {
+  const summary = input.summary === undefined ? undefined : prepareText(input.summary, 'summary', maxSummaryChars)
+  const given: Conclusion[] = []
+  if (summary) given.push(...parseSummary(summary, maxItemChars))
+  const lists: Array<[ItemKind, readonly string[] | undefined]> = [
+    ['constraint', input.constraints],
+    ['decision', input.decisions],
+    ['outcome', input.outcomes],
+    ['question', input.questions],
+  ]
+  for (const [kind, list] of lists) {
+    for (const [index, entry] of (list ?? []).entries()) given.push({ kind, text: oneLine(prepareText(entry, `${kind}s[${index}]`, maxItemChars)) })
+  }
+  return { summary, given }
 }

@@ -2,7 +2,8 @@ import { join } from 'node:path'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { treeMigrations } from './migrations.js'
 import { openStoreTreeRepository, type TreeTablesHost } from './store-repository.js'
-import { MemoryTree, type MemoryTreeInit } from './tree.js'
+import { MemoryTree } from './tree.js'
+import type { MemoryTreeInit } from './tree-contract.js'
 
 /** The database file name inside a data directory (the store plugin's name for it). */
 export const DATABASE_FILE = 'memory.db'

@@ -1,8 +1,9 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { projectionRevision } from './render.js'
+import { projectionRevision, renderBranchMarkdown, renderMainlineMarkdown, type MainlineSnapshot } from './render.js'
+import type { TreeRepository } from './repository.js'
 import { slugify } from './text.js'
-import type { Project } from './types.js'
+import type { Checkpoint, Project } from './types.js'
 
 /**
  * Writes the derived markdown projection under one root directory:
@@ -43,4 +44,39 @@ export class ProjectionWriter {
     await rename(temporary, path)
     return path
   }
+}
+
+/** Which files of a project a change touched (`all`: every branch and checkpoint, for a rebuild). */
+export interface ProjectionTouch {
+  branchId?: string
+  checkpoint?: Checkpoint
+  all?: boolean
+}
+
+/**
+ * Write a project's `mainline.md` from `snapshot`, plus the branch and checkpoint files the
+ * change touched.
+ * @returns the touched checkpoint's path when there is one, else the project's directory.
+ */
+export async function writeProjectFiles(writer: ProjectionWriter, repository: TreeRepository, snapshot: MainlineSnapshot, touched: ProjectionTouch): Promise<string | undefined> {
+  const project = snapshot.project
+  const projectId = project.id
+  const [items, branches, workspaces] = await Promise.all([
+    repository.listItems(projectId, { status: 'all' }),
+    repository.listBranches(projectId, { status: 'all', includeCleared: touched.all === true }),
+    repository.bindings(projectId),
+  ])
+  await writer.write(project, 'mainline.md', renderMainlineMarkdown({ ...snapshot, items, branches: branches.filter((b) => b.checkpointId === null), workspaces }))
+  const branchIds = touched.all ? branches.map((branch) => branch.id) : touched.branchId ? [touched.branchId] : []
+  for (const id of branchIds) {
+    const branch = await repository.getBranch(id)
+    if (branch) await writer.write(project, `branches/${id}.md`, renderBranchMarkdown(project, branch, await repository.branchEvents(id)))
+  }
+  const checkpoints = touched.all ? await repository.listCheckpoints(projectId) : touched.checkpoint ? [touched.checkpoint] : []
+  let checkpointPath: string | undefined
+  for (const checkpoint of checkpoints) {
+    const path = await writer.write(project, `checkpoints/${checkpoint.id}.md`, checkpoint.document, undefined)
+    if (checkpoint === touched.checkpoint) checkpointPath = path
+  }
+  return touched.checkpoint ? checkpointPath : writer.projectDir(project)
 }

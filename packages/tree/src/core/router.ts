@@ -1,4 +1,5 @@
 import { tokenize } from '@dsh-memory/store'
+import type { UnknownRoute } from './options.js'
 import type { RouteKind } from './types.js'
 
 /** How one message was classified, with the evidence. */
@@ -97,4 +98,14 @@ function matches(keyword: CompiledKeyword, tokenSet: Set<string>, asciiTokens: s
   return keyword.tokens.every(
     (token) => tokenSet.has(token) || (token.length >= 4 && ASCII_WORD.test(token) && asciiTokens.some((candidate) => candidate.startsWith(token))),
   )
+}
+
+/**
+ * Where a classified user message is recorded: chit-chat to the chat partition, project
+ * messages to the project, and an unsure one where `unknownRoute` says.
+ */
+export function routeTarget(decision: RouteDecision, unknownRoute: UnknownRoute): 'chat' | 'project' | 'skipped' {
+  if (decision.route === 'chat') return 'chat'
+  if (decision.route === 'project') return 'project'
+  return unknownRoute === 'chat' ? 'chat' : unknownRoute === 'skip' ? 'skipped' : 'project'
 }

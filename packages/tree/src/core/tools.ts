@@ -10,7 +10,8 @@ import { describeError, isTreeError } from './errors.js'
 import { isoDate } from './render.js'
 import type { RouteDecision } from './router.js'
 import { clip, oneLine } from './text.js'
-import type { Caller, MemoryTree } from './tree.js'
+import type { MemoryTree } from './tree.js'
+import type { Caller } from './tree-contract.js'
 import type { Branch, MainlineItem } from './types.js'
 
 /** A JSON value (what a tool returns). */

@@ -2,21 +2,12 @@ import { basename } from 'node:path'
 import { createHash } from 'node:crypto'
 import { detectBranchCue } from './branch-cue.js'
 import { isTreeError, TreeError } from './errors.js'
-import { dedupe, extractFromBranch, extractStatements, parseSummary, type Conclusion } from './extract.js'
+import { dedupe, extractFromBranch, extractStatements, givenConclusions } from './extract.js'
 import { resolveTreeOptions, type TreeOptions } from './options.js'
-import { ProjectionWriter } from './projection.js'
-import {
-  autoReview,
-  renderBranchMarkdown,
-  renderCheckpointDocument,
-  renderConclusion,
-  renderMainlineContext,
-  renderMainlineMarkdown,
-  summarizeChat,
-  type MainlineSnapshot,
-} from './render.js'
+import { ProjectionWriter, writeProjectFiles, type ProjectionTouch } from './projection.js'
+import { autoReview, renderCheckpointDocument, renderConclusion, renderMainlineContext, summarizeChat, type MainlineSnapshot } from './render.js'
 import type { NewItem, TreeRepository } from './repository.js'
-import { MessageRouter, type RouteDecision } from './router.js'
+import { MessageRouter, routeTarget, type RouteDecision } from './router.js'
 import { clip, oneLine, prepareText, textKey } from './text.js'
 import {
   CHECKPOINT_STATE_VERSION,
@@ -30,100 +21,8 @@ import {
   type MainlineItem,
   type Project,
 } from './types.js'
-
-/** Who is asking: the workspace selects the project, the session tags what is written. */
-export interface Caller {
-  /** Absolute working directory ('' or absent: the workspace-less active project). */
-  workspace?: string
-  /** Host session id (or any stable id of the client); '' when unknown. */
-  sessionId?: string
-  /** Label recorded as the source of items this caller writes (`model`, `mcp`, `user`, …). */
-  source?: string
-}
-
-/** Where a recorded message went. */
-export type Destination = 'mainline' | 'branch' | 'chat' | 'skipped'
-
-/** Result of {@link MemoryTree.recordMessage}. */
-export interface RecordResult {
-  decision: RouteDecision | undefined
-  destination: Destination
-  project: Project | undefined
-  branchId: string | null
-  /** Items auto-extracted from this message (constraints/decisions of a project message). */
-  extracted: MainlineItem[]
-  /** True when the same text of the same session was already the newest entry there. */
-  duplicate: boolean
-  /** The branch this message opened by itself (a side question or a trial, `autoBranch`). */
-  openedBranch?: Branch
-}
-
-/** Something that changed, reported after the write committed. */
-export type TreeChange =
-  | { type: 'routed'; destination: Destination; projectId: string | null; branchId: string | null; route: RouteDecision['route'] | null; role: 'user' | 'assistant' }
-  | { type: 'items-added'; projectId: string; revision: number; items: MainlineItem[] }
-  | { type: 'item-updated'; projectId: string; revision: number; item: MainlineItem }
-  | { type: 'project-set'; projectId: string; workspace: string; created: boolean }
-  | { type: 'branched'; projectId: string; revision: number; branch: Branch }
-  | { type: 'merged'; projectId: string; revision: number; branch: Branch; items: MainlineItem[] }
-  | { type: 'checkpointed'; projectId: string; revision: number; checkpoint: Checkpoint }
-
-/** Dependencies and options of a {@link MemoryTree}. */
-export interface MemoryTreeInit {
-  repository: TreeRepository
-  options?: Partial<TreeOptions>
-  /** Epoch-ms clock; tests pass a fake one. */
-  now?: () => number
-  /** Root of the markdown projection; null or absent disables it. */
-  projectionDir?: string | null
-  /** Called with failures of best-effort work (the projection); never throws into callers. */
-  onError?: (error: unknown, where: string) => void
-  /** Called after each committed change (the DSH adapter turns these into Cordis events). */
-  onChange?: (change: TreeChange) => void
-}
-
-/** Input of {@link MemoryTree.merge}. */
-export interface MergeInput {
-  /** Defaults to the project's current branch. */
-  branchId?: string
-  /** A summary in free text; lines may be labelled (`Decision: …`, `约束：…`) or grouped under headings. */
-  summary?: string
-  constraints?: readonly string[]
-  decisions?: readonly string[]
-  outcomes?: readonly string[]
-  questions?: readonly string[]
-  /** Close the branch without adding anything to the mainline. */
-  abandon?: boolean
-}
-
-/** Result of {@link MemoryTree.merge}. */
-export interface MergeResult {
-  project: Project
-  branch: Branch
-  added: MainlineItem[]
-  /** Conclusions not added because the mainline already says the same. */
-  skipped: Conclusion[]
-  /** Conclusions beyond `maxMergeItems`, not added. */
-  truncated: Conclusion[]
-  /** True when the conclusions came from the branch log rather than from the caller. */
-  heuristic: boolean
-}
-
-/** A compact state report (mt_status). */
-export interface TreeStatus {
-  project: Project | undefined
-  workspace: string
-  workspaces: string[]
-  counts: Record<ItemKind, number>
-  items: MainlineItem[]
-  currentBranch: Branch | undefined
-  openBranches: Branch[]
-  baseline: Checkpoint | undefined
-  turns: number
-  projects: Array<Pick<Project, 'id' | 'name' | 'revision' | 'stage'>>
-  routing: { chatKeywords: number; projectKeywords: number; routeMargin: number; unknownRoute: string; samples: { chat: string[]; project: string[] } }
-  projectionDir: string | null
-}
+import type { Caller, Destination, MemoryTreeInit, MergeInput, MergeResult, RecordResult, TreeChange, TreeStatus } from './tree-contract.js'
+import { readSnapshot, readStatus } from './views.js'
 
 const ACTIVE_PROJECT_SETTING = 'active-project'
 const OPTIMISTIC_ATTEMPTS = 6
@@ -189,21 +88,14 @@ export class MemoryTree {
     const caller = input.caller
     const sessionId = caller.sessionId ?? ''
     const decision = input.role === 'user' ? (input.decision ?? this.route(full)) : undefined
-    let target: 'chat' | 'project' | 'skipped'
-    if (decision) {
-      target =
-        decision.route === 'chat'
-          ? 'chat'
-          : decision.route === 'project'
-            ? 'project'
-            : this.options.unknownRoute === 'chat'
-              ? 'chat'
-              : this.options.unknownRoute === 'skip'
-                ? 'skipped'
-                : 'project'
-    } else {
-      target = input.follow === 'chat' ? 'chat' : input.follow === 'mainline' || input.follow === 'branch' ? 'project' : 'skipped'
-    }
+    // An assistant message follows its user message; without one it is skipped.
+    const target = decision
+      ? routeTarget(decision, this.options.unknownRoute)
+      : input.follow === 'chat'
+        ? 'chat'
+        : input.follow === 'mainline' || input.follow === 'branch'
+          ? 'project'
+          : 'skipped'
     const result: RecordResult = { decision, destination: 'skipped', project: undefined, branchId: null, extracted: [], duplicate: false }
     if (target === 'skipped') return this.#routed(result, input.role)
 
@@ -451,18 +343,7 @@ export class MemoryTree {
     const project = await this.#requireProject(caller)
     const branchId = input.branchId ?? project.currentBranchId
     if (!branchId) throw new TreeError('invalid-argument', 'no branch is current; pass branchId (mt_list_branches lists the open ones)')
-    const summary = input.summary === undefined ? undefined : prepareText(input.summary, 'summary', MAX_SUMMARY_CHARS)
-    const given: Conclusion[] = []
-    if (summary) given.push(...parseSummary(summary, this.options.maxItemChars))
-    const lists: Array<[ItemKind, readonly string[] | undefined]> = [
-      ['constraint', input.constraints],
-      ['decision', input.decisions],
-      ['outcome', input.outcomes],
-      ['question', input.questions],
-    ]
-    for (const [kind, list] of lists) {
-      for (const [index, entry] of (list ?? []).entries()) given.push({ kind, text: oneLine(prepareText(entry, `${kind}s[${index}]`, this.options.maxItemChars)) })
-    }
+    const { summary, given } = givenConclusions(input, this.options.maxItemChars, MAX_SUMMARY_CHARS)
 
     for (let attempt = 1; ; attempt++) {
       const branch = await this.#branchOf(branchId, caller)
@@ -574,18 +455,7 @@ export class MemoryTree {
 
   /** One consistent view of a project's mainline (items, recent turns, open branches, baseline). */
   async snapshot(projectId: string, options: { recentTurns?: number; excludeSessionId?: string } = {}): Promise<MainlineSnapshot> {
-    const project = await this.#repository.getProject(projectId)
-    if (!project) throw new TreeError('not-found', `no project ${projectId}`)
-    const [items, turns, branches, baseline] = await Promise.all([
-      this.#repository.listItems(project.id),
-      this.#repository.recentTurns(project.id, {
-        limit: options.recentTurns ?? this.options.recentTurns,
-        ...(options.excludeSessionId === undefined ? {} : { excludeSessionId: options.excludeSessionId }),
-      }),
-      this.#repository.listBranches(project.id, { status: 'active' }),
-      project.baselineCheckpointId ? this.#repository.getCheckpoint(project.baselineCheckpointId) : Promise.resolve(undefined),
-    ])
-    return { project, items, turns, branches, baseline }
+    return readSnapshot(this.#repository, projectId, options.recentTurns ?? this.options.recentTurns, options.excludeSessionId)
   }
 
   /**
@@ -602,36 +472,7 @@ export class MemoryTree {
   /** Project, counts, branches, baseline and routing settings of the caller. */
   async status(caller: Caller): Promise<TreeStatus> {
     const project = await this.resolveProject(caller, { create: false })
-    const projects = (await this.#repository.listProjects()).map(({ id, name, revision, stage }) => ({ id, name, revision, stage }))
-    const routing = {
-      chatKeywords: this.options.chatKeywords.length,
-      projectKeywords: this.options.projectKeywords.length,
-      routeMargin: this.options.routeMargin,
-      unknownRoute: this.options.unknownRoute,
-      samples: { chat: this.options.chatKeywords.slice(0, 8), project: this.options.projectKeywords.slice(0, 8) },
-    }
-    const counts: Record<ItemKind, number> = { constraint: 0, decision: 0, outcome: 0, question: 0 }
-    const base = { workspace: caller.workspace ?? '', projects, routing, projectionDir: this.projection?.root ?? null }
-    if (!project) return { ...base, project: undefined, workspaces: [], counts, items: [], currentBranch: undefined, openBranches: [], baseline: undefined, turns: 0 }
-    const [items, openBranches, watermark, workspaces] = await Promise.all([
-      this.#repository.listItems(project.id),
-      this.#repository.listBranches(project.id, { status: 'active' }),
-      this.#repository.turnWatermark(project.id),
-      this.#repository.bindings(project.id),
-    ])
-    for (const item of items) counts[item.kind]++
-    const baseline = project.baselineCheckpointId ? await this.#repository.getCheckpoint(project.baselineCheckpointId) : undefined
-    return {
-      ...base,
-      project,
-      workspaces,
-      counts,
-      items,
-      currentBranch: openBranches.find((branch) => branch.id === project.currentBranchId),
-      openBranches,
-      baseline,
-      turns: watermark.count,
-    }
+    return readStatus(this.#repository, this.options, { workspace: caller.workspace ?? '', project, projectionDir: this.projection?.root ?? null })
   }
 
   // projection ---------------------------------------------------------------------------------
@@ -659,28 +500,9 @@ export class MemoryTree {
     }
   }
 
-  async #writeProjection(projectId: string, touched: { branchId?: string; checkpoint?: Checkpoint; all?: boolean }): Promise<string | undefined> {
-    const writer = this.projection!
+  async #writeProjection(projectId: string, touched: ProjectionTouch): Promise<string | undefined> {
     const snapshot = await this.snapshot(projectId, { recentTurns: 50 })
-    const project = snapshot.project
-    const [items, branches, workspaces] = await Promise.all([
-      this.#repository.listItems(projectId, { status: 'all' }),
-      this.#repository.listBranches(projectId, { status: 'all', includeCleared: touched.all === true }),
-      this.#repository.bindings(projectId),
-    ])
-    await writer.write(project, 'mainline.md', renderMainlineMarkdown({ ...snapshot, items, branches: branches.filter((b) => b.checkpointId === null), workspaces }))
-    const branchIds = touched.all ? branches.map((branch) => branch.id) : touched.branchId ? [touched.branchId] : []
-    for (const id of branchIds) {
-      const branch = await this.#repository.getBranch(id)
-      if (branch) await writer.write(project, `branches/${id}.md`, renderBranchMarkdown(project, branch, await this.#repository.branchEvents(id)))
-    }
-    const checkpoints = touched.all ? await this.#repository.listCheckpoints(projectId) : touched.checkpoint ? [touched.checkpoint] : []
-    let checkpointPath: string | undefined
-    for (const checkpoint of checkpoints) {
-      const path = await writer.write(project, `checkpoints/${checkpoint.id}.md`, checkpoint.document, undefined)
-      if (checkpoint === touched.checkpoint) checkpointPath = path
-    }
-    return touched.checkpoint ? checkpointPath : writer.projectDir(project)
+    return writeProjectFiles(this.projection!, this.#repository, snapshot, touched)
   }
 
   #emit(change: TreeChange): void {
