@@ -43,7 +43,7 @@ describe('export / import', () => {
     const { store } = openTemp({ now: fakeClock(1_000, 7).now })
     await populate(store)
     const lines = await collect(store.exportJsonl())
-    expect(JSON.parse(lines[0]!)).toMatchObject({ type: 'header', format: EXPORT_FORMAT, version: EXPORT_VERSION, schema: 4 })
+    expect(JSON.parse(lines[0]!)).toMatchObject({ type: 'header', format: EXPORT_FORMAT, version: EXPORT_VERSION, schema: 5 })
     expect(lines.slice(1).map((line) => JSON.parse(line).type)).toEqual([
       'conversation', 'conversation',
       'message', 'message', 'message', 'message',

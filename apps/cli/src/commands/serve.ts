@@ -39,14 +39,16 @@ export function registerServe(program: Command, io: CliIO): void {
         if (code === 'EADDRINUSE') throw new CliError('failed', `port ${port} on ${options.host} is in use; pass --port 0 for a free one, or another port`, undefined, { cause: error })
         throw error
       }
+      // Ctrl-C closes the server first, then exits 130; SIGTERM closes it and exits 0. Both are
+      // taken before the URL is printed: a signal that arrives before a listener exists kills the
+      // process at once, and whoever reads the URL may press Ctrl-C straight away.
+      const stopped = new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()))
+      const release = onInterrupt(() => running.close())
       println(io, `dsh-memory web: ${running.url}`)
       io.stderr.write(`serving ${dataDir} on ${running.origin} (only with the token above); press Ctrl+C to stop\n`)
       if (running.host !== '127.0.0.1' && running.host !== 'localhost' && running.host !== '::1') {
         io.stderr.write(`warning: listening on ${running.host}: anyone who can reach this machine and has the token can read and change your memories\n`)
       }
-      // Ctrl-C closes the server first, then exits 130; SIGTERM closes it and exits 0.
-      const stopped = new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()))
-      const release = onInterrupt(() => running.close())
       try {
         await stopped
       } finally {
