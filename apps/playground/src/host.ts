@@ -22,6 +22,20 @@ export class HostError extends Error {
   }
 }
 
+/**
+ * True when a launch failed only because another launch of the same profile was rewriting the
+ * profile's root `cordis.yml` at that instant. The host rewrites that file on every boot with a
+ * plain truncate-and-write (`prepareProfile` in `@deepseek-ai/dsh`), so two processes that start
+ * together can read it empty ("config file must be a top-level array") and exit before any plugin
+ * loads. Such a launch did nothing, so starting it again is safe; any other failure is reported.
+ */
+export function isProfileRootRace(code: number | null, stderr: string): boolean {
+  return code !== 0 && /config file must be a top-level array/.test(stderr) && /profiles\/[^/\s]+\/cordis\.yml/.test(stderr)
+}
+
+/** How many times a launch that hit {@link isProfileRootRace} is started again. */
+export const PROFILE_RACE_RETRIES = 3
+
 /** Absolute path of the `dsh` launcher script of the pinned host. */
 export function dshEntry(): string {
   const entry = join(HOST_DIR, 'node_modules/@deepseek-ai/dsh/lib/bin.js')
@@ -155,7 +169,10 @@ export class DshHome {
   }
 
   private async spawn(args: readonly string[], options: { cwd: string; timeoutMs: number; env?: Record<string, string> }): Promise<DshRunResult> {
-    const result = await runProgram(process.execPath, [dshEntry(), ...args], { cwd: options.cwd, env: this.env(options.env), timeoutMs: options.timeoutMs })
+    let result = await runProgram(process.execPath, [dshEntry(), ...args], { cwd: options.cwd, env: this.env(options.env), timeoutMs: options.timeoutMs })
+    for (let retry = 0; retry < PROFILE_RACE_RETRIES && isProfileRootRace(result.code, result.stderr); retry++) {
+      result = await runProgram(process.execPath, [dshEntry(), ...args], { cwd: options.cwd, env: this.env(options.env), timeoutMs: options.timeoutMs })
+    }
     if (result.timedOut) throw new HostError('timeout', `dsh ${args.join(' ')} did not finish in ${options.timeoutMs} ms\n${result.stdout}\n${result.stderr}`)
     return { code: result.code, stdout: result.stdout, stderr: result.stderr }
   }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { dshEntry, type DshHome, TEST_OVERLAY } from '../../src/host.js'
+import { dshEntry, type DshHome, isProfileRootRace, PROFILE_RACE_RETRIES, TEST_OVERLAY } from '../../src/host.js'
 
 /**
  * A session that outlives one host process, driven the way a person drives an interactive
@@ -105,32 +105,51 @@ export function driverOverlay(pluginPath: string, config: { sessionId: string; r
 
 /** A launcher process the test may kill. */
 export interface RunningHost {
+  /** The current process (a new one when a launch hit the host's profile-root race). */
   readonly child: ChildProcess
   /** Settles when the process exits (however it exits). */
   readonly done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>
 }
 
+type HostExit = Awaited<RunningHost['done']>
+
 /**
  * Start `dsh --profile <profile> --patch <overlay> driver` in `cwd` without waiting for it,
- * so the test can kill it mid-session. (DshHome.run waits for the exit.)
+ * so the test can kill it mid-session. (DshHome.run waits for the exit.) A launch that exited at
+ * boot on the host's profile-root race ({@link isProfileRootRace}) is started again.
  */
 export async function startHost(home: DshHome, options: { profile: string; cwd: string; modelUrl: string; patch: string; name: string }): Promise<RunningHost> {
   await mkdir(options.cwd, { recursive: true })
   const overlay = join(home.dir, `overlay-${options.name}.yml`)
   await writeFile(overlay, TEST_OVERLAY + options.patch)
-  const child = spawn(process.execPath, [dshEntry(), '--profile', options.profile, '--patch', overlay, 'driver'], {
-    cwd: options.cwd,
-    env: home.env({ DEEPSEEK_BASE_URL: options.modelUrl }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
-  })
-  return { child, done }
+  const launch = (): { child: ChildProcess; exit: Promise<HostExit> } => {
+    const child = spawn(process.execPath, [dshEntry(), '--profile', options.profile, '--patch', overlay, 'driver'], {
+      cwd: options.cwd,
+      env: home.env({ DEEPSEEK_BASE_URL: options.modelUrl }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    const exit = new Promise<HostExit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })))
+    return { child, exit }
+  }
+  let current = launch()
+  const done = (async () => {
+    let result = await current.exit
+    for (let retry = 0; retry < PROFILE_RACE_RETRIES && isProfileRootRace(result.code, result.stderr); retry++) {
+      current = launch()
+      result = await current.exit
+    }
+    return result
+  })()
+  return {
+    get child() {
+      return current.child
+    },
+    done,
+  }
 }
 
 /** Wait until `path` exists (or the process ends, or `timeoutMs` passes). */
