@@ -1,20 +1,7 @@
-import { PassThrough } from 'node:stream'
 import { MEMORY_CANDIDATES } from '@dsh-memory/recall'
 import { describe, expect, it } from 'vitest'
 import { latencyStats, parseSizes } from '../src/bench/scale.ts'
-import { runCli } from '../src/program.ts'
-
-/** Run the CLI in-process and capture what it prints. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough()
-  const stderr = Object.assign(new PassThrough(), { isTTY: false, columns: 100 })
-  let out = ''
-  let err = ''
-  stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
-  stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk))
-  const code = await runCli(args, { stdout, stderr })
-  return { code, stdout: out, stderr: err }
-}
+import { cli } from './helpers.ts'
 
 const stats = { p50: expect.any(Number), p95: expect.any(Number), max: expect.any(Number), runs: expect.any(Number) }
 

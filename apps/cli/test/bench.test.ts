@@ -4,12 +4,11 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { PassThrough } from 'node:stream'
 import { openMemoryStore } from '@dsh-memory/store'
 import { afterAll, describe, expect, it } from 'vitest'
 import { evaluateLocomo, loadLocomo, runLocomoBench, turnText } from '../src/bench/locomo.ts'
 import { normaliseEvidence, parseLocomo, parseSessionDate } from '../src/bench/locomo-format.ts'
-import { runCli } from '../src/program.ts'
+import { cli } from './helpers.ts'
 import { cjkDistractors } from '../src/bench/cjk.ts'
 import { PARAPHRASE_PAIRS, UNANSWERABLE_QUERIES } from '../src/bench/cjk-pairs.ts'
 
@@ -17,18 +16,6 @@ const here = dirname(fileURLToPath(import.meta.url))
 const FIXTURE = join(here, 'fixtures/locomo-mini.json')
 const scratch = mkdtempSync(join(tmpdir(), 'dshm-cli-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-
-/** Run the CLI in-process and capture what it prints. */
-async function cli(args: string[], tty = false): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough()
-  const stderr = Object.assign(new PassThrough(), { isTTY: tty, columns: 100 })
-  let out = ''
-  let err = ''
-  stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
-  stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk))
-  const code = await runCli(args, { stdout, stderr })
-  return { code, stdout: out, stderr: err }
-}
 
 describe('the LoCoMo format', () => {
   it('parses samples, session dates, packed and malformed evidence, observations', async () => {
@@ -133,7 +120,7 @@ describe('dsh-memory bench locomo (command line)', () => {
   })
 
   it('prints a table without --json and a progress bar on a terminal', async () => {
-    const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--k', '3', '--mode', 'turns'], true)
+    const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--k', '3', '--mode', 'turns'], { tty: true })
     expect(result.code).toBe(0)
     expect(result.stdout).toMatch(/^mode turns \(5 questions\)$/m)
     expect(result.stdout).toMatch(/overall\s+\d+\.\d%\s+\d+\.\d%/)

@@ -65,11 +65,8 @@ describe('instruction files → items', () => {
   })
 
   it('tells preferences from instructions in English, Chinese and Japanese', () => {
-    expect(classifyInstruction('I prefer tabs')).toBe('preference')
-    expect(classifyInstruction('我更喜欢简短的回答')).toBe('preference')
-    expect(classifyInstruction('短い回答が好きです')).toBe('preference')
-    expect(classifyInstruction('Always run the linter before committing')).toBe('instruction')
-    expect(classifyInstruction('提交前先运行测试')).toBe('instruction')
+    const lines = ['I prefer tabs', '我更喜欢简短的回答', '短い回答が好きです', 'Always run the linter before committing', '提交前先运行测试']
+    expect(lines.map((line) => classifyInstruction(line))).toEqual(['preference', 'preference', 'preference', 'instruction', 'instruction'])
   })
 
   it('places files: ~/.claude is global, a project file belongs to its folder, auto memory to the decoded project', () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { type Cue, embeddingText, openCueRepository } from '@dsh-memory/cue-bank'
 import { type Memory, openMemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { cueFixture } from '../../../packages/cue-bank/test/fixtures.ts'
 import { REEMBED_CHECKPOINT_KEY } from '../src/commands/reembed.ts'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
 
@@ -49,29 +50,8 @@ async function startEmbeddings(plan: (n: number, body: EmbeddingRequest['body'])
   }
 }
 
-function cue(id: string, partition: string, summary: string, extra: Partial<Cue> = {}): Cue {
-  const at = Date.UTC(2025, 10, 2)
-  return {
-    id,
-    partition,
-    level: 'conversation',
-    sessionId: `s-${id}`,
-    turn: 1,
-    summary,
-    detail: `User: ${summary}`,
-    keywords: [{ word: summary.split(' ')[0]!, score: 1 }],
-    dimensions: { trigger: 'keywords', perspective: 'conversation', language: 'en' },
-    refSessions: [`s-${id}`],
-    sourceMessageIds: [],
-    embedding: null,
-    embeddingModel: null,
-    createdAt: at,
-    lastMentionedAt: at,
-    lastTouchedAt: at,
-    hitCount: 0,
-    ...extra,
-  }
-}
+/** A cue of one user line (the cue bank's own test fixture, with that line as its text). */
+const cue = (id: string, partition: string, summary: string, extra: Partial<Cue> = {}): Cue => cueFixture(id, partition, { summary, detail: `User: ${summary}`, ...extra })
 
 describe('dsh-memory reembed', () => {
   let temp: ReturnType<typeof scratch>

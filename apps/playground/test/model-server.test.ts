@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { startModelServer, type ModelServer } from '../src/model-server.js'
 
 async function post(server: ModelServer, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
@@ -18,14 +18,9 @@ function frames(text: string): unknown[] {
 }
 
 describe('scripted model server', () => {
-  let server: ModelServer | undefined
-  afterEach(async () => {
-    await server?.close()
-    server = undefined
-  })
-
   it('binds loopback only and streams text deltas, a stop frame, usage and [DONE]', async () => {
-    server = await startModelServer()
+    const server = await startModelServer()
+    onTestFinished(() => server.close())
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
     const response = await post(server, { messages: [{ role: 'user', content: 'ping' }], stream: true }, { 'x-deepseek-harness-session-id': 's1' })
     expect(response.headers.get('content-type')).toBe('text/event-stream')
@@ -42,7 +37,8 @@ describe('scripted model server', () => {
   })
 
   it('scripts tool calls with fragmented arguments and finish_reason tool_calls', async () => {
-    server = await startModelServer({ responder: () => ({ kind: 'tools', calls: [{ name: 'memory_search', arguments: { query: '数据库' } }] }) })
+    const server = await startModelServer({ responder: () => ({ kind: 'tools', calls: [{ name: 'memory_search', arguments: { query: '数据库' } }] }) })
+    onTestFinished(() => server.close())
     const parsed = frames(await (await post(server, { messages: [], tools: [{ type: 'function', function: { name: 'memory_search' } }] })).text())
     type Choice = { delta: { tool_calls?: { function: { name?: string; arguments?: string } }[] }; finish_reason: string | null }
     const choices = parsed.flatMap((frame) => (typeof frame === 'object' ? ((frame as { choices: Choice[] }).choices ?? []) : []))
@@ -53,9 +49,10 @@ describe('scripted model server', () => {
 
   it('answers scripted HTTP errors and garbage, and classifies title and compaction requests', async () => {
     let call = 0
-    server = await startModelServer({
+    const server = await startModelServer({
       responder: () => (call++ === 0 ? { kind: 'http-error', status: 500 } : { kind: 'garbage', body: 'not json at all' }),
     })
+    onTestFinished(() => server.close())
     expect((await post(server, { messages: [] })).status).toBe(500)
     const garbage = await post(server, { messages: [], max_tokens: 64 })
     expect(await garbage.text()).toBe('not json at all')

@@ -4,7 +4,7 @@ import { CueBank } from '../src/core/cue-bank.js'
 import { isCueBankError } from '../src/core/errors.js'
 import { resolveCueBankOptions } from '../src/core/options.js'
 import { openCueRepository } from '../src/core/store-cue-repository.js'
-import { Clock, DAY, openHarness, session, T0, talk, tempDir, type Harness } from './fixtures.js'
+import { Clock, cueFixture, DAY, openHarness, session, T0, talk, tempDir, type Harness } from './fixtures.js'
 
 const PG_USER = '我们决定把 PostgreSQL 主数据库迁移到 16 版本，索引要重建'
 const PG_REPLY = '好的：先在预发环境做 pg_upgrade 演练，重建索引后再切换主数据库。'
@@ -167,26 +167,20 @@ describe('the cue bank engine on a real store', () => {
 
     it('reads the global partition from workspace sessions when includeGlobal is on', async () => {
       const repository = h.repository
-      const now = T0
-      repository.insertCue({
-        id: 'g-1',
-        partition: 'global',
-        level: 'task',
-        sessionId: 'import:g-1',
-        turn: 0,
-        summary: 'Kubernetes 集群部署规范',
-        detail: 'Kubernetes 集群部署规范',
-        keywords: [{ word: 'kubernetes', score: 0.5 }, { word: '集群', score: 0.5 }],
-        dimensions: { trigger: 'keywords', perspective: 'task', imported: true },
-        refSessions: ['feishu:ou_1'],
-        sourceMessageIds: [],
-        embedding: null,
-        embeddingModel: null,
-        createdAt: now,
-        lastMentionedAt: now,
-        lastTouchedAt: now,
-        hitCount: 0,
-      })
+      // An imported task cue (written at T0, like every fixture cue).
+      repository.insertCue(
+        cueFixture('g-1', 'global', {
+          level: 'task',
+          sessionId: 'import:g-1',
+          turn: 0,
+          summary: 'Kubernetes 集群部署规范',
+          detail: 'Kubernetes 集群部署规范',
+          keywords: [{ word: 'kubernetes', score: 0.5 }, { word: '集群', score: 0.5 }],
+          dimensions: { trigger: 'keywords', perspective: 'task', imported: true },
+          refSessions: ['feishu:ou_1'],
+          sourceMessageIds: [],
+        }),
+      )
       expect(h.bank.observeUserMessage(session('/work/gamma'), { id: 'm', text: '部署到 Kubernetes 集群失败了' }, 1)!.cues.map((c) => c.cue.id)).toEqual(['g-1'])
       await h.close()
       h = await openHarness(temp.dir, { includeGlobal: false })

@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { extractKeywords, type Keyword } from '../src/core/keywords.js'
-import {
-  cosineSimilarity,
-  decayFactor,
-  inverseDocumentFrequency,
-  isTopicSwitch,
-  keywordMatch,
-  mergeKeywords,
-  rankCues,
-  termSimilarity,
-  topicOverlap,
-} from '../src/core/matching.js'
+import { cosineSimilarity, decayFactor, inverseDocumentFrequency, isTopicSwitch, keywordMatch, mergeKeywords, rankCues, termSimilarity, topicOverlap } from '../src/core/matching.js'
 import type { Cue } from '../src/core/model.js'
 import { cueFixture, DAY, T0 } from './fixtures.js'
 

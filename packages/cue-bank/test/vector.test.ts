@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import { createEmbeddingClient } from '../src/core/embedding.js'
 import { isCueBankError } from '../src/core/errors.js'
 import { Clock, conceptVector, openHarness, session, startEmbeddingServer, talk, tempDir, type EmbeddingServer, type Harness } from './fixtures.js'
@@ -9,14 +9,9 @@ const vectorOptions = (url: string, extra: { waitMs?: number; timeoutMs?: number
 })
 
 describe('the embedding client', () => {
-  let server: EmbeddingServer | undefined
-  afterEach(async () => {
-    await server?.close()
-    server = undefined
-  })
-
   it('posts an OpenAI-compatible request with the bearer key and returns vectors in input order', async () => {
-    server = await startEmbeddingServer(conceptVector)
+    const server = await startEmbeddingServer(conceptVector)
+    onTestFinished(() => server.close())
     const client = createEmbeddingClient({ baseURL: `${server.url}/`, apiKey: 'sk-test', model: 'concept-5', dimensions: 5, timeoutMs: 2000 })
     const [db, cooking] = await client.embed(['PostgreSQL migration', '今晚的菜谱'])
     expect([...db!]).toEqual([1, 0, 0, 0, expect.closeTo(0.05, 5)])
@@ -27,7 +22,8 @@ describe('the embedding client', () => {
 
   it('rejects malformed answers, HTTP errors and timeouts with embedding-failed, then cools down', async () => {
     let plan: { delayMs?: number; status?: number; raw?: string } = { raw: '{"data":[{"embedding":[1,2]}]}' }
-    server = await startEmbeddingServer(conceptVector, () => plan)
+    const server = await startEmbeddingServer(conceptVector, () => plan)
+    onTestFinished(() => server.close())
     const clock = new Clock()
     const client = createEmbeddingClient({ baseURL: server.url, apiKey: 'k', model: 'm', dimensions: 5, timeoutMs: 300, cooldownMs: 1000, now: clock.now })
     const failure = async () => {

@@ -1,21 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { cosineSimilarity, createEmbedder } from '../src/core/embedding.ts'
 import { resolveRecallOptions } from '../src/core/options.ts'
-import { type EmbeddingServer, startEmbeddingServer } from './support/loopback.ts'
+import { startEmbeddingServer } from './support/loopback.ts'
 import { RecallEngine } from '../src/core/recall-engine.ts'
 import { tempStoreEachTest } from './support/store.ts'
 
 describe('the OpenAI-compatible embeddings client (loopback server)', () => {
-  let server: EmbeddingServer | undefined
-  afterEach(async () => {
-    await server?.close()
-    server = undefined
-  })
   const options = (url: string, extra: Record<string, unknown> = {}) =>
     resolveRecallOptions({ embedding: { enabled: true, baseUrl: url, apiKey: 'sk-local', model: 'concepts', dimensions: 8, timeoutMs: 2000, maxInputChars: 20, ...extra } }).embedding
 
   it('posts model, input and dimensions with the bearer key, and returns vectors in input order', async () => {
-    server = await startEmbeddingServer()
+    const server = await startEmbeddingServer()
+    onTestFinished(() => server.close())
     const embedder = createEmbedder(options(server.url))
     const [editor, database] = await embedder.embed(['my editor is helix', 'postgres database'])
     expect(embedder.modelKey).toBe('concepts@8')
@@ -35,12 +31,14 @@ describe('the OpenAI-compatible embeddings client (loopback server)', () => {
     ['garbage', /unexpected shape/],
     ['wrong-dimensions', /2 dimensions, expected 8/],
   ] as const)('turns a %s answer into embedding-unavailable', async (behaviour, message) => {
-    server = await startEmbeddingServer(behaviour)
+    const server = await startEmbeddingServer(behaviour)
+    onTestFinished(() => server.close())
     await expect(createEmbedder(options(server.url)).embed(['a'])).rejects.toMatchObject({ code: 'embedding-unavailable', message: expect.stringMatching(message) })
   })
 
   it('times out a stalled server', async () => {
-    server = await startEmbeddingServer('stall')
+    const server = await startEmbeddingServer('stall')
+    onTestFinished(() => server.close())
     const started = Date.now()
     await expect(createEmbedder(options(server.url, { timeoutMs: 200 })).embed(['a'])).rejects.toMatchObject({ code: 'embedding-unavailable', message: expect.stringMatching(/no answer within 200 ms/) })
     expect(Date.now() - started).toBeLessThan(2000)
@@ -53,14 +51,10 @@ describe('the OpenAI-compatible embeddings client (loopback server)', () => {
 
 describe('hybrid recall with a local OpenAI-compatible server (scripted, 127.0.0.1)', () => {
   const openStore = tempStoreEachTest()
-  let server: EmbeddingServer | undefined
-  afterEach(async () => {
-    await server?.close()
-    server = undefined
-  })
 
   it('finds a Chinese paraphrase that keyword search misses (咖啡 / 拿铁), as with Ollama or llama.cpp on /v1', async () => {
-    server = await startEmbeddingServer()
+    const server = await startEmbeddingServer()
+    onTestFinished(() => server.close())
     const { store } = openStore()
     const scope = { sessionId: 's', workspace: '/w' }
     const latte = await store.memories.add({ kind: 'preference', text: '用户每天早上来一杯拿铁', scope: 'workspace', workspace: '/w' })

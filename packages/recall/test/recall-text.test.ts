@@ -1,14 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  formatPersonaSection,
-  formatRecallMessage,
-  formatSceneNavSection,
-  memoriesInContext,
-  promptSafe,
-  RECALL_FENCE_CLOSE,
-  RECALL_FENCE_OPEN,
-  recalledIds,
-} from '../src/core/recall-text.ts'
+import { formatPersonaSection, formatRecallMessage, formatSceneNavSection, memoriesInContext, promptSafe, RECALL_FENCE_CLOSE, RECALL_FENCE_OPEN, recalledIds } from '../src/core/recall-text.ts'
 
 describe('the recall message', () => {
   it('fences the memories as untrusted data and escapes anything that could close the fence', () => {
