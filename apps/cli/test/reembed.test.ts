@@ -1,10 +1,11 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { type Cue, embeddingText, openCueRepository } from '@dsh-memory/cue-bank'
 import { type Memory, openMemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { cueFixture } from '../../../packages/cue-bank/test/fixtures.ts'
+import { startLoopback } from '../../../packages/recall/test/support/loopback.ts'
 import { REEMBED_CHECKPOINT_KEY } from '../src/commands/reembed.ts'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
 
@@ -29,25 +30,15 @@ interface EmbeddingRequest {
  */
 async function startEmbeddings(plan: (n: number, body: EmbeddingRequest['body']) => Promise<{ status?: number } | void> | { status?: number } | void = () => {}) {
   const requests: EmbeddingRequest[] = []
-  const server: Server = createServer((request, response) => {
-    let raw = ''
-    request.setEncoding('utf8')
-    request.on('data', (chunk: string) => (raw += chunk))
-    request.on('end', async () => {
-      const body = JSON.parse(raw) as EmbeddingRequest['body']
-      requests.push({ headers: request.headers, body })
-      if (request.url !== '/v1/embeddings') return void response.writeHead(404).end('not found')
-      const step = await plan(requests.length, body)
-      if (step && step.status) return void response.writeHead(step.status, { 'content-type': 'application/json' }).end('{"error":{"message":"scripted outage"}}')
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', model: body.model, data: body.input.map((text, index) => ({ object: 'embedding', index, embedding: vectorOf(text) })) }))
-    })
+  const loopback = await startLoopback(async (request, response) => {
+    const body = JSON.parse(request.body) as EmbeddingRequest['body']
+    requests.push({ headers: request.headers, body })
+    if (request.url !== '/v1/embeddings') return void response.writeHead(404).end('not found')
+    const step = await plan(requests.length, body)
+    if (step && step.status) return void response.writeHead(step.status, { 'content-type': 'application/json' }).end('{"error":{"message":"scripted outage"}}')
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', model: body.model, data: body.input.map((text, index) => ({ object: 'embedding', index, embedding: vectorOf(text) })) }))
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    requests,
-    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
-  }
+  return { url: loopback.url, requests, close: loopback.close }
 }
 
 /** A cue of one user line (the cue bank's own test fixture, with that line as its text). */

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, type IncomingMessage, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { IncomingMessage } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach } from 'vitest'
+// The loopback server of recall's tests: the cue bank's embedding endpoint is the same stand-in.
+import { startLoopback } from '../../recall/test/support/loopback.js'
 import type { CueBankHooks, SessionRef } from '../src/core/cue-bank-contract.js'
 import { CueBank } from '../src/core/cue-bank.js'
 import type { Embedder } from '../src/core/embedding.js'
@@ -146,38 +147,23 @@ export async function startEmbeddingServer(
   behaviour: (body: { model: string; input: string[] }) => { delayMs?: number; status?: number; raw?: string } = () => ({}),
 ): Promise<EmbeddingServer> {
   const requests: EmbeddingServer['requests'] = []
-  const server: Server = createServer((request, response) => {
-    let raw = ''
-    request.setEncoding('utf8')
-    request.on('data', (chunk: string) => (raw += chunk))
-    request.on('end', () => {
-      const body = JSON.parse(raw) as { model: string; input: string[] }
-      requests.push({ headers: request.headers, body })
-      const plan = behaviour(body)
-      const answer = () => {
-        if (response.destroyed) return
-        if (plan.status && plan.status !== 200) {
-          response.writeHead(plan.status, { 'content-type': 'application/json' }).end('{"error":"scripted failure"}')
-          return
-        }
-        const payload = plan.raw ?? JSON.stringify({ object: 'list', model: body.model, data: body.input.map((text, index) => ({ object: 'embedding', index, embedding: vectorFor(text) })) })
-        response.writeHead(200, { 'content-type': 'application/json' }).end(payload)
+  const loopback = await startLoopback((request, response) => {
+    const body = JSON.parse(request.body) as { model: string; input: string[] }
+    requests.push({ headers: request.headers, body })
+    const plan = behaviour(body)
+    const answer = () => {
+      if (response.destroyed) return
+      if (plan.status && plan.status !== 200) {
+        response.writeHead(plan.status, { 'content-type': 'application/json' }).end('{"error":"scripted failure"}')
+        return
       }
-      if (plan.delayMs) setTimeout(answer, plan.delayMs)
-      else answer()
-    })
+      const payload = plan.raw ?? JSON.stringify({ object: 'list', model: body.model, data: body.input.map((text, index) => ({ object: 'embedding', index, embedding: vectorFor(text) })) })
+      response.writeHead(200, { 'content-type': 'application/json' }).end(payload)
+    }
+    if (plan.delayMs) setTimeout(answer, plan.delayMs)
+    else answer()
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
+  return { url: loopback.url, requests, close: loopback.close }
 }
 
 /**

@@ -5,8 +5,7 @@
  * Every request is logged with its arrival time, so a test can measure how long the host
  * waited for recall before it sent the chat request.
  */
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import { startLoopback } from '../../../../packages/recall/test/support/loopback.js'
 
 /** How the endpoint answers the next requests. */
 export type EmbeddingOutage = 'ok' | 'stall' | 'http-429' | 'http-500'
@@ -42,50 +41,29 @@ function vectorOf(text: string): number[] {
  * vectors must all have the same length.
  */
 export async function startEmbeddingEndpoint(mode: EmbeddingOutage = 'ok', vector: (text: string) => number[] = vectorOf): Promise<EmbeddingEndpoint> {
-  const sockets = new Set<Socket>()
-  const endpoint: EmbeddingEndpoint = {
-    url: '',
-    requests: [],
-    mode,
-    close: async () => {
-      // A stalled request keeps its socket open: end it so the server can close.
-      for (const socket of sockets) socket.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
-  const server: Server = createServer((request, response) => {
-    let raw = ''
-    request.setEncoding('utf8')
-    request.on('data', (chunk: string) => (raw += chunk))
-    request.on('end', () => {
-      let input: string[] = []
-      try {
-        const body = JSON.parse(raw || '{}') as { input?: unknown }
-        input = Array.isArray(body.input) ? body.input.map(String) : typeof body.input === 'string' ? [body.input] : []
-      } catch {
-        // A body that is not JSON is logged with no input and answered like any other.
-      }
-      endpoint.requests.push({ at: Date.now(), input })
-      if (!request.url?.endsWith('/embeddings')) return void response.writeHead(404).end('not found')
-      switch (endpoint.mode) {
-        case 'stall':
-          return // never answers: only the client's own budget can end the wait
-        case 'http-429':
-          return void response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' }).end('{"error":{"message":"rate limited","type":"rate_limit_error"}}')
-        case 'http-500':
-          return void response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"internal error"}}')
-        default:
-          response
-            .writeHead(200, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ object: 'list', model: 'reliability-vectors', data: input.map((text, index) => ({ object: 'embedding', index, embedding: vector(text) })) }))
-      }
-    })
+  const loopback = await startLoopback((request, response) => {
+    let input: string[] = []
+    try {
+      const body = JSON.parse(request.body || '{}') as { input?: unknown }
+      input = Array.isArray(body.input) ? body.input.map(String) : typeof body.input === 'string' ? [body.input] : []
+    } catch {
+      // A body that is not JSON is logged with no input and answered like any other.
+    }
+    endpoint.requests.push({ at: Date.now(), input })
+    if (!request.url.endsWith('/embeddings')) return void response.writeHead(404).end('not found')
+    switch (endpoint.mode) {
+      case 'stall':
+        return // never answers: only the client's own budget can end the wait (close() ends the socket)
+      case 'http-429':
+        return void response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' }).end('{"error":{"message":"rate limited","type":"rate_limit_error"}}')
+      case 'http-500':
+        return void response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"internal error"}}')
+      default:
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ object: 'list', model: 'reliability-vectors', data: input.map((text, index) => ({ object: 'embedding', index, embedding: vector(text) })) }))
+    }
   })
-  server.on('connection', (socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  ;(endpoint as { url: string }).url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+  const endpoint: EmbeddingEndpoint = { url: loopback.url, requests: [], mode, close: loopback.close }
   return endpoint
 }

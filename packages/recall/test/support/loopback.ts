@@ -2,8 +2,8 @@
  * A loopback OpenAI-compatible `/embeddings` server for tests (the remote model stand-in):
  * deterministic bag-of-words vectors, or scripted failures.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
 
 /** How the server answers. */
 export type EmbeddingBehaviour = 'vectors' | 'http-500' | 'garbage' | 'wrong-dimensions' | 'stall'
@@ -43,54 +43,68 @@ export function conceptVector(text: string, dimensions = CONCEPTS.length): numbe
   return vector
 }
 
-/** Start the server on 127.0.0.1 with a free port. */
-export async function startEmbeddingServer(behaviour: EmbeddingBehaviour = 'vectors'): Promise<EmbeddingServer> {
-  const sockets = new Set<import('node:net').Socket>()
-  const state: EmbeddingServer = {
-    url: '',
-    requests: [],
-    behaviour,
-    close: async () => {
-      for (const socket of sockets) socket.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
+/** A request the loopback server read to the end. */
+export interface LoopbackRequest {
+  readonly url: string
+  readonly headers: IncomingMessage['headers']
+  readonly body: string
+}
+
+/**
+ * Serve `answer` on 127.0.0.1 at a free port, `url` being its `/v1` base. `close()` first ends
+ * the connections a stalled answer keeps open, so a test can always close it. Every loopback
+ * stand-in of a remote endpoint is built on this (the e2e's outage endpoint too).
+ */
+export async function startLoopback(answer: (request: LoopbackRequest, response: ServerResponse) => void): Promise<{ readonly url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>()
   const server: Server = createServer((request, response) => {
     let raw = ''
     request.setEncoding('utf8')
     request.on('data', (chunk: string) => (raw += chunk))
-    request.on('end', () => {
-      const body = JSON.parse(raw || '{}') as { model?: string; input?: string[]; dimensions?: number }
-      state.requests.push({ headers: request.headers, body })
-      if (request.url !== '/v1/embeddings') {
-        response.writeHead(404).end('not found')
-        return
-      }
-      switch (state.behaviour) {
-        case 'http-500':
-          response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}')
-          return
-        case 'garbage':
-          response.writeHead(200, { 'content-type': 'application/json' }).end('{"data": "nope"}')
-          return
-        case 'stall':
-          return // never answers; the client's timeout must end it
-        case 'wrong-dimensions':
-          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: (body.input ?? []).map((_, index) => ({ index, embedding: [1, 2] })) }))
-          return
-        default: {
-          const dimensions = body.dimensions ?? CONCEPTS.length
-          const data = (body.input ?? []).map((text, index) => ({ object: 'embedding', index, embedding: conceptVector(text, dimensions) }))
-          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data, model: body.model }))
-        }
-      }
-    })
+    request.on('end', () => answer({ url: request.url ?? '', headers: request.headers, body: raw }, response))
   })
   server.on('connection', (socket) => {
     sockets.add(socket)
     socket.on('close', () => sockets.delete(socket))
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  ;(state as { url: string }).url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+/** Start the server on 127.0.0.1 with a free port. */
+export async function startEmbeddingServer(behaviour: EmbeddingBehaviour = 'vectors'): Promise<EmbeddingServer> {
+  const loopback = await startLoopback((request, response) => {
+    const body = JSON.parse(request.body || '{}') as { model?: string; input?: string[]; dimensions?: number }
+    state.requests.push({ headers: request.headers, body })
+    if (request.url !== '/v1/embeddings') {
+      response.writeHead(404).end('not found')
+      return
+    }
+    switch (state.behaviour) {
+      case 'http-500':
+        response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}')
+        return
+      case 'garbage':
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"data": "nope"}')
+        return
+      case 'stall':
+        return // never answers; the client's timeout must end it
+      case 'wrong-dimensions':
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: (body.input ?? []).map((_, index) => ({ index, embedding: [1, 2] })) }))
+        return
+      default: {
+        const dimensions = body.dimensions ?? CONCEPTS.length
+        const data = (body.input ?? []).map((text, index) => ({ object: 'embedding', index, embedding: conceptVector(text, dimensions) }))
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data, model: body.model }))
+      }
+    }
+  })
+  const state: EmbeddingServer = { url: loopback.url, requests: [], behaviour, close: loopback.close }
   return state
 }
