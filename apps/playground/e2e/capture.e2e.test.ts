@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
 import { describe, expect, it } from 'vitest'
 import { lastUserText } from '../src/model-server.js'
-import { useHostProfile } from './helpers.js'
+import { expectBootRejects, useHostProfile } from './helpers.js'
 
 describe('capture in the real DSH host', () => {
   // Installed the way a user installs: `dsh plugin --profile capture add <tarballs>`.
@@ -52,16 +52,6 @@ describe('capture in the real DSH host', () => {
   })
 
   it('fails boot with a message naming the field when capture config is broken', async () => {
-    const result = await hosted.home.run({
-      profile: 'capture',
-      cwd: join(hosted.root, 'work', 'broken'),
-      modelUrl: hosted.server.url,
-      patch: '- id: memory-capture\n  config:\n    maxMessageChars: lots\n',
-      args: ['hello'],
-    })
-    const output = result.stdout + result.stderr
-    expect(result.code).not.toBe(0)
-    expect(output).toMatch(/memory-capture/)
-    expect(output).toMatch(/maxMessageChars/)
+    await expectBootRejects(hosted, '- id: memory-capture\n  config:\n    maxMessageChars: lots\n', [/memory-capture/, /maxMessageChars/])
   })
 })

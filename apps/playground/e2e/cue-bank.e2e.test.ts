@@ -4,7 +4,7 @@ import { openMemoryStore } from '@dsh-memory/store'
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { DshRunResult } from '../src/host.js'
 import { contentText, lastUserText, type LoggedRequest } from '../src/model-server.js'
-import { useHostProfile } from './helpers.js'
+import { expectBootRejects, useHostProfile } from './helpers.js'
 import { followupOverlay, writeFollowupPlugin } from './support/cue-bank-followup.js'
 import { startEmbeddingEndpoint } from './support/reliability-embeddings.js'
 
@@ -274,15 +274,6 @@ describe('cue-bank in the real DSH host', () => {
   })
 
   it('fails boot with a message naming the field when the cue-bank config is broken', async () => {
-    const result = await hosted.home.run({
-      profile: 'cue-bank',
-      cwd: join(hosted.root, 'work', 'broken'),
-      modelUrl: hosted.server.url,
-      patch: '- id: memory-cue-bank\n  config:\n    topic:\n      switchThreshold: 7\n',
-      args: ['hello'],
-    })
-    const output = result.stdout + result.stderr
-    expect(result.code).not.toBe(0)
-    expect(output).toMatch(/switchThreshold/)
+    await expectBootRejects(hosted, '- id: memory-cue-bank\n  config:\n    topic:\n      switchThreshold: 7\n', [/switchThreshold/])
   })
 })

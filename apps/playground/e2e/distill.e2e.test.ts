@@ -3,7 +3,7 @@ import { DistillStateRepository } from '@dsh-memory/distill'
 import type { MemoryStore } from '@dsh-memory/store'
 import { describe, expect, it } from 'vitest'
 import { lastUserText, requestText, type ScriptedReply } from '../src/model-server.js'
-import { useHostProfile, withHomeStore } from './helpers.js'
+import { expectBootRejects, useHostProfile, withHomeStore } from './helpers.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
 
 const FACTS: ScriptedFact[] = [
@@ -130,10 +130,6 @@ describe('distill in the real DSH host', () => {
   })
 
   it('fails boot with a message naming the field when distill config is broken', async () => {
-    const result = await run(join(hosted.root, 'work', 'broken'), 'hello', '- id: memory-distill\n  config:\n    extract:\n      minMessages: lots\n')
-    const output = result.stdout + result.stderr
-    expect(result.code).not.toBe(0)
-    expect(output).toMatch(/memory-distill/)
-    expect(output).toMatch(/minMessages/)
+    await expectBootRejects(hosted, '- id: memory-distill\n  config:\n    extract:\n      minMessages: lots\n', [/memory-distill/, /minMessages/])
   })
 })

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, inject } from 'vitest'
+import { afterAll, beforeAll, expect, inject } from 'vitest'
 import { DshHome } from '../src/host.js'
 import { startModelServer, type ModelServer, type Responder } from '../src/model-server.js'
 
@@ -44,6 +44,8 @@ export interface HostedProfile {
   readonly root: string
   /** The profile directory, as `createProfile` returned it. */
   readonly profileDir: string
+  /** The profile's name (`options.profile`, else the label). */
+  readonly profile: string
 }
 
 /**
@@ -54,12 +56,13 @@ export interface HostedProfile {
  * after it, so they can seed the home.
  */
 export function useHostProfile(label: string, options: { readonly packages: readonly string[]; readonly profile?: string; readonly responder?: Responder }): HostedProfile {
+  const profile = options.profile ?? label
   let state: (HostedProfile & { cleanup: () => Promise<void> }) | undefined
   let server: ModelServer | undefined
   beforeAll(async () => {
     server = await startModelServer(options.responder ? { responder: options.responder } : {})
     const { home, root, cleanup } = await freshHome(label)
-    state = { server, home, root, cleanup, profileDir: await home.createProfile(options.profile ?? label, tarballs(), options.packages) }
+    state = { server, home, root, cleanup, profile, profileDir: await home.createProfile(profile, tarballs(), options.packages) }
   })
   afterAll(async () => {
     await server?.close()
@@ -82,5 +85,23 @@ export function useHostProfile(label: string, options: { readonly packages: read
     get profileDir() {
       return ready().profileDir
     },
+    profile,
   }
+}
+
+/**
+ * Boot the hosted profile once with `patch` (a loader-config overlay that breaks one plugin's
+ * config) and assert what every plugin promises for bad config: the boot fails, and the output
+ * names what is wrong — each of `names` is found in stdout + stderr (a string as a substring,
+ * a RegExp as a match). Returns that output for any further check.
+ */
+export async function expectBootRejects(hosted: HostedProfile, patch: string, names: readonly (string | RegExp)[]): Promise<string> {
+  const result = await hosted.home.run({ profile: hosted.profile, cwd: join(hosted.root, 'work', 'broken'), modelUrl: hosted.server.url, patch, args: ['hello'] })
+  const output = result.stdout + result.stderr
+  expect(result.code).not.toBe(0)
+  for (const name of names) {
+    if (typeof name === 'string') expect(output).toContain(name)
+    else expect(output).toMatch(name)
+  }
+  return output
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
 import { describe, expect, it } from 'vitest'
 import { contentText, type ChatRequestBody, type LoggedRequest } from '../src/model-server.js'
-import { useHostProfile } from './helpers.js'
+import { expectBootRejects, useHostProfile } from './helpers.js'
 import { filesUnder, SMALL_WINDOW, toolResults, writeReadingFiles } from './support/palace-workspace.js'
 
 const MEMORY = 'Project Alpha'
@@ -321,25 +321,8 @@ describe('memory palace in the real DSH host', () => {
   })
 
   it('fails boot with a message naming the field when the palace config is broken', async () => {
-    const broken = await hosted.home.run({
-      profile: 'palace',
-      cwd: join(hosted.root, 'work', 'broken'),
-      modelUrl: hosted.server.url,
-      patch: '- id: memory-palace\n  config:\n    recallStrength: extreme\n',
-      args: ['hello'],
-    })
-    expect(broken.code).not.toBe(0)
-    expect(broken.stdout + broken.stderr).toMatch(/memory-palace/)
-    expect(broken.stdout + broken.stderr).toMatch(/recallStrength/)
-
-    const crossField = await hosted.home.run({
-      profile: 'palace',
-      cwd: join(hosted.root, 'work', 'broken'),
-      modelUrl: hosted.server.url,
-      patch: '- id: memory-palace\n  config:\n    triggerPressure: 0.1\n',
-      args: ['hello'],
-    })
-    expect(crossField.code).not.toBe(0)
-    expect(crossField.stdout + crossField.stderr).toMatch(/retainFraction \(0\.12\) must be below triggerPressure \(0\.1\)/)
+    await expectBootRejects(hosted, '- id: memory-palace\n  config:\n    recallStrength: extreme\n', [/memory-palace/, /recallStrength/])
+    // A cross-field rule, checked after each field is valid on its own.
+    await expectBootRejects(hosted, '- id: memory-palace\n  config:\n    triggerPressure: 0.1\n', [/retainFraction \(0\.12\) must be below triggerPressure \(0\.1\)/])
   })
 })

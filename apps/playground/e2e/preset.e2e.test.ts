@@ -1,12 +1,11 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { openCueRepository } from '@dsh-memory/cue-bank'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DshHome, DshRunResult } from '../src/host.js'
+import type { DshRunResult } from '../src/host.js'
 import { contentText, lastUserText, startModelServer, type LoggedRequest, type ModelServer } from '../src/model-server.js'
 import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
-import { freshHome, tarballs, useHostProfile } from './helpers.js'
+import { expectBootRejects, freshHome, tarballs, useHostProfile, withHomeStore } from './helpers.js'
 import { activeRows, allRows, probeOverlay, readProbe, writeProbePlugin } from './support/preset-probe.js'
 import { RECALL_FENCE, recallTexts, systemText } from './support/recall-requests.js'
 
@@ -47,15 +46,6 @@ const toolNames = (request: LoggedRequest) => (request.body.tools ?? []).map((to
 
 function scriptedModel(request: LoggedRequest) {
   return distillReply(request, FACTS) ?? { kind: 'text' as const, text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }
-}
-
-async function withStore<T>(home: DshHome, fn: (store: MemoryStore) => Promise<T>): Promise<T> {
-  const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
-  try {
-    return await fn(store)
-  } finally {
-    await store.close()
-  }
 }
 
 function expectClean(result: DshRunResult): void {
@@ -104,7 +94,7 @@ describe('the preset in the real DSH host', () => {
     // Distillation ran through the host's model during the run.
     expect(hosted.server.requests.slice(beforeA).some((request) => distillLayer(request) === 'l1')).toBe(true)
 
-    await withStore(hosted.home, async (store) => {
+    await withHomeStore(hosted.home, async (store) => {
       // capture: the prompt and the reply, once.
       const messages = await store.messages.list({ workspace: project })
       expect(messages.map((message) => [message.role, message.text])).toEqual([
@@ -164,17 +154,10 @@ describe('the preset in the real DSH host', () => {
   })
 
   it('a broken child config fails boot, naming the row and the field', async () => {
-    const result = await hosted.home.run({
-      profile: 'preset',
-      cwd: join(hosted.root, 'work', 'broken'),
-      modelUrl: hosted.server.url,
-      patch: '- id: memory-preset-recall\n  config:\n    recall:\n      maxResults: lots\n',
-      args: ['hello'],
-    })
-    const output = result.stdout + result.stderr
-    expect(result.code).not.toBe(0)
-    expect(output).toContain('failed to apply loader entry memory-preset-recall (@dsh-memory/recall/plugin): invalid config')
-    expect(output).toContain('$.recall.maxResults expected number but got lots')
+    await expectBootRejects(hosted, '- id: memory-preset-recall\n  config:\n    recall:\n      maxResults: lots\n', [
+      'failed to apply loader entry memory-preset-recall (@dsh-memory/recall/plugin): invalid config',
+      '$.recall.maxResults expected number but got lots',
+    ])
   })
 })
 
@@ -191,22 +174,33 @@ describe('the preset plus a standalone plugin, and two standalone plugins, in th
     for (const cleanup of cleanups) await cleanup()
   })
 
-  it('preset + @dsh-memory/capture: one store, one capture — each message stored once, one memory/captured each', async () => {
-    const { home, root, cleanup } = await freshHome('preset-capture')
+  /**
+   * A fresh home with one profile of `packages` (its `--dump-config` must succeed), and one turn
+   * in `work/<folder>` under the preset probe, whose report it returns with the run.
+   */
+  async function probedProfile(label: string, profile: string, packages: string[]) {
+    const { home, root, cleanup } = await freshHome(label)
     cleanups.push(cleanup)
-    const profileDir = await home.createProfile('both', tarballs(), ['@dsh-memory/preset', '@dsh-memory/capture'])
-    const dump = await home.run({ profile: 'both', cwd: join(root, 'work', 'dump'), args: ['--dump-config'] })
+    const profileDir = await home.createProfile(profile, tarballs(), packages)
+    const dump = await home.run({ profile, cwd: join(root, 'work', 'dump'), args: ['--dump-config'] })
     expect(dump.code).toBe(0)
+    const turn = async (folder: string, prompt: string) => {
+      const probe = await writeProbePlugin(profileDir)
+      const out = join(root, 'probe.jsonl')
+      const workspace = join(root, 'work', folder)
+      expectClean(await home.run({ profile, cwd: workspace, modelUrl: server.url, patch: probeOverlay(probe, out), args: [prompt] }))
+      return { workspace, report: readProbe(out) }
+    }
+    return { home, dump, turn }
+  }
+
+  it('preset + @dsh-memory/capture: one store, one capture — each message stored once, one memory/captured each', async () => {
+    const { home, dump, turn } = await probedProfile('preset-capture', 'both', ['@dsh-memory/preset', '@dsh-memory/capture'])
     // Both bundles' rows are configured …
     const ids = dumpedRows(dump.stdout).map(([id]) => id)
     expect(ids).toEqual(expect.arrayContaining(['memory-capture-store', 'memory-capture', 'memory-store', 'memory-preset-capture']))
 
-    const probe = await writeProbePlugin(profileDir)
-    const out = join(root, 'probe.jsonl')
-    const workspace = join(root, 'work', 'shop-api')
-    const result = await home.run({ profile: 'both', cwd: workspace, modelUrl: server.url, patch: probeOverlay(probe, out), args: ['我们的 staging 服务器叫 heron。'] })
-    expectClean(result)
-    const report = readProbe(out)
+    const { workspace, report } = await turn('shop-api', '我们的 staging 服务器叫 heron。')
     // … but each plugin runs from one row, and the store is opened once.
     expect(allRows(report)['memory-store']).toEqual(['memory-capture-store', 'memory-store'])
     expect(activeRows(report)['memory-store']).toHaveLength(1)
@@ -217,7 +211,7 @@ describe('the preset plus a standalone plugin, and two standalone plugins, in th
     }
     expect(report.dataDir).toBe(join(home.dir, 'memory'))
 
-    await withStore(home, async (store) => {
+    await withHomeStore(home, async (store) => {
       const messages = await store.messages.list({ workspace })
       expect(messages.map((message) => message.role)).toEqual(['user', 'assistant'])
       expect(messages[0]!.text).toBe('我们的 staging 服务器叫 heron。')
@@ -227,11 +221,7 @@ describe('the preset plus a standalone plugin, and two standalone plugins, in th
   })
 
   it('@dsh-memory/capture + @dsh-memory/cue-bank alone: two store rows, one mounted; both plugins work', async () => {
-    const { home, root, cleanup } = await freshHome('capture-cue-bank')
-    cleanups.push(cleanup)
-    const profileDir = await home.createProfile('pair', tarballs(), ['@dsh-memory/capture', '@dsh-memory/cue-bank'])
-    const dump = await home.run({ profile: 'pair', cwd: join(root, 'work', 'dump'), args: ['--dump-config'] })
-    expect(dump.code).toBe(0)
+    const { home, dump, turn } = await probedProfile('capture-cue-bank', 'pair', ['@dsh-memory/capture', '@dsh-memory/cue-bank'])
     expect(dumpedRows(dump.stdout).filter(([id]) => id.startsWith('memory-'))).toEqual([
       ['memory-capture-store', '@dsh-memory/store/plugin'],
       ['memory-capture', '@dsh-memory/capture/plugin'],
@@ -239,19 +229,14 @@ describe('the preset plus a standalone plugin, and two standalone plugins, in th
       ['memory-cue-bank', '@dsh-memory/cue-bank/plugin'],
     ])
 
-    const probe = await writeProbePlugin(profileDir)
-    const out = join(root, 'probe.jsonl')
-    const workspace = join(root, 'work', 'alpha')
     const prompt = '我们决定把 PostgreSQL 主数据库迁移到 16 版本，所有索引都要重建'
-    const result = await home.run({ profile: 'pair', cwd: workspace, modelUrl: server.url, patch: probeOverlay(probe, out), args: [prompt] })
-    expectClean(result)
-    const report = readProbe(out)
+    const { workspace, report } = await turn('alpha', prompt)
     expect(allRows(report)['memory-store']).toEqual(['memory-capture-store', 'memory-cue-bank-store'])
     expect(activeRows(report)['memory-store']).toHaveLength(1)
     expect(activeRows(report)['memory-capture']).toEqual(['memory-capture'])
     expect(activeRows(report)['memory-cue-bank']).toEqual(['memory-cue-bank'])
 
-    await withStore(home, async (store) => {
+    await withHomeStore(home, async (store) => {
       // capture works …
       expect((await store.messages.list({ workspace })).map((message) => message.text)).toEqual([prompt, `Noted: ${prompt.slice(0, 60)}`])
       expect(report.captured).toHaveLength(2)

@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
 import { describe, expect, it } from 'vitest'
 import { lastUserText } from '../src/model-server.js'
-import { useHostProfile, withHomeStore } from './helpers.js'
+import { expectBootRejects, useHostProfile, withHomeStore } from './helpers.js'
 import { loggedUserMessages, RECALL_FENCE, recallTexts, systemText } from './support/recall-requests.js'
 
 describe('recall in the real DSH host (memories seeded through the store library)', () => {
@@ -79,10 +79,6 @@ describe('recall in the real DSH host (memories seeded through the store library
   })
 
   it('fails boot with a message naming the field when recall config is broken', async () => {
-    const result = await run(join(hosted.root, 'work', 'broken'), 'hello', '- id: memory-recall\n  config:\n    recall:\n      scoreThreshold: 7\n')
-    const output = result.stdout + result.stderr
-    expect(result.code).not.toBe(0)
-    expect(output).toMatch(/memory-recall/)
-    expect(output).toMatch(/scoreThreshold/)
+    await expectBootRejects(hosted, '- id: memory-recall\n  config:\n    recall:\n      scoreThreshold: 7\n', [/memory-recall/, /scoreThreshold/])
   })
 })

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { hostname } from 'node:os'
-import { join, relative } from 'node:path'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   buildTurns,
@@ -16,7 +16,7 @@ import {
   type PalaceOptions,
   type Turn,
 } from '../src/index.js'
-import { EventLog, FakeClock, tempDir } from './fixtures.js'
+import { EventLog, FakeClock, filesUnder, tempDir } from './fixtures.js'
 
 const cleanups: (() => void)[] = []
 afterEach(() => {
@@ -48,19 +48,6 @@ function plan(turns: Turn[], cuts: [string, number, number][], maxFileBytes = 5_
     (turn) => archived.has(turn),
     { maxFileBytes },
   )
-}
-
-function filesUnder(dir: string): string[] {
-  const out: string[] = []
-  const walk = (folder: string): void => {
-    for (const entry of readdirSync(folder, { withFileTypes: true })) {
-      const path = join(folder, entry.name)
-      if (entry.isDirectory()) walk(path)
-      else out.push(relative(dir, path).split('\\').join('/'))
-    }
-  }
-  if (existsSync(dir)) walk(dir)
-  return out.sort()
 }
 
 describe('archive file layout', () => {

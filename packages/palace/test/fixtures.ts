@@ -1,13 +1,27 @@
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import type { SessionEventLike, SessionView } from '../src/index.js'
 
 /** A temp folder removed by `remove()`. */
 export function tempDir(label = 'palace'): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), `dshm-${label}-`))
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** Every file under `dir`, relative and `/`-separated, sorted (the archive layout as a user sees it; the e2e reads it too). */
+export function filesUnder(dir: string): string[] {
+  const out: string[] = []
+  const walk = (folder: string): void => {
+    for (const entry of readdirSync(folder, { withFileTypes: true })) {
+      const path = join(folder, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else out.push(relative(dir, path).split('\\').join('/'))
+    }
+  }
+  if (existsSync(dir)) walk(dir)
+  return out.sort()
 }
 
 /** A fixed clock that tests move by hand (local time noon, 30 Nov 2026). */

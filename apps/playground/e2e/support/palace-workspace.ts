@@ -1,6 +1,9 @@
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { contentText, type LoggedRequest } from '../../src/model-server.js'
+
+// The palace's own tests list its archive files the same way.
+export { filesUnder } from '../../../../packages/palace/test/fixtures.js'
 
 /** A small context window, so the host's own compaction (80 % of it) runs after a few reads. */
 export const SMALL_WINDOW = `- id: llm-deepseek
@@ -16,20 +19,6 @@ export const SMALL_WINDOW = `- id: llm-deepseek
 /** The tool results a request replays, oldest first. */
 export function toolResults(request: LoggedRequest): string[] {
   return request.body.messages.filter((message) => message.role === 'tool').map((message) => contentText(message.content))
-}
-
-/** Every file under `dir`, relative and `/`-separated, sorted. */
-export function filesUnder(dir: string): string[] {
-  const out: string[] = []
-  const walk = (folder: string): void => {
-    for (const entry of readdirSync(folder, { withFileTypes: true })) {
-      const path = join(folder, entry.name)
-      if (entry.isDirectory()) walk(path)
-      else out.push(relative(dir, path).split('\\').join('/'))
-    }
-  }
-  if (existsSync(dir)) walk(dir)
-  return out.sort()
 }
 
 /** Write `<prefix>-0.txt` … `<prefix>-<count-1>.txt` of 80 lines each into a new workspace folder. */
