@@ -56,6 +56,16 @@ function harness(input: DistillOptionsInput = {}, shared?: { store: MemoryStore;
   return h
 }
 
+/** Start `distiller` (closed after the test), capture one message in `conv` and let the scheduled run finish. */
+async function firstRun(distiller: Distiller, store: MemoryStore, clock: FakeClock): Promise<void> {
+  onCleanup(() => distiller.close())
+  await distiller.start()
+  await appendMessages(store, 'conv', '/w', ['hello'])
+  distiller.noteCaptured({ conversationId: 'conv', workspace: '/w' })
+  await clock.advance(EVALUATE_DELAY_MS)
+  await vi.waitFor(() => expect(distiller.busy).toBe(false))
+}
+
 const newLines = (prompt: string) => prompt.split('\n').filter((line) => /^\[m\d+\]/.test(line))
 
 describe('Distiller triggers', () => {
@@ -401,12 +411,7 @@ describe('Distiller failures and resume', () => {
       .queue('l2', '{"ops":[{"op":"create","title":"T","summary":"S","memories":["n1","n2"]}]}')
     const options = resolveDistillOptions({ extract: { minMessages: 1 }, l2: { minNewMemories: 2 }, llm: { layerRoutes: { l2: [{ provider: 'strong', model: 'pro' }] } } })
     const distiller = new Distiller({ store, transport: model.transport, options, clock, defaultRoute: () => ({ provider: 'agent', model: 'default' }) })
-    onCleanup(() => distiller.close())
-    await distiller.start()
-    await appendMessages(store, 'conv', '/w', ['hello'])
-    distiller.noteCaptured({ conversationId: 'conv', workspace: '/w' })
-    await clock.advance(EVALUATE_DELAY_MS)
-    await vi.waitFor(() => expect(distiller.busy).toBe(false))
+    await firstRun(distiller, store, clock)
     expect(model.calls.map((call) => [call.layer, `${call.route.provider}/${call.route.model}`])).toEqual([
       ['l1', 'agent/default'],
       ['l2', 'strong/pro'],
@@ -426,12 +431,7 @@ describe('Distiller failures and resume', () => {
     const { store } = openTempStore()
     const model = new ScriptedModel()
     const distiller = new Distiller({ store, transport: model.transport, options: resolveDistillOptions({ extract: { minMessages: 1 } }), clock })
-    onCleanup(() => distiller.close())
-    await distiller.start()
-    await appendMessages(store, 'conv', '/w', ['hello'])
-    distiller.noteCaptured({ conversationId: 'conv', workspace: '/w' })
-    await clock.advance(EVALUATE_DELAY_MS)
-    await vi.waitFor(() => expect(distiller.busy).toBe(false))
+    await firstRun(distiller, store, clock)
     expect(model.calls).toHaveLength(0)
     expect((await distiller.state.conversation('conv')).lastError).toMatch(/no model route/)
   })
