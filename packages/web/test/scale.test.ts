@@ -53,6 +53,7 @@ beforeAll(async () => {
       for (let i = from; i < to; i++) {
         const scope = i % 10 === 0 ? 'global' : 'workspace'
         const at = t0 + Math.floor((i / COUNT) * 400 * DAY)
+        // A fresh row: importJsonl fills revision, embedding, flags and the rest.
         yield JSON.stringify({
           type: 'memory',
           data: {
@@ -64,14 +65,8 @@ beforeAll(async () => {
             sessionId: null,
             sourceMessageIds: [],
             priority: i % 5,
-            revision: 1,
             createdAt: at,
             updatedAt: at,
-            lastRecalledAt: null,
-            supersededBy: null,
-            embedding: null,
-            embeddingModel: null,
-            flags: {},
           },
         })
       }

@@ -42,49 +42,67 @@ export const CUE_TOPICS: readonly LabelledTopic[] = Object.freeze([
   { id: 'en-flaky', user: 'The checkout e2e test is flaky on Safari', assistant: 'Waiting for the payment iframe to load fixed the flaky checkout test on Safari.' },
 ])
 
-export const CUE_QUERIES: readonly LabelledQuery[] = Object.freeze([
-  // direct: the topic named again in its own words
-  { text: '订单服务的数据库连接池又满了', expect: 'zh-pool', kind: 'direct' },
-  { text: '飞书告警消息又乱码了吗', expect: 'zh-feishu', kind: 'direct' },
-  { text: 'パスワードリセットのメールがまた届かない', expect: 'ja-reset', kind: 'direct' },
-  { text: 'Vitest のスナップショットがまた CI で落ちた', expect: 'ja-vitest', kind: 'direct' },
-  { text: 'staging pods are OOMKilled again', expect: 'en-oom', kind: 'direct' },
-  { text: 'the events table autovacuum is behind again', expect: 'en-vacuum', kind: 'direct' },
-  { text: 'Terraform state lock stuck again, what was the fix?', expect: 'en-tfstate', kind: 'direct' },
-  { text: 'Stripe webhook verification failing again', expect: 'en-webhook', kind: 'direct' },
-  // paraphrase: the same topic, mostly other words
-  { text: '接口一直超时，是不是连接池的问题', expect: 'zh-pool', kind: 'paraphrase' },
-  { text: '周报里的风险一栏怎么填', expect: 'zh-weekly', kind: 'paraphrase' },
-  { text: '出張の経費精算の手順をもう一度教えて', expect: 'ja-osaka', kind: 'paraphrase' },
-  { text: '年糕がまたご飯を残している', expect: 'ja-cat', kind: 'paraphrase' },
-  { text: 'the 3am disk alert woke me up again', expect: 'en-disk', kind: 'paraphrase' },
-  { text: 'checkout test failing randomly in Safari', expect: 'en-flaky', kind: 'paraphrase' },
-  // idiom: the user's own expression carries the topic
-  { text: '报销这块还是没形成闭环', expect: 'zh-loop', kind: 'idiom' },
-  { text: '降本增效的抓手还有哪些', expect: 'zh-lever', kind: 'idiom' },
-  { text: '云服务器账单这个抓手做完了吗', expect: 'zh-lever', kind: 'idiom' },
-  { text: '打款回执能闭环了吗', expect: 'zh-loop', kind: 'idiom' },
-  // mixed: CJK prose around identifiers
-  { text: '那个 AbortController 的写法再给我看一下', expect: 'mx-effect', kind: 'mixed' },
-  { text: '组件卸载以后 setState 的警告又出现了', expect: 'mx-effect', kind: 'mixed' },
-  { text: 'CI の timezone を UTC にした件、どこで設定した？', expect: 'ja-vitest', kind: 'mixed' },
-  { text: 'Terraform の force-unlock ってどうやるんだっけ', expect: 'en-tfstate', kind: 'mixed' },
-  { text: 'staging 集群的 pods 又被 OOMKilled 了', expect: 'en-oom', kind: 'mixed' },
-  { text: 'SMTP 送信キューがまた詰まった', expect: 'ja-reset', kind: 'mixed' },
-  // typo: misspelt names
-  { text: 'kubernets pods oomkiled in stagng', expect: 'en-oom', kind: 'typo' },
-  { text: 'postgress autovacum still behind on events', expect: 'en-vacuum', kind: 'typo' },
-  { text: 'terrafrom state lokc stuck', expect: 'en-tfstate', kind: 'typo' },
-  { text: 'stripe webhok signatures failing', expect: 'en-webhook', kind: 'typo' },
-  { text: 'useEfect cleanup with AbortControler', expect: 'mx-effect', kind: 'typo' },
-  { text: 'vitset snapshot failing on CI', expect: 'ja-vitest', kind: 'typo' },
-  // negative: nothing remembered is meant
-  { text: '今天天气怎么样', expect: null, kind: 'negative' },
-  { text: '帮我写一首关于春天的诗', expect: null, kind: 'negative' },
-  { text: '明日の会議は何時からですか', expect: null, kind: 'negative' },
-  { text: 'おすすめのラーメン屋を教えて', expect: null, kind: 'negative' },
-  { text: 'what is a good name for a dog', expect: null, kind: 'negative' },
-  { text: 'explain the difference between TCP and UDP', expect: null, kind: 'negative' },
-  { text: 'translate hello world into French', expect: null, kind: 'negative' },
-  { text: '给我讲个笑话', expect: null, kind: 'negative' },
-])
+/** The later messages by what they test: `[message, the topic it should wake or null]`. */
+const QUERIES: Readonly<Record<QueryKind, readonly (readonly [text: string, expect: string | null])[]>> = {
+  // the topic named again in its own words
+  direct: [
+    ['订单服务的数据库连接池又满了', 'zh-pool'],
+    ['飞书告警消息又乱码了吗', 'zh-feishu'],
+    ['パスワードリセットのメールがまた届かない', 'ja-reset'],
+    ['Vitest のスナップショットがまた CI で落ちた', 'ja-vitest'],
+    ['staging pods are OOMKilled again', 'en-oom'],
+    ['the events table autovacuum is behind again', 'en-vacuum'],
+    ['Terraform state lock stuck again, what was the fix?', 'en-tfstate'],
+    ['Stripe webhook verification failing again', 'en-webhook'],
+  ],
+  // the same topic, mostly other words
+  paraphrase: [
+    ['接口一直超时，是不是连接池的问题', 'zh-pool'],
+    ['周报里的风险一栏怎么填', 'zh-weekly'],
+    ['出張の経費精算の手順をもう一度教えて', 'ja-osaka'],
+    ['年糕がまたご飯を残している', 'ja-cat'],
+    ['the 3am disk alert woke me up again', 'en-disk'],
+    ['checkout test failing randomly in Safari', 'en-flaky'],
+  ],
+  // the user's own expression carries the topic
+  idiom: [
+    ['报销这块还是没形成闭环', 'zh-loop'],
+    ['降本增效的抓手还有哪些', 'zh-lever'],
+    ['云服务器账单这个抓手做完了吗', 'zh-lever'],
+    ['打款回执能闭环了吗', 'zh-loop'],
+  ],
+  // CJK prose around identifiers
+  mixed: [
+    ['那个 AbortController 的写法再给我看一下', 'mx-effect'],
+    ['组件卸载以后 setState 的警告又出现了', 'mx-effect'],
+    ['CI の timezone を UTC にした件、どこで設定した？', 'ja-vitest'],
+    ['Terraform の force-unlock ってどうやるんだっけ', 'en-tfstate'],
+    ['staging 集群的 pods 又被 OOMKilled 了', 'en-oom'],
+    ['SMTP 送信キューがまた詰まった', 'ja-reset'],
+  ],
+  // misspelt names
+  typo: [
+    ['kubernets pods oomkiled in stagng', 'en-oom'],
+    ['postgress autovacum still behind on events', 'en-vacuum'],
+    ['terrafrom state lokc stuck', 'en-tfstate'],
+    ['stripe webhok signatures failing', 'en-webhook'],
+    ['useEfect cleanup with AbortControler', 'mx-effect'],
+    ['vitset snapshot failing on CI', 'ja-vitest'],
+  ],
+  // nothing remembered is meant
+  negative: [
+    ['今天天气怎么样', null],
+    ['帮我写一首关于春天的诗', null],
+    ['明日の会議は何時からですか', null],
+    ['おすすめのラーメン屋を教えて', null],
+    ['what is a good name for a dog', null],
+    ['explain the difference between TCP and UDP', null],
+    ['translate hello world into French', null],
+    ['给我讲个笑话', null],
+  ],
+}
+
+/** Every labelled query, kind by kind. */
+export const CUE_QUERIES: readonly LabelledQuery[] = Object.freeze(
+  Object.entries(QUERIES).flatMap(([kind, rows]) => rows.map(([text, expect]) => ({ text, expect, kind: kind as QueryKind }))),
+)

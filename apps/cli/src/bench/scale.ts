@@ -174,7 +174,10 @@ const userStep = (text: string) => [{ role: 'user', source: { kind: 'user' }, co
 
 const HEADER = JSON.stringify({ type: 'header', format: EXPORT_FORMAT, version: EXPORT_VERSION, exportedAt: 0, schema: 1 })
 
-/** A memory row as the store's export format carries it. */
+/**
+ * A memory row as the store's export format carries it, fresh: the fields `importJsonl` fills
+ * for a new row (revision 1, never recalled or superseded, no embedding, no flags) are left out.
+ */
 function memoryRecord(i: number, count: number, random: () => number, base: number): string {
   const global = i % 2 === 0
   // Spread over a year so decay does real work.
@@ -190,14 +193,8 @@ function memoryRecord(i: number, count: number, random: () => number, base: numb
       sessionId: null,
       sourceMessageIds: [],
       priority: i % 3,
-      revision: 1,
       createdAt: at,
       updatedAt: at,
-      lastRecalledAt: null,
-      supersededBy: null,
-      embedding: null,
-      embeddingModel: null,
-      flags: {},
     },
   })
 }
