@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
-import { type ConversationState, DistillStateRepository, STATE_VERSION } from '@dsh-memory/distill'
+import { DistillStateRepository, initialConversationState } from '@dsh-memory/distill'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { runCli } from '../src/program.ts'
 
@@ -83,9 +83,8 @@ export async function buildFixture(dataDir: string): Promise<Fixture> {
     // the blog conversation failing twice, and a token ledger.
     const lastRunAt = t0 + 3_600_000
     const state = new DistillStateRepository(store)
-    const initial = (conversationId: string): ConversationState => ({ v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, gaveUpAt: null, skipped: [], lease: null })
-    await state.putConversation({ ...initial(shopId), cursorSeq: 1, stage: 1, lastRunAt })
-    await state.putConversation({ ...initial(blogId), attempts: 2, notBefore: lastRunAt + 60_000, lastError: 'model call failed: HTTP 500' })
+    await state.putConversation({ ...initialConversationState(shopId), cursorSeq: 1, stage: 1, lastRunAt })
+    await state.putConversation({ ...initialConversationState(blogId), attempts: 2, notBefore: lastRunAt + 60_000, lastError: 'model call failed: HTTP 500' })
     await state.updatePending([shopId], [])
     await state.markScan(t0)
     const cost = (layer: 'l1' | 'dedup', inputTokens: number, outputTokens: number, ok = true) =>

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openCueRepository } from '@dsh-memory/cue-bank'
-import { type ConversationState, DistillStateRepository, STATE_VERSION } from '@dsh-memory/distill'
+import { DistillStateRepository, initialConversationState } from '@dsh-memory/distill'
 import { buildTurns, type SessionEventLike, Palace, planArchive, resolvePalaceOptions } from '@dsh-memory/palace'
 import { applyFeedback } from '@dsh-memory/recall'
 import { openMemoryStore } from '@dsh-memory/store'
@@ -112,9 +112,8 @@ export async function buildWebFixture(root: string): Promise<WebFixture> {
 
     const state = new DistillStateRepository(store)
     const lastRunAt = t0 + 12 * DAY
-    const initial = (conversationId: string): ConversationState => ({ v: STATE_VERSION, conversationId, cursorSeq: -1, stage: 0, attempts: 0, notBefore: 0, lastError: null, lastRunAt: null, gaveUpAt: null, skipped: [], lease: null })
-    await state.putConversation({ ...initial(shopId), cursorSeq: 3, stage: 1, lastRunAt })
-    await state.putConversation({ ...initial(blogId), attempts: 2, notBefore: lastRunAt + 60_000, lastError: 'model call failed: HTTP 500' })
+    await state.putConversation({ ...initialConversationState(shopId), cursorSeq: 3, stage: 1, lastRunAt })
+    await state.putConversation({ ...initialConversationState(blogId), attempts: 2, notBefore: lastRunAt + 60_000, lastError: 'model call failed: HTTP 500' })
     await state.updatePending([blogId], [])
     await state.markScan(t0)
     const cost = (at: number, layer: 'l1' | 'dedup' | 'l2' | 'l3', model: string, inputTokens: number, outputTokens: number, ok = true) =>
