@@ -194,7 +194,7 @@ describe('the preset plus a standalone plugin, and two standalone plugins, in th
     return { home, dump, turn }
   }
 
-  it('preset + @dsh-memory/capture: one store, one capture — each message stored once, one memory/captured each', async () => {
+  it('preset + @dsh-memory/capture: one store, one capture — each message stored once, one memory-capture/captured each', async () => {
     const { home, dump, turn } = await probedProfile('preset-capture', 'both', ['@dsh-memory/preset', '@dsh-memory/capture'])
     // Both bundles' rows are configured …
     const ids = dumpedRows(dump.stdout).map(([id]) => id)
@@ -210,13 +210,16 @@ describe('the preset plus a standalone plugin, and two standalone plugins, in th
       expect(activeRows(report)[plugin], plugin).toEqual([`memory-preset-${plugin.slice('memory-'.length)}`])
     }
     expect(report.dataDir).toBe(join(home.dir, 'memory'))
+    // The deprecated service keys hold the same instances as the new ones.
+    expect(report.aliases).toEqual({ cueBank: true, distill: true })
 
     await withHomeStore(home, async (store) => {
       const messages = await store.messages.list({ workspace })
       expect(messages.map((message) => message.role)).toEqual(['user', 'assistant'])
       expect(messages[0]!.text).toBe('我们的 staging 服务器叫 heron。')
-      // One memory/captured per stored message, no more.
+      // One memory-capture/captured per stored message, no more; the deprecated name the same.
       expect(report.captured.map((event) => event.messageId).sort()).toEqual(messages.map((message) => message.id).sort())
+      expect(report.capturedDeprecated).toEqual(report.captured)
     })
   })
 

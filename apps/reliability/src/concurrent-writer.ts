@@ -56,7 +56,7 @@ if (mode === 'host') {
   }
   const session = { id: `host-${id}`, header: { cwd: '/work/concurrency-host' } }
   let captured = 0
-  host.on('memory/captured', () => void captured++)
+  host.on('memory-capture/captured', () => void captured++)
   let seq = 0
   for (let turn = 0; turn < iterations; turn++) {
     host.emit('session/event', session, { type: 'turn/start', seq: seq++, time: Date.now(), data: { turn } })
@@ -66,7 +66,7 @@ if (mode === 'host') {
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
   await attempt('session/flush', () => host.parallel('session/flush', session))
-  // Reported as the op count: one memory/captured per stored message.
+  // Reported as the op count: one memory-capture/captured per stored message.
   ops = captured
   await root.fiber.dispose()
 } else if (mode === 'reader') {

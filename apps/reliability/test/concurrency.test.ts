@@ -146,7 +146,7 @@ describe('several processes on one data dir', () => {
       expect(report.errors, `${report.mode} ${report.id}: ${report.errors.length} errors, first ${JSON.stringify(report.errors.slice(0, 3))}`).toEqual([])
     }
     for (const report of hostReports) {
-      expect(report.ops, `host ${report.id} memory/captured events; stderr: ${report.stderr.slice(0, 600)}`).toBe(2 * ITERATIONS)
+      expect(report.ops, `host ${report.id} memory-capture/captured events; stderr: ${report.stderr.slice(0, 600)}`).toBe(2 * ITERATIONS)
       expect(report.stderr, `host ${report.id} stderr`).not.toMatch(/could not store|busy|SQLITE_|error/i)
     }
     for (const result of [...cliImports.flat(), ...cliReads]) {

@@ -1,10 +1,11 @@
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@dsh-memory/store/plugin'
+import { emitRenamed } from '@dsh-memory/store/kit'
 import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { resolveCaptureOptions, type CaptureOptions } from './core/options.js'
 import { CaptureRecorder } from './core/recorder.js'
-import { CAPTURE_EVENTS } from './events.js'
+import { CAPTURE_EVENT_ALIASES, CAPTURE_EVENTS } from './events.js'
 import { applyCaptureSettings } from './settings.js'
 
 export { CAPTURE_EVENTS } from './events.js'
@@ -33,7 +34,7 @@ export const Config: z<Config> = z.object({
 
 /**
  * Wire the pure recorder to the host: every `session/event` goes through it; a committed
- * row is announced as `memory/captured`. Nothing here throws into the host.
+ * row is announced as `memory-capture/captured`. Nothing here throws into the host.
  */
 export function apply(ctx: Context, config: Config): void {
   // Installed twice (the preset plus this bundle)? Only the first row runs; see claimPluginRow.
@@ -45,9 +46,9 @@ export function apply(ctx: Context, config: Config): void {
     onCaptured: (message) => {
       log('capture', 'stored', { session: message.conversationId, role: message.role, turn: message.turn, truncated: message.truncated })
       try {
-        ctx.emit(CAPTURE_EVENTS.captured, message)
+        emitRenamed(ctx, CAPTURE_EVENT_ALIASES, CAPTURE_EVENTS.captured, message)
       } catch (error) {
-        logger.warn('a memory/captured listener failed: %s', error instanceof Error ? error.message : String(error))
+        logger.warn('a memory-capture/captured listener failed: %s', error instanceof Error ? error.message : String(error))
       }
     },
     onError: (error, where) => {

@@ -22,9 +22,9 @@ describe('capture plugin on a real Cordis context', () => {
     temp.remove()
   })
 
-  it('records session/event traffic and announces memory/captured after the commit', async () => {
+  it('records session/event traffic and announces memory-capture/captured after the commit', async () => {
     const checks: Promise<[string, boolean]>[] = []
-    root.on('memory/captured', (message: CapturedMessage) => {
+    root.on('memory-capture/captured', (message: CapturedMessage) => {
       // Emitted after the write: the row is already readable from a second connection.
       checks.push(
         (async () => {
@@ -53,13 +53,29 @@ describe('capture plugin on a real Cordis context', () => {
     expect(hits.map((hit) => hit.message.text)).toContain('東京のオフィスは来月移転します。')
   })
 
-  it('keeps the turn going when a memory/captured listener throws', async () => {
-    root.on('memory/captured', () => {
+  it('announces each message once under the new name and once under the deprecated memory/captured', async () => {
+    const heard: string[] = []
+    root.on('memory-capture/captured', (message: CapturedMessage) => void heard.push(`new ${message.role}`))
+    root.on('memory/captured', (message: CapturedMessage) => void heard.push(`old ${message.role}`))
+    const s = session()
+    const events = new EventScript()
+    root.emit('session/event', s, events.user('新しい名前'))
+    root.emit('session/event', s, events.assistant(1, [{ type: 'text', text: 'はい' }]))
+    await root.parallel('session/flush', s)
+    expect(heard).toEqual(['new user', 'old user', 'new assistant', 'old assistant'])
+  })
+
+  it('keeps the turn going when a memory-capture/captured listener throws, and still announces the deprecated name', async () => {
+    const deprecated: CapturedMessage[] = []
+    root.on('memory-capture/captured', () => {
       throw new Error('listener bug')
     })
+    root.on('memory/captured', (message: CapturedMessage) => void deprecated.push(message))
     const s = session()
     expect(() => root.emit('session/event', s, new EventScript().user('still stored'))).not.toThrow()
-    await vi.waitFor(async () => expect(await root.memoryStore.messages.list({ conversationId: s.id })).toHaveLength(1))
+    await root.parallel('session/flush', s)
+    expect(await root.memoryStore.messages.list({ conversationId: s.id })).toHaveLength(1)
+    expect(deprecated.map((message) => message.role)).toEqual(['user'])
   })
 
   it('forgets the turn of a session when the host disposes its agent ({agent} payload)', async () => {

@@ -4,7 +4,7 @@
  */
 import type { CueWokenEvent, CueWrittenEvent } from './core/cue-bank-contract.js'
 import type { ContentBlockLike } from './core/text.js'
-import type { SessionEventLike, SessionLike } from '@dsh-memory/store/kit'
+import type { EventAliases, SessionEventLike, SessionLike } from '@dsh-memory/store/kit'
 
 /** The parts of a host session and its events the plugin reads. */
 export type { SessionEventLike, SessionLike }
@@ -45,11 +45,21 @@ declare module '@deepseek-ai/cordis' {
     /** The prompt-assembly waterfall (dsh-system-prompt owns it). */
     'system-prompt/assemble'(assembly: AssemblyLike, context: AssembleContextLike, next: () => Promise<AssemblyLike>): Promise<AssemblyLike>
     /** A turn's cues were committed to the store. */
-    'cue-bank/written'(event: CueWrittenEvent): void
+    'memory-cue-bank/written'(event: CueWrittenEvent): void
     /** Cues were woken for a new topic and marked (hit count, last touched) in the store. */
+    'memory-cue-bank/woken'(event: CueWokenEvent): void
+    /** @deprecated Use `memory-cue-bank/written` (same payload, emitted right before); removed in 1.0. */
+    'cue-bank/written'(event: CueWrittenEvent): void
+    /** @deprecated Use `memory-cue-bank/woken` (same payload, emitted right before); removed in 1.0. */
     'cue-bank/woken'(event: CueWokenEvent): void
   }
 }
 
 /** Event names this plugin emits, each only after its write is committed. */
-export const CUE_BANK_EVENTS = Object.freeze({ written: 'cue-bank/written', woken: 'cue-bank/woken' } as const)
+export const CUE_BANK_EVENTS = Object.freeze({ written: 'memory-cue-bank/written', woken: 'memory-cue-bank/woken' } as const)
+
+/** The names published before the naming rule, emitted as well until 1.0 (new name → old name). */
+export const CUE_BANK_EVENT_ALIASES: EventAliases = Object.freeze({
+  [CUE_BANK_EVENTS.written]: 'cue-bank/written',
+  [CUE_BANK_EVENTS.woken]: 'cue-bank/woken',
+})

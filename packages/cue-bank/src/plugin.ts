@@ -1,7 +1,7 @@
 /**
  * The DSH adapter of the cue bank: builds the core over `ctx.memoryStore`, feeds it the
  * host's session events and claimed user messages, serves the prepared block through
- * `ctx.systemPrompt.context()`, registers the `cue_bank_open` tool and the `ctx.cueBank`
+ * `ctx.systemPrompt.context()`, registers the `cue_bank_open` tool and the `ctx.memoryCueBank`
  * service. Nothing here throws into the host after startup.
  *
  * @module @dsh-memory/cue-bank/plugin
@@ -9,6 +9,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@dsh-memory/store/plugin'
+import { emitRenamed } from '@dsh-memory/store/kit'
 import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { CueBank } from './core/cue-bank.js'
 import type { CueWokenEvent, CueWrittenEvent, SessionRef, TurnMessage } from './core/cue-bank-contract.js'
@@ -17,7 +18,7 @@ import { applyCueBankSettings } from './settings.js'
 import { resolveCueBankOptions, type CueBankOptions, type CueBlockFormat, type MatchMode, type PartitionMode } from './core/options.js'
 import { openCueRepository } from './core/store-cue-repository.js'
 import { messageText } from './core/text.js'
-import { CUE_BANK_EVENTS, type AgentLike, type AssembleContextLike, type MessageLike, type SessionLike } from './events.js'
+import { CUE_BANK_EVENT_ALIASES, CUE_BANK_EVENTS, type AgentLike, type AssembleContextLike, type MessageLike, type SessionLike } from './events.js'
 import { CueBankService, OPEN_TOOL_NAME, openToolDefinition } from './service.js'
 
 export { CUE_BANK_EVENTS } from './events.js'
@@ -26,6 +27,8 @@ export { CueBankService, OPEN_TOOL_NAME } from './service.js'
 declare module '@deepseek-ai/cordis' {
   interface Context {
     /** The cue bank of `@dsh-memory/cue-bank`. */
+    memoryCueBank: CueBankService
+    /** @deprecated Use `ctx.memoryCueBank` (the same instance); removed in 1.0. */
     cueBank: CueBankService
   }
 }
@@ -117,7 +120,7 @@ interface ToolServiceLike {
 
 /**
  * Start the cue bank: migrate its tables, wire the write side to `session/event`, the wake side
- * to `agent/inbox/claimed` + `ctx.systemPrompt`, and provide `ctx.cueBank`.
+ * to `agent/inbox/claimed` + `ctx.systemPrompt`, and provide `ctx.memoryCueBank`.
  * @throws CueBankError `invalid-config` naming the field, `unsupported-store`
  */
 export async function apply(ctx: Context, config: Config): Promise<void> {
@@ -145,8 +148,8 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     openTool: () => (toolRegistered ? OPEN_TOOL_NAME : undefined),
     hooks: {
       // Both hooks run after the commit; the core guards them, so a throwing listener cannot break a turn.
-      onWritten: (event: CueWrittenEvent) => ctx.emit(CUE_BANK_EVENTS.written, event),
-      onWoken: (event: CueWokenEvent) => ctx.emit(CUE_BANK_EVENTS.woken, event),
+      onWritten: (event: CueWrittenEvent) => emitRenamed(ctx, CUE_BANK_EVENT_ALIASES, CUE_BANK_EVENTS.written, event),
+      onWoken: (event: CueWokenEvent) => emitRenamed(ctx, CUE_BANK_EVENT_ALIASES, CUE_BANK_EVENTS.woken, event),
       onError: (error, where) => logger.warn('%s failed: %s', where, error instanceof Error ? error.message : String(error)),
       debug: (message) => logger.info(message),
     },
@@ -249,7 +252,11 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
     }, 'cue_bank_open availability')
   })
 
-  ctx.provide('cueBank', new CueBankService(bank, ctx.memoryStore))
+  const service = new CueBankService(bank, ctx.memoryStore)
+  ctx.provide('memoryCueBank', service)
+  // The name published before the naming rule, kept until 1.0: the same instance, and owned by
+  // this plugin's fiber like the new one, so unloading removes both.
+  ctx.provide('cueBank', service)
 }
 
 function sessionRef(session: SessionLike): SessionRef {

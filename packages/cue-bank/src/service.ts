@@ -1,5 +1,5 @@
 /**
- * `ctx.cueBank` and the `cue_bank_open` tool: the adapter-side surface over the core.
+ * `ctx.memoryCueBank` and the `cue_bank_open` tool: the adapter-side surface over the core.
  */
 import type { MemoryStore, PackageTablesHost } from '@dsh-memory/store'
 import { parseToolInput, toolOutput, toolParameters } from '@dsh-memory/store/kit'
@@ -14,7 +14,7 @@ import type { AgentLike } from './events.js'
 /** The tool the wake block points to for opening a cue's source turns. */
 export const OPEN_TOOL_NAME = 'cue_bank_open'
 
-/** The service `ctx.cueBank`. */
+/** The service `ctx.memoryCueBank` (also `ctx.cueBank`, deprecated). */
 export class CueBankService {
   constructor(
     private readonly bank: CueBank,

@@ -48,6 +48,8 @@ describe('cue-bank plugin on a real Cordis context with the host system-prompt a
   let cueFiber: { dispose(): Promise<unknown> }
   const written: CueWrittenEvent[] = []
   const woken: CueWokenEvent[] = []
+  // Under the names published before the naming rule (deprecated aliases, emitted as well).
+  const deprecated: { name: string; event: CueWrittenEvent | CueWokenEvent }[] = []
 
   async function boot(extra: Record<string, unknown> = {}) {
     root = new Context()
@@ -55,8 +57,10 @@ describe('cue-bank plugin on a real Cordis context with the host system-prompt a
     await root.plugin(SystemPrompt, {})
     await root.plugin(ToolRuntime, { mode: 'native' })
     cueFiber = await root.plugin(cueBank, config(extra))
-    root.on('cue-bank/written', (event) => void written.push(event))
-    root.on('cue-bank/woken', (event) => void woken.push(event))
+    root.on('memory-cue-bank/written', (event) => void written.push(event))
+    root.on('memory-cue-bank/woken', (event) => void woken.push(event))
+    root.on('cue-bank/written', (event) => void deprecated.push({ name: 'cue-bank/written', event }))
+    root.on('cue-bank/woken', (event) => void deprecated.push({ name: 'cue-bank/woken', event }))
     host = root as unknown as HostServices
   }
 
@@ -64,6 +68,7 @@ describe('cue-bank plugin on a real Cordis context with the host system-prompt a
     temp = tempDir()
     written.length = 0
     woken.length = 0
+    deprecated.length = 0
     await boot()
   })
   afterEach(async () => {
@@ -90,7 +95,7 @@ describe('cue-bank plugin on a real Cordis context with the host system-prompt a
     return { assembly, snapshot: renderContextSnapshot(assembly) }
   }
 
-  it('writes cues from session events at turn end, skipping plugin-made messages, and emits cue-bank/written after the commit', async () => {
+  it('writes cues from session events at turn end, skipping plugin-made messages, and emits memory-cue-bank/written after the commit', async () => {
     const a = new FakeHostSession('session-A', '/work/alpha')
     root.emit('session/event', a, a.event('turn/start', { turn: 1 }))
     root.emit('session/event', a, a.event('user/message', { id: 'r1', content: [{ type: 'text', text: 'Recalled memory about Kafka consumers' }], source: { kind: 'plugin', plugin: 'memory-recall' } }))
@@ -100,7 +105,7 @@ describe('cue-bank plugin on a real Cordis context with the host system-prompt a
 
     await turn(a, 2, '我们决定把 PostgreSQL 主数据库迁移到 16 版本', '好的，先做 pg_upgrade 演练。')
     expect(written).toHaveLength(1)
-    const cues = root.cueBank.list({ workspace: '/work/alpha' })
+    const cues = root.memoryCueBank.list({ workspace: '/work/alpha' })
     expect(cues.map((cue) => cue.level).sort()).toEqual(['conversation', 'task'])
     expect([...written[0]!.cueIds].sort()).toEqual(cues.map((cue) => cue.id).sort())
     expect(cues.every((cue) => cue.sessionId === 'session-A' && cue.turn === 2)).toBe(true)
@@ -119,13 +124,18 @@ describe('cue-bank plugin on a real Cordis context with the host system-prompt a
     // Remembered braces cannot reach the host's strict template interpolation.
     expect(first.snapshot).toContain('{ {model} }')
     expect(woken).toHaveLength(1)
-    expect(root.cueBank.lastDecision('session-B')).toMatchObject({ switched: true, via: 'keyword' })
+    expect(root.memoryCueBank.lastDecision('session-B')).toMatchObject({ switched: true, via: 'keyword' })
 
     const same = await turn(b, 2, 'PostgreSQL 主数据库迁移时扩展怎么处理', '先检查扩展版本。')
     // Identical text: the host's runtime-context projection adds no second snapshot.
     expect(same.snapshot).toBe(first.snapshot)
-    expect(root.cueBank.lastDecision('session-B')).toMatchObject({ switched: false, scanned: false })
+    expect(root.memoryCueBank.lastDecision('session-B')).toMatchObject({ switched: false, scanned: false })
     expect(woken).toHaveLength(1)
+
+    // Each event also reached the deprecated names' listeners, exactly once.
+    const under = (name: string) => deprecated.filter((entry) => entry.name === name).map((entry) => entry.event)
+    expect(under('cue-bank/written')).toEqual(written)
+    expect(under('cue-bank/woken')).toEqual(woken)
 
     const unrelated = await turn(b, 3, 'Recommend a pasta recipe for tonight', 'Carbonara.')
     expect(unrelated.assembly.contexts.find((c) => c.name === cueBank.CONTEXT_NAME)?.text).toBe('')
@@ -181,11 +191,11 @@ describe('cue-bank plugin on a real Cordis context with the host system-prompt a
     try {
       await boot({ embedding: { baseURL: server.url, apiKey: 'k', model: 'concept-5', dimensions: 5, timeoutMs: 2000, waitMs: 1500 } })
       await turn(new FakeHostSession('session-A', '/work/alpha'), 1, '我们决定把 PostgreSQL 主库升级到 16', 'OK')
-      await root.cueBank.whenIdle()
+      await root.memoryCueBank.whenIdle()
       const { snapshot } = await turn(new FakeHostSession('session-B', '/work/alpha'), 1, 'How should the schema change next sprint?', 'OK')
       expect(snapshot).toContain('session: session-A')
       expect(snapshot).toContain('(semantic match)')
-      expect(root.cueBank.lastDecision('session-B')?.via).toBe('vector')
+      expect(root.memoryCueBank.lastDecision('session-B')?.via).toBe('vector')
     } finally {
       await server.close()
     }
@@ -199,12 +209,18 @@ describe('cue-bank plugin on a real Cordis context with the host system-prompt a
     await ctx.fiber.dispose()
   })
 
-  it('leaves nothing behind when unloaded: the tool, the provider and the service go', async () => {
+  it('provides the deprecated ctx.cueBank as the same instance as ctx.memoryCueBank', () => {
+    expect(root.get('memoryCueBank')).toBeDefined()
+    expect(root.get('cueBank')).toBe(root.get('memoryCueBank'))
+  })
+
+  it('leaves nothing behind when unloaded: the tool, the provider and both service keys go', async () => {
     expect(host.tools.get('cue_bank_open')).toBeDefined()
     await cueFiber.dispose()
     expect(host.tools.get('cue_bank_open')).toBeUndefined()
     const assembly = await host.systemPrompt.assemble({ agent: { id: 'x', session: { id: 'x' } } })
     expect(assembly.contexts.find((c) => c.name === cueBank.CONTEXT_NAME)).toBeUndefined()
+    expect(root.get('memoryCueBank')).toBeUndefined()
     expect(root.get('cueBank')).toBeUndefined()
   })
 })

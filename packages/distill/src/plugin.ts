@@ -1,6 +1,6 @@
 /**
  * The DSH adapter of @dsh-memory/distill: builds the {@link Distiller} core over the shared
- * store and the host's `ctx.llm`, feeds it host events, and exposes `ctx.distill`.
+ * store and the host's `ctx.llm`, feeds it host events, and exposes `ctx.memoryDistill`.
  *
  * When work runs: a conversation's slice becomes due after its agent goes idle (the turn has
  * ended) or by the idle fallback, and runs in the background. At `session/flush` (a headless
@@ -13,12 +13,13 @@ import { type Context, Service } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import type {} from '@deepseek-ai/dsh-llm'
 import type {} from '@dsh-memory/store/plugin'
+import { emitRenamed } from '@dsh-memory/store/kit'
 import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { Distiller, type DistillStatus } from './core/distiller.js'
 import { describeError } from './core/errors.js'
 import type { LedgerFilter, LedgerRow } from './core/ledger.js'
 import { DEFAULT_DISTILL_OPTIONS as D, type DistillOptions, type ModelRoute, resolveDistillOptions } from './core/options.js'
-import { DISTILL_EVENTS, type AgentLike, type SessionLike } from './events.js'
+import { DISTILL_EVENT_ALIASES, DISTILL_EVENTS, type AgentLike, type SessionLike } from './events.js'
 import { hostTransport } from './llm-transport.js'
 import { applyDistillSettings } from './settings.js'
 
@@ -27,6 +28,9 @@ export type { MemoriesUpdatedEvent, PersonaUpdatedEvent, ScenesUpdatedEvent } fr
 
 declare module '@deepseek-ai/cordis' {
   interface Context {
+    /** Background distillation of `@dsh-memory/distill`. */
+    memoryDistill: DistillService
+    /** @deprecated Use `ctx.memoryDistill` (the same instance); removed in 1.0. */
     distill: DistillService
   }
 }
@@ -112,7 +116,7 @@ export const Config: z<Config> = z.object({
 }) as unknown as z<Config>
 
 /**
- * `ctx.distill`: background distillation of captured conversations into L1 memories, L2
+ * `ctx.memoryDistill`: background distillation of captured conversations into L1 memories, L2
  * scenes and L3 persona. All work runs off the turn's path; nothing here throws into the host.
  */
 export class DistillService extends Service {
@@ -129,7 +133,10 @@ export class DistillService extends Service {
     // Installed twice (the preset plus this bundle)? Only the first row runs; an idle row must not
     // call super(), which would register the service a second time. See claimPluginRow.
     if (!claimPluginRow(ctx, name)) return Object.create(null)
-    super(ctx, 'distill')
+    super(ctx, 'memoryDistill')
+    // The name published before the naming rule, kept until 1.0: the same instance, and owned by
+    // this plugin's fiber like the new one, so unloading removes both.
+    ctx.provide('distill', this)
     // Cross-field rules; throws DistillError 'invalid-config' naming the field.
     this.options = resolveDistillOptions(config)
     const logger = ctx.logger('memory-distill')
@@ -150,14 +157,14 @@ export class DistillService extends Service {
         events: {
           batchEnded: (event) =>
             stage('distill', 'batch', { session: event.conversationId, reason: event.reason, outcome: event.outcome, messages: event.messages, added: event.added, replaced: event.replaced, ms: event.ms }),
-          memoriesUpdated: (event) => ctx.emit(DISTILL_EVENTS.memoriesUpdated, event),
+          memoriesUpdated: (event) => emitRenamed(ctx, DISTILL_EVENT_ALIASES, DISTILL_EVENTS.memoriesUpdated, event),
           scenesUpdated: (event) => {
             stage('distill', 'scenes', { scope: event.scope, created: event.created.length, updated: event.updated.length, deleted: event.deleted.length })
-            ctx.emit(DISTILL_EVENTS.scenesUpdated, event)
+            emitRenamed(ctx, DISTILL_EVENT_ALIASES, DISTILL_EVENTS.scenesUpdated, event)
           },
           personaUpdated: (event) => {
             stage('distill', 'persona', { scope: event.scope, version: event.version })
-            ctx.emit(DISTILL_EVENTS.personaUpdated, event)
+            emitRenamed(ctx, DISTILL_EVENT_ALIASES, DISTILL_EVENTS.personaUpdated, event)
           },
         },
       })
@@ -174,11 +181,11 @@ export class DistillService extends Service {
       this.distiller?.reconfigure(options)
     }, log.warn)
 
-    ctx.on('memory/captured', (message) => {
+    ctx.on('memory-capture/captured', (message) => {
       try {
         this.distiller?.noteCaptured(message)
       } catch (error) {
-        logger.warn('memory/captured: %s', describeError(error))
+        logger.warn('memory-capture/captured: %s', describeError(error))
       }
     })
     ctx.on('agent/status', (payload) => {

@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { Context, Service } from '@deepseek-ai/cordis'
+import { Context, Service, symbols } from '@deepseek-ai/cordis'
 import { openMemoryStore } from '@dsh-memory/store'
 import MemoryStoreService from '@dsh-memory/store/plugin'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -43,19 +43,23 @@ describe('distill plugin on a real Cordis context', () => {
   const capture = async (conversationId: string, text: string, role: 'user' | 'assistant' = 'user', workspace = '/work/alpha') => {
     await root.memoryStore.conversations.ensure({ id: conversationId, workspace })
     const { message } = await root.memoryStore.messages.append({ conversationId, hostMessageId: `h${seq}`, role, text, seq: seq++ })
-    root.emit('memory/captured', { conversationId, messageId: message.id, role, workspace, turn: 1 })
+    root.emit('memory-capture/captured', { conversationId, messageId: message.id, role, workspace, turn: 1 })
     return message
   }
   const agent = (id: string, cwd = '/work/alpha') => ({ id, session: { id, header: { cwd } } })
 
-  it('distills after the agent goes idle and announces distill/memories-updated after the commit', async () => {
+  it('distills after the agent goes idle and announces memory-distill/memories-updated after the commit', async () => {
     await mount()
     llm.responder = (request) =>
       request.system.startsWith('[dsh-memory:distill/l1]')
         ? { kind: 'text', text: extraction([{ kind: 'preference', text: 'The user prefers Helix.', scope: 'global', src: ['m1'] }]), usage: { inputTokens: 321, outputTokens: 12 } }
         : { kind: 'text', text: '{"decisions":[]}' }
     const seen: Promise<string[]>[] = []
-    root.on('distill/memories-updated', (event: MemoriesUpdatedEvent) => {
+    const events: MemoriesUpdatedEvent[] = []
+    const deprecated: MemoriesUpdatedEvent[] = []
+    root.on('distill/memories-updated', (event: MemoriesUpdatedEvent) => void deprecated.push(event))
+    root.on('memory-distill/memories-updated', (event: MemoriesUpdatedEvent) => {
+      events.push(event)
       // Emitted after the commit: a second connection already sees the rows.
       seen.push(
         (async () => {
@@ -76,6 +80,9 @@ describe('distill plugin on a real Cordis context', () => {
     root.emit('agent/status', { agent: agent('s1'), status: 'idle' })
     await vi.waitFor(() => expect(seen).toHaveLength(1))
     expect(await seen[0]).toEqual(['The user prefers Helix.'])
+    // The deprecated name carried the same event, once.
+    expect(deprecated).toHaveLength(1)
+    expect(deprecated[0]).toBe(events[0])
 
     const request = llm.requests[0]!
     expect(request.system.startsWith('[dsh-memory:distill/l1]')).toBe(true)
@@ -83,7 +90,7 @@ describe('distill plugin on a real Cordis context', () => {
     expect(request.options.tools).toBeUndefined()
     expect(request.prompt).toContain('[m1] user: My favourite editor is Helix.')
     expect(request.prompt).toContain('[m2] assistant: Noted!')
-    const rows = await root.distill.costs()
+    const rows = await root.memoryDistill.costs()
     expect(rows.find((row) => row.layer === 'l1')).toMatchObject({ provider: 'deepseek-official', model: 'deepseek-v4-flash', calls: 1, inputTokens: 321, outputTokens: 12, estimatedCalls: 0 })
   })
 
@@ -173,11 +180,22 @@ describe('distill plugin on a real Cordis context', () => {
     expect(llm.requests).toHaveLength(0)
   })
 
-  it('reports status through ctx.distill', async () => {
+  it('reports status through ctx.memoryDistill', async () => {
     await mount({ extract: { minMessages: 4 } })
     root.emit('agent/status', { agent: agent('s1'), status: 'running' })
     await capture('s1', 'one')
-    await vi.waitFor(() => expect(root.distill.status()?.conversations[0]).toMatchObject({ id: 's1', pending: 1, agentRunning: true, nextThreshold: 1 }))
+    await vi.waitFor(() => expect(root.memoryDistill.status()?.conversations[0]).toMatchObject({ id: 's1', pending: 1, agentRunning: true, nextThreshold: 1 }))
+  })
+
+  it('provides the deprecated ctx.distill as the same instance as ctx.memoryDistill, and unloading removes both', async () => {
+    const fiber = await mount()
+    // Cordis hands out a fresh proxy of a Service per lookup; compare the instances behind them.
+    const original = (value: unknown) => (value as Record<symbol, unknown> | undefined)?.[symbols.original]
+    expect(original(root.get('memoryDistill'))).toBeInstanceOf(DistillService)
+    expect(original(root.get('distill'))).toBe(original(root.get('memoryDistill')))
+    await fiber.dispose()
+    expect(root.get('memoryDistill')).toBeUndefined()
+    expect(root.get('distill')).toBeUndefined()
   })
 
   const isLayer = (request: { system: string }, layer: string) => request.system.startsWith(`[dsh-memory:distill/${layer}]`)
@@ -286,7 +304,7 @@ describe('distill plugin on a real Cordis context', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_000)
     expect(llm.requests.map((request) => request.options.provider)).toEqual(['deepseek-official', 'backup'])
     expect(llm.requests[0]!.options.signal?.aborted).toBe(true)
-    const rows = await root.distill.costs({ layer: 'l1' })
+    const rows = await root.memoryDistill.costs({ layer: 'l1' })
     expect(rows.map((row) => [row.provider, row.calls, row.failures]).sort()).toEqual([
       ['backup', 1, 0],
       ['deepseek-official', 0, 1],
@@ -297,8 +315,11 @@ describe('distill plugin on a real Cordis context', () => {
     await mount({ l2: { minNewMemories: 2 }, l3: { interval: 2 } })
     const scenes: unknown[] = []
     const personas: unknown[] = []
-    root.on('distill/scenes-updated', (event) => void scenes.push(event))
-    root.on('distill/persona-updated', (event) => void personas.push(event))
+    const deprecated: string[] = []
+    root.on('memory-distill/scenes-updated', (event) => void scenes.push(event))
+    root.on('memory-distill/persona-updated', (event) => void personas.push(event))
+    root.on('distill/scenes-updated', () => void deprecated.push('scenes'))
+    root.on('distill/persona-updated', () => void deprecated.push('persona'))
     llm.responder = (request) => {
       if (isLayer(request, 'l1')) return { kind: 'text', text: extraction([{ text: 'ユーザーは札幌に住んでいる。', scope: 'global' }, { text: 'ユーザーは深煎りのコーヒーが好き。', kind: 'preference', scope: 'global' }]) }
       if (isLayer(request, 'dedup')) return { kind: 'text', text: '{"decisions":[]}' }
@@ -308,6 +329,7 @@ describe('distill plugin on a real Cordis context', () => {
     await capture('s1', '札幌に住んでいて、深煎りのコーヒーが好きです。')
     await vi.waitFor(() => expect(personas).toHaveLength(1))
     expect(scenes).toEqual([{ scope: 'global', workspace: null, created: [expect.any(String)], updated: [], deleted: [] }])
+    expect(deprecated).toEqual(['scenes', 'persona'])
     const [scene] = await root.memoryStore.scenes.list({ scope: 'global' })
     expect(scene).toMatchObject({ title: '暮らし', summary: '札幌在住、深煎りコーヒー派。' })
     expect(scene!.memoryIds).toHaveLength(2)

@@ -44,7 +44,7 @@ describe('distill live settings (namespace memory-distill)', () => {
     root.emit('agent/status', { agent, status: 'running' })
     await root.memoryStore.conversations.ensure({ id: sessionId, workspace: '/work/alpha' })
     const { message } = await root.memoryStore.messages.append({ conversationId: sessionId, hostMessageId: `h${seq}`, role: 'user', text, seq: seq++ })
-    root.emit('memory/captured', { conversationId: sessionId, messageId: message.id, role: 'user', workspace: '/work/alpha', turn: 1 })
+    root.emit('memory-capture/captured', { conversationId: sessionId, messageId: message.id, role: 'user', workspace: '/work/alpha', turn: 1 })
     root.emit('agent/status', { agent, status: 'idle' })
     await vi.waitFor(() => expect(llm.requests.length).toBeGreaterThan(before))
     return llm.requests[before]!

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
-import { toolOutput } from '@dsh-memory/store/kit'
+import { emitRenamed, toolOutput } from '@dsh-memory/store/kit'
 import { z as zod } from 'zod'
 import { claimPluginRow } from '@dsh-memory/store/plugin'
 import { describeError } from './core/errors.js'
@@ -23,7 +23,7 @@ import { ArchiveIndex } from './core/archive-index.js'
 import { PalaceSessions } from './core/sessions.js'
 import { createPalaceTools, type ToolReply } from './core/tools.js'
 import type { SessionEventLike } from './core/turns.js'
-import { PALACE_EVENTS } from './events.js'
+import { PALACE_EVENT_ALIASES, PALACE_EVENTS } from './events.js'
 
 export { PALACE_EVENTS } from './events.js'
 export type { ArchivedEvent } from './events.js'
@@ -217,9 +217,9 @@ export function apply(ctx: Context, config: Config): void {
     onArchived: (event) => {
       sessions?.archived(event)
       try {
-        ctx.emit(PALACE_EVENTS.archived, event)
+        emitRenamed(ctx, PALACE_EVENT_ALIASES, PALACE_EVENTS.archived, event)
       } catch (error) {
-        logger.warn('a palace/archived listener failed: %s', describeError(error))
+        logger.warn('a memory-palace/archived listener failed: %s', describeError(error))
       }
     },
   })

@@ -121,9 +121,11 @@ describe('memory-palace plugin on a real Cordis context', () => {
     emit('agent/created', { agent })
     await record.tools.get('palace_config')!.execute({ action: 'set', namespace: 'Ops' }, { agent })
     const announced: boolean[] = []
-    root.on('palace/archived', (event: ArchivedEvent) => {
+    const deprecated: ArchivedEvent[] = []
+    root.on('memory-palace/archived', (event: ArchivedEvent) => {
       announced.push(existsSync(join(workspace, 'memory-palace', 'Ops', event.outcome.files[0]!.path)))
     })
+    root.on('palace/archived', (event: ArchivedEvent) => void deprecated.push(event))
     let seenOnDisk = ''
     onRequest = () => {
       seenOnDisk = volumes(join(workspace, 'memory-palace', 'Ops'))
@@ -134,6 +136,8 @@ describe('memory-palace plugin on a real Cordis context', () => {
     // The two newest turns were not replayed, so they were not archived.
     expect(seenOnDisk).not.toContain('answer 3')
     expect(announced).toEqual([true])
+    // The deprecated name carried the same event, once.
+    expect(deprecated.map((event) => event.namespace)).toEqual(['Ops'])
     // An ordinary (non-compaction) call is not delayed or touched.
     await root.llm.stream({ provider: 'scripted', model: 'small', messages: replayed.slice(0, 1) })[Symbol.asyncIterator]().next()
     expect(announced).toEqual([true])
@@ -150,7 +154,7 @@ describe('memory-palace plugin on a real Cordis context', () => {
     expect(section()).toContain('Nothing of this session is archived yet')
     expect(section()).not.toContain('Earlier turns of this session are archived')
     const named: string[] = []
-    root.on('palace/archived', (event: ArchivedEvent) => void named.push(event.namespace))
+    root.on('memory-palace/archived', (event: ArchivedEvent) => void named.push(event.namespace))
     const replayed = messagesOf(log, 4)
     expect(await compactionCall(agent, replayed)).toBe('summary')
     const automatic = automaticNamespace(workspace, 's1')

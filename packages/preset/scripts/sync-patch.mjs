@@ -11,7 +11,7 @@ const presetDir = join(dirname(fileURLToPath(import.meta.url)), '..')
 const packagesDir = join(presetDir, '..')
 const target = join(presetDir, 'cordis.patch.yml')
 const PLUGINS = {
-  capture: 'L0: every human prompt and assistant reply into the store (emits memory/captured).',
+  capture: 'L0: every human prompt and assistant reply into the store (emits memory-capture/captured).',
   distill: 'L1 memories, L2 scenes, L3 persona through the host model, in the background.',
   recall: 'memories in front of the model each step, persona/scene sections, memory tools, /memory.',
   'cue-bank': 'topic-switch detection and cue re-activation across sessions (tool cue_bank_open).',

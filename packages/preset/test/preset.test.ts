@@ -115,7 +115,7 @@ describe('the preset plus a standalone plugin bundle on a real Cordis context', 
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
   })
 
-  it('opens the store once and runs capture once: each message stored once, one memory/captured each', async () => {
+  it('opens the store once and runs capture once: each message stored once, one memory-capture/captured each', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dshm-preset-'))
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
     const root = new Context()
@@ -133,7 +133,7 @@ describe('the preset plus a standalone plugin bundle on a real Cordis context', 
     ])
 
     const captured: capture.CapturedMessage[] = []
-    root.on('memory/captured', (message) => void captured.push(message))
+    root.on('memory-capture/captured', (message) => void captured.push(message))
     const session = { id: `session-${randomUUID()}`, header: { cwd: '/work/shop', createdAt: 1_700_000_000_000 } }
     const event = (seq: number, type: string, data: unknown) => ({ type, seq, time: 1_700_000_000_000 + seq, data })
     root.emit('session/event', session, event(0, 'turn/start', { turn: 1 }))

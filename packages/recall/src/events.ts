@@ -2,20 +2,21 @@
  * Events recall emits (each only after its write committed) and the host events it listens
  * to, declared structurally so the package needs no host type packages at build time.
  */
+import type { EventAliases } from '@dsh-memory/store/kit'
 import type { InjectSwitch, MemoryMode } from './core/options.ts'
 import type { InjectedFact } from './core/recall-step.ts'
 
-/** Payload of `recall/injected` (the memories' `lastRecalledAt` is already updated). */
+/** Payload of `memory-recall/injected` (the memories' `lastRecalledAt` is already updated). */
 export type RecallInjectedEvent = InjectedFact
 
-/** Payload of `recall/settings-changed`. */
+/** Payload of `memory-recall/settings-changed`. */
 export interface RecallSettingsChangedEvent {
   readonly sessionId: string
   readonly mode: MemoryMode
   readonly inject: InjectSwitch
 }
 
-/** Payload of `recall/memory-changed` (explicit edits by the user or the model). */
+/** Payload of `memory-recall/memory-changed` (explicit edits by the user or the model). */
 export interface RecallMemoryChangedEvent {
   readonly op: 'add' | 'correct' | 'delete' | 'promote'
   /** The memory id (the new one for `correct` and `promote`). */
@@ -25,7 +26,7 @@ export interface RecallMemoryChangedEvent {
   readonly actor: 'user' | 'model'
 }
 
-/** Payload of `recall/layer-committed`: a layer snapshot is in the session log. */
+/** Payload of `memory-recall/layer-committed`: a layer snapshot is in the session log. */
 export interface RecallLayerCommittedEvent {
   readonly sessionId: string
   readonly layer: 'global' | 'workspace'
@@ -35,7 +36,7 @@ export interface RecallLayerCommittedEvent {
   readonly injectionId: string
 }
 
-/** Payload of `recall/feedback`. */
+/** Payload of `memory-recall/feedback`. */
 export interface RecallFeedbackEvent {
   readonly sessionId: string
   readonly memoryId: string
@@ -44,21 +45,21 @@ export interface RecallFeedbackEvent {
   readonly review: boolean
 }
 
-/** Payload of `recall/review-due`: enough user turns (or idle time) for a review (distillation). */
+/** Payload of `memory-recall/review-due`: enough user turns (or idle time) for a review (distillation). */
 export interface RecallReviewDueEvent {
   readonly reason: 'turns' | 'idle'
   /** Completed user turns since the previous review. */
   readonly turns: number
 }
 
-/** Payload of `recall/consolidated`. */
+/** Payload of `memory-recall/consolidated`. */
 export interface RecallConsolidatedEvent {
   readonly layerKey: string
   readonly groups: readonly { readonly into: string; readonly merged: readonly string[] }[]
   readonly revision: number
 }
 
-/** Payload of `recall/retention-swept`. */
+/** Payload of `memory-recall/retention-swept`. */
 export interface RecallRetentionSweptEvent {
   readonly deleted: number
   readonly byLayerKind: Readonly<Record<string, number>>
@@ -66,33 +67,61 @@ export interface RecallRetentionSweptEvent {
 
 /** Event names, for `ctx.on(RECALL_EVENTS.injected, …)`. */
 export const RECALL_EVENTS = Object.freeze({
-  injected: 'recall/injected',
-  settingsChanged: 'recall/settings-changed',
-  memoryChanged: 'recall/memory-changed',
-  layerCommitted: 'recall/layer-committed',
-  feedback: 'recall/feedback',
-  reviewDue: 'recall/review-due',
-  consolidated: 'recall/consolidated',
-  retentionSwept: 'recall/retention-swept',
+  injected: 'memory-recall/injected',
+  settingsChanged: 'memory-recall/settings-changed',
+  memoryChanged: 'memory-recall/memory-changed',
+  layerCommitted: 'memory-recall/layer-committed',
+  feedback: 'memory-recall/feedback',
+  reviewDue: 'memory-recall/review-due',
+  consolidated: 'memory-recall/consolidated',
+  retentionSwept: 'memory-recall/retention-swept',
 } as const)
+
+/** The names published before the naming rule, emitted as well until 1.0 (new name → old name). */
+export const RECALL_EVENT_ALIASES: EventAliases = Object.freeze({
+  [RECALL_EVENTS.injected]: 'recall/injected',
+  [RECALL_EVENTS.settingsChanged]: 'recall/settings-changed',
+  [RECALL_EVENTS.memoryChanged]: 'recall/memory-changed',
+  [RECALL_EVENTS.layerCommitted]: 'recall/layer-committed',
+  [RECALL_EVENTS.feedback]: 'recall/feedback',
+  [RECALL_EVENTS.reviewDue]: 'recall/review-due',
+  [RECALL_EVENTS.consolidated]: 'recall/consolidated',
+  [RECALL_EVENTS.retentionSwept]: 'recall/retention-swept',
+})
 
 declare module '@deepseek-ai/cordis' {
   interface Events {
     /** Memories were injected into a step and their recall time was recorded. */
-    'recall/injected'(event: RecallInjectedEvent): void
+    'memory-recall/injected'(event: RecallInjectedEvent): void
     /** A session's memory mode or injection switch changed (persisted). */
-    'recall/settings-changed'(event: RecallSettingsChangedEvent): void
+    'memory-recall/settings-changed'(event: RecallSettingsChangedEvent): void
     /** A memory was added, corrected, deleted or promoted through a tool or the /memory command. */
-    'recall/memory-changed'(event: RecallMemoryChangedEvent): void
+    'memory-recall/memory-changed'(event: RecallMemoryChangedEvent): void
     /** A layer snapshot was found in the session log and recorded as committed. */
-    'recall/layer-committed'(event: RecallLayerCommittedEvent): void
+    'memory-recall/layer-committed'(event: RecallLayerCommittedEvent): void
     /** A session rated a memory (the rating is stored). */
-    'recall/feedback'(event: RecallFeedbackEvent): void
+    'memory-recall/feedback'(event: RecallFeedbackEvent): void
     /** A review is due; the distiller (when installed) was asked to distill what is pending. */
-    'recall/review-due'(event: RecallReviewDueEvent): void
+    'memory-recall/review-due'(event: RecallReviewDueEvent): void
     /** A layer was consolidated (the merges are committed). */
-    'recall/consolidated'(event: RecallConsolidatedEvent): void
+    'memory-recall/consolidated'(event: RecallConsolidatedEvent): void
     /** A retention sweep finished (the deletions are committed). */
+    'memory-recall/retention-swept'(event: RecallRetentionSweptEvent): void
+    /** @deprecated Use `memory-recall/injected` (same payload, emitted right before); removed in 1.0. */
+    'recall/injected'(event: RecallInjectedEvent): void
+    /** @deprecated Use `memory-recall/settings-changed` (same payload, emitted right before); removed in 1.0. */
+    'recall/settings-changed'(event: RecallSettingsChangedEvent): void
+    /** @deprecated Use `memory-recall/memory-changed` (same payload, emitted right before); removed in 1.0. */
+    'recall/memory-changed'(event: RecallMemoryChangedEvent): void
+    /** @deprecated Use `memory-recall/layer-committed` (same payload, emitted right before); removed in 1.0. */
+    'recall/layer-committed'(event: RecallLayerCommittedEvent): void
+    /** @deprecated Use `memory-recall/feedback` (same payload, emitted right before); removed in 1.0. */
+    'recall/feedback'(event: RecallFeedbackEvent): void
+    /** @deprecated Use `memory-recall/review-due` (same payload, emitted right before); removed in 1.0. */
+    'recall/review-due'(event: RecallReviewDueEvent): void
+    /** @deprecated Use `memory-recall/consolidated` (same payload, emitted right before); removed in 1.0. */
+    'recall/consolidated'(event: RecallConsolidatedEvent): void
+    /** @deprecated Use `memory-recall/retention-swept` (same payload, emitted right before); removed in 1.0. */
     'recall/retention-swept'(event: RecallRetentionSweptEvent): void
   }
 }

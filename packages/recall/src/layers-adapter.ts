@@ -10,6 +10,7 @@ import { dirname, join, resolve } from 'node:path'
 import type { Context } from '@deepseek-ai/cordis'
 import { freezeMessage } from '@deepseek-ai/dsh-llm/message'
 import { coordinatedStore, type CoordinatedMemoryStore, leaseHolderId } from '@dsh-memory/store'
+import { onRenamed } from '@dsh-memory/store/kit'
 import type {} from '@dsh-memory/store/plugin'
 import { errorMessage } from './core/errors.ts'
 import { type AgentLike, layerSessionHandle, messageIds } from './core/host-agent.ts'
@@ -22,7 +23,7 @@ import { LayerProjection } from './core/projection.ts'
 import { RECALL_PLUGIN_ID } from './core/recall-text.ts'
 import { RecallSessionEvents, type SessionEventLike } from './core/session-events.ts'
 import { Upkeep } from './core/upkeep.ts'
-import { RECALL_EVENTS } from './events.ts'
+import { RECALL_EVENT_ALIASES, RECALL_EVENTS } from './events.ts'
 
 /** What {@link applyLayers} hands back to the plugin. */
 export interface LayersWiring {
@@ -110,7 +111,7 @@ export function applyLayers(
     onWarning: warn,
     review: async (reason, turns) => {
       emit(RECALL_EVENTS.reviewDue, { reason, turns })
-      const distill = (ctx as unknown as { get(name: string): { runPending?(timeoutMs?: number): Promise<void> } | undefined }).get('distill')
+      const distill = (ctx as unknown as { get(name: string): { runPending?(timeoutMs?: number): Promise<void> } | undefined }).get('memoryDistill')
       // Tracked with a bound: a session flush (a headless exit) gives the review at most
       // REVIEW_WAIT_MS; whatever is unfinished stays pending and distill resumes it on the next start.
       if (typeof distill?.runPending === 'function') {
@@ -128,8 +129,13 @@ export function applyLayers(
   on('agent/disposed', (payload: { agent?: { id?: unknown } }) => events.forget(payload?.agent?.id))
 
   const upkeep = new Upkeep({ lifecycle, projection, lifecycleEnabled: options.lifecycle.enabled, track, onWarning: warn })
-  for (const event of [RECALL_EVENTS.memoryChanged, RECALL_EVENTS.feedback, RECALL_EVENTS.consolidated, RECALL_EVENTS.retentionSwept, 'distill/memories-updated', 'distill/scenes-updated', 'distill/persona-updated']) {
+  for (const event of [RECALL_EVENTS.consolidated, RECALL_EVENTS.retentionSwept, 'memory-distill/memories-updated', 'memory-distill/scenes-updated', 'memory-distill/persona-updated']) {
     on(event, () => upkeep.projectSoon())
+  }
+  // Code outside this project that edits memories may still announce them under the old names;
+  // heard under both, once per event (our own emits carry both names with one payload).
+  for (const event of [RECALL_EVENTS.memoryChanged, RECALL_EVENTS.feedback]) {
+    onRenamed({ on }, RECALL_EVENT_ALIASES, event, () => upkeep.projectSoon())
   }
   ctx.effect(() => upkeep.start(), 'memory-recall lifecycle')
 

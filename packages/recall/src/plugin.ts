@@ -9,7 +9,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import { createUserMessage } from '@deepseek-ai/dsh-llm/message'
 import type {} from '@dsh-memory/store/plugin'
-import { BackgroundWork } from '@dsh-memory/store/kit'
+import { BackgroundWork, emitRenamed } from '@dsh-memory/store/kit'
 import { claimPluginRow, stageLog } from '@dsh-memory/store/plugin'
 import { runMemoryCommand, MEMORY_COMMAND_USAGE } from './core/command.ts'
 import { createEmbedder } from './core/embedding.ts'
@@ -23,7 +23,7 @@ import { RecallStep, waitAtMost } from './core/recall-step.ts'
 import { RECALL_PLUGIN_ID } from './core/recall-text.ts'
 import { toolFacts } from './core/tool-events.ts'
 import { RECALL_TOOLS } from './core/tools.ts'
-import { RECALL_EVENTS } from './events.ts'
+import { RECALL_EVENT_ALIASES, RECALL_EVENTS } from './events.ts'
 import { applyLayers } from './layers-adapter.ts'
 import { applyRecallSettings } from './settings.ts'
 import { Config } from './config.ts'
@@ -109,7 +109,7 @@ export function apply(ctx: Context, config: Config): void {
   const track = (job: Promise<unknown>): void => void work.track(job)
   const emit = (event: string, payload: unknown) => {
     try {
-      ;(ctx.emit as (name: string, ...args: unknown[]) => void)(event, payload)
+      emitRenamed(ctx, RECALL_EVENT_ALIASES, event, payload)
     } catch (error) {
       warn(`memory-recall: a ${event} listener failed: ${errorMessage(error)}`)
     }

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { coordinatedStore } from '@dsh-memory/store'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { InjectionLedger } from '../src/core/injection-ledger-repository.ts'
 import { Lifecycle } from '../src/core/lifecycle.ts'
 import { resolveRecallOptions } from '../src/core/options.ts'
@@ -252,7 +252,7 @@ describe('explicit memory layers in an in-process host', () => {
     dirs.push(dataDir)
     host = await startHost({ dataDir, recall: { lifecycle: { reviewEveryUserTurns: 2 } } })
     const reviews: unknown[] = []
-    host.ctx.on('recall/review-due', (event) => void reviews.push(event))
+    host.ctx.on('memory-recall/review-due', (event) => void reviews.push(event))
     const agent = await host.createAgent(WS)
     await host.say(agent, 'one')
     await host.command(agent, '/memory status')
@@ -272,5 +272,19 @@ describe('explicit memory layers in an in-process host', () => {
     rmSync(join(dataDir, 'layers'), { recursive: true, force: true })
     expect((await host.command(agent, '/memory project'))?.text).toMatch(/^Rebuilt 1 layer file in /)
     expect(readFileSync(file, 'utf8')).toContain('trunk-next')
+  })
+
+  it('re-projects when code outside recall announces a memory edit under the deprecated recall/memory-changed', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'dshm-layers-renamed-'))
+    dirs.push(dataDir)
+    host = await startHost({ dataDir })
+    const file = projectionPath(join(dataDir, 'layers'), `workspace:${WS}`)
+    // The first upkeep pass (a second after start) projects the layer; the next one is a minute away.
+    await store(host).memories.add({ kind: 'fact', text: 'The talk is on Thursday.', scope: 'workspace', workspace: WS })
+    await vi.waitFor(() => expect(existsSync(file) && readFileSync(file, 'utf8')).toContain('Thursday'), { timeout: 5_000 })
+    // Another plugin writes a memory itself and announces it the old way: only that event re-projects now.
+    const memory = await store(host).memories.add({ kind: 'fact', text: '発表の締め切りは金曜日です。', scope: 'workspace', workspace: WS })
+    ;(host.ctx as any).emit('recall/memory-changed', { op: 'add', id: memory.id, sessionId: 'outside', actor: 'user' })
+    await vi.waitFor(() => expect(readFileSync(file, 'utf8')).toContain('発表の締め切りは金曜日です。'), { timeout: 5_000 })
   })
 })

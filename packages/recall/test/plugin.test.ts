@@ -78,18 +78,21 @@ describe('recall plugin in an in-process host', () => {
     expect(text).not.toContain('Fridays')
   })
 
-  it('records lastRecalledAt and announces recall/injected after the write', async () => {
+  it('records lastRecalledAt and announces memory-recall/injected (and the deprecated recall/injected) after the write', async () => {
     host = await startHost()
     const memory = await store(host).memories.add({ kind: 'preference', text: 'The user drinks oat milk lattes.', scope: 'global' })
     const events: any[] = []
-    host.ctx.on('recall/injected', (event) => {
+    const deprecated: any[] = []
+    host.ctx.on('memory-recall/injected', (event) => {
       events.push(event)
     })
+    host.ctx.on('recall/injected', (event) => void deprecated.push(event))
     const agent = await host.createAgent('/work/alpha')
     await host.say(agent, 'Order my usual latte please')
     await (host.ctx as any).parallel('session/flush', { id: agent.id })
     expect(events).toHaveLength(1)
     expect(events[0]).toMatchObject({ sessionId: agent.id, workspace: '/work/alpha', memoryIds: [memory.id] })
+    expect(deprecated).toEqual(events)
     expect((await store(host).memories.get(memory.id)).lastRecalledAt).toEqual(expect.any(Number))
   })
 

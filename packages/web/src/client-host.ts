@@ -1,9 +1,10 @@
 /**
  * Host facts for the browser half's routes (core/client-api.ts): what recall injected per
- * session (the `recall/injected` event), distillation per session (`ctx.distill`), a live
- * session's workspace and `/memory` command (`ctx.agents`, `ctx.commands`), recall's live
- * default mode and settings writes (`ctx.settings`). Every one of those services is optional:
- * a missing one makes its part of the answer empty, never an error.
+ * session (the `memory-recall/injected` event), distillation per session
+ * (`ctx.memoryDistill`), a live session's workspace and `/memory` command (`ctx.agents`,
+ * `ctx.commands`), recall's live default mode and settings writes (`ctx.settings`). Every one
+ * of those services is optional: a missing one makes its part of the answer empty, never an
+ * error.
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { MemoryMode } from '@dsh-memory/recall'
@@ -40,7 +41,7 @@ export function clientApiDeps(ctx: Context, browser: MemoryBrowser): ClientApiDe
   const agentOf = (sessionId: string) => optional<{ get(id: string): AgentLike | undefined }>('agents')?.get(sessionId)
   const recalls = new Map<string, LastRecall>()
   const on = ctx.on.bind(ctx) as unknown as (name: string, listener: (event: { sessionId?: string; memoryIds?: string[]; chars?: number; agent?: { id?: unknown } }) => void) => void
-  on('recall/injected', (event) => {
+  on('memory-recall/injected', (event) => {
     if (typeof event?.sessionId === 'string') recalls.set(event.sessionId, { at: Date.now(), memoryIds: event.memoryIds ?? [], chars: event.chars ?? 0 })
   })
   // A closed session's pill is gone with it; keep the map to the sessions this host runs.
@@ -56,7 +57,7 @@ export function clientApiDeps(ctx: Context, browser: MemoryBrowser): ClientApiDe
     },
     lastRecall: (sessionId) => recalls.get(sessionId),
     distillOf(sessionId) {
-      const status = optional<DistillLike>('distill')?.status()
+      const status = optional<DistillLike>('memoryDistill')?.status()
       if (!status) return undefined
       const pending = status.conversations.find((conversation) => conversation.id === sessionId)?.pending ?? 0
       return { pending, running: status.running?.includes(sessionId) === true }

@@ -53,7 +53,7 @@ export function apply(ctx, config) {
       }
       if (step.flush) await ctx.sessions.flush(agent.session)
       // Distill everything captured so far (the distill service, when installed).
-      if (step.distill) await ctx.get('distill')?.runPending?.()
+      if (step.distill) await ctx.get('memoryDistill')?.runPending?.()
       if (step.mark) {
         await save()
         await writeFile(step.mark, 'reached')

@@ -24,7 +24,7 @@ interface MessageLike {
   readonly source?: { readonly kind?: string }
 }
 
-/** What one stored message looks like to listeners of `memory/captured`. */
+/** What one stored message looks like to listeners of `memory-capture/captured`. */
 export interface CapturedMessage {
   /** The conversation (host session id). */
   readonly conversationId: string

@@ -52,11 +52,11 @@ export interface PalaceDeps {
   /** Crash simulation seam for tests. */
   readonly crash?: CrashHook
   readonly lockTimeoutMs?: number
-  /** Called after every committed archive (the adapter emits `palace/archived`). */
+  /** Called after every committed archive (the adapter emits `memory-palace/archived`). */
   readonly onArchived?: (event: ArchivedEvent) => void
 }
 
-/** What `palace/archived` carries. */
+/** What `memory-palace/archived` carries. */
 export interface ArchivedEvent {
   readonly sessionId: string
   readonly workspace: string
@@ -240,7 +240,7 @@ export class Palace {
     try {
       this.deps.onArchived?.({ sessionId: session.id, workspace: context.workspace.workspace, namespace, kind: plan.kind, outcome })
     } catch (error) {
-      this.deps.logger?.warn(`a palace/archived listener failed: ${describeError(error)}`)
+      this.deps.logger?.warn(`a memory-palace/archived listener failed: ${describeError(error)}`)
     }
     return outcome
   }

@@ -19,7 +19,7 @@ export async function waitAtMost(work: Promise<unknown>, ms: number): Promise<vo
   await Promise.race([work, limit]).finally(() => clearTimeout(timer))
 }
 
-/** What an injection did, for the `recall/injected` event. */
+/** What an injection did, for the `memory-recall/injected` event. */
 export interface InjectedFact {
   readonly sessionId: string
   readonly workspace: string

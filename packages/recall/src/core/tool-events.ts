@@ -1,7 +1,7 @@
 /**
  * What a successful model tool call changed, as the facts recall announces: a memory added
  * or deleted by the model, each memory an import added, a rating. The adapter emits them as
- * `recall/memory-changed` and `recall/feedback` (see `events.ts`) after the write committed.
+ * `memory-recall/memory-changed` and `memory-recall/feedback` (see `events.ts`) after the write committed.
  */
 
 /** One fact to announce. */

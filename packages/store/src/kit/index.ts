@@ -1,12 +1,14 @@
 /**
  * `@dsh-memory/store/kit`: the small pure helpers every dsh-memory package shares (host
  * message text, clipping, CJK detection, code fences, coded errors, background work, busy
- * retry, tool input schemas). No DSH import and no database: any package, core or adapter,
- * may use it.
+ * retry, tool input schemas, renamed events). No DSH import and no database: any package,
+ * core or adapter, may use it.
  *
  * @module @dsh-memory/store/kit
  */
 export { BackgroundWork } from './background.ts'
+export { emitRenamed, onRenamed } from './events.ts'
+export type { EventAliases, EventEmitterLike, EventListenerLike } from './events.ts'
 export { CodedError, codedErrorClass, describeError, isCodedError } from './errors.ts'
 export type { CodedErrorClass, CodedErrorOptions, ErrorCodeStyle } from './errors.ts'
 export { busyBackoffMs, retryWhileBusy } from './retry.ts'

@@ -21,7 +21,7 @@ import { describeError } from './errors.ts'
 import { HttpAnswer, readBody, statusOf } from './handler.ts'
 import { isLoopback } from './options.ts'
 
-/** What recall put in front of the model for a session's last turn (from `recall/injected`). */
+/** What recall put in front of the model for a session's last turn (from `memory-recall/injected`). */
 export interface LastRecall {
   readonly at: number
   readonly memoryIds: readonly string[]
