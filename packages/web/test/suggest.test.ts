@@ -52,6 +52,8 @@ describe('did you mean', () => {
     expect(didYouMean('数剧库', vocabulary)[0]).toBe('数据库')
     expect(didYouMean('数据酷迁移', vocabulary)[0]).toBe('数据库迁移')
     expect(didYouMean('回滚预按', vocabulary)[0]).toBe('回滚预案')
+    // A fix that leaves an unknown bigram (dropping the wrong character: 主数库) is not offered.
+    expect(didYouMean('主数剧库', vocabulary)).toEqual(['主数据库'])
   })
 
   it('corrects a wrong kana in Japanese, and mixed Japanese / English text', () => {
@@ -73,6 +75,9 @@ describe('completions', () => {
 
   it('completes Chinese and Japanese from the tail of the run', () => {
     expect(completeQuery('主数据', vocabulary)).toContain('主数据库')
+    // Never to a bigram across a particle (服务的).
+    expect(completeQuery('订单服', vocabulary)).toContain('订单服务')
+    expect(completeQuery('订单服务', vocabulary).filter((text) => /[的是]$/.test(text))).toEqual([])
     expect(completeQuery('コードレ', vocabulary).some((text) => text.startsWith('コードレビ'))).toBe(true)
   })
 })

@@ -194,6 +194,10 @@ interface Fix {
   readonly alternatives: readonly string[]
 }
 
+// Chinese and Japanese particles: a CJK term ending in one is a bigram across a word boundary
+// (服务的, 库是), not a word to complete to.
+const PARTICLE_END = /[的了是在和与也就都而及着把被吗呢吧啊这那之のはがをにでとも]$/u
+
 const bigramsOf = (chars: readonly string[]): string[] => chars.slice(0, -1).map((char, i) => char + chars[i + 1]!)
 
 /**
@@ -229,7 +233,9 @@ function fixCjkRun(run: string, vocabulary: Vocabulary, limit: number): string[]
     }
   }
   options.sort((a, b) => a.unknownAfter - b.unknownAfter || a.distance - b.distance || a.dropped - b.dropped || b.window - a.window || b.frequency - a.frequency)
-  return [...new Set(options.map((option) => option.text))].slice(0, limit)
+  // Only runs as well matched as the best: a fix that leaves an unknown bigram is a worse guess.
+  const best = options[0]?.unknownAfter ?? 0
+  return [...new Set(options.filter((option) => option.unknownAfter === best).map((option) => option.text))].slice(0, limit)
 }
 
 /** Alternatives for a non-CJK word whose terms are not all in the vocabulary. */
@@ -280,7 +286,7 @@ export function completeQuery(query: string, vocabulary: Vocabulary, limit: numb
   const chars = [...last[0]]
   for (let from = Math.max(0, chars.length - MAX_CJK_WINDOW); from < chars.length; from++) {
     const tail = chars.slice(from).join('')
-    const terms = vocabulary.startingWith(tail, limit)
+    const terms = vocabulary.startingWith(tail, limit + 5).filter((term) => !PARTICLE_END.test(term)).slice(0, limit)
     if (terms.length > 0) return terms.map((term) => head + chars.slice(0, from).join('') + term)
   }
   return []
