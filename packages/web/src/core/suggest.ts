@@ -129,21 +129,24 @@ export class Vocabulary {
 
   /**
    * Vocabulary terms within {@link editBudget} edits of `term` (itself excluded), closest first,
-   * then those no shorter than `term` (a typed character is more often wrong than extra), then
+   * then those no shorter than `term` (a typed character is more often wrong than extra); for
+   * CJK, longer ones before those of the same length (two-character CJK terms are mostly the
+   * index's bigrams, not words: a word holding the typed characters is the better guess); then
    * the most frequent.
    */
   nearest(term: string, limit: number = SUGGEST_LIMITS.suggestions, budget: number = editBudget(term)): string[] {
     if (budget <= 0) return []
     const chars = [...term]
-    const found: { term: string; distance: number; shorter: number; frequency: number }[] = []
+    const cjk = containsCjk(term)
+    const found: { term: string; distance: number; shorter: number; longer: number; frequency: number }[] = []
     for (let length = Math.max(1, chars.length - budget); length <= chars.length + budget; length++) {
       for (const [candidate, candidateChars] of this.#byLength.get(length) ?? []) {
         if (candidate === term) continue
         const distance = boundedEditDistance(chars, candidateChars, budget)
-        if (distance <= budget) found.push({ term: candidate, distance, shorter: Math.max(0, chars.length - length), frequency: this.frequency(candidate) })
+        if (distance <= budget) found.push({ term: candidate, distance, shorter: Math.max(0, chars.length - length), longer: cjk ? Math.max(0, length - chars.length) : 0, frequency: this.frequency(candidate) })
       }
     }
-    found.sort((a, b) => a.distance - b.distance || a.shorter - b.shorter || b.frequency - a.frequency || (a.term < b.term ? -1 : 1))
+    found.sort((a, b) => a.distance - b.distance || a.shorter - b.shorter || b.longer - a.longer || b.frequency - a.frequency || (a.term < b.term ? -1 : 1))
     return found.slice(0, limit).map((entry) => entry.term)
   }
 
