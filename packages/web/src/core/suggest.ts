@@ -8,7 +8,8 @@
  * Near terms come from a scan of the vocabulary with a bounded Damerau (optimal string
  * alignment) distance; `dsh-memory bench suggest` measured it against MiniSearch's fuzzy search
  * over the same vocabulary and against a prefix scan (the CLI README has the figures and why the
- * scan stayed). Used by `dsh-memory search` and by the memory panel's search box.
+ * scan stayed). Used by `dsh-memory search`, the memory panel's search box and the memory
+ * browser's memories page.
  */
 import { containsCjk, CJK_CLASS } from '@dsh-memory/store/kit'
 import { tokenize, type MemoryScopeFilter, type MemoryStore } from '@dsh-memory/store'
