@@ -271,6 +271,7 @@ describe('the dsh-memory browser half in the real DSH web client', () => {
     // A wrong Chinese character (杭洲 for 杭州).
     await search.fill('杭洲')
     await expect.poll(() => hint('dshm-did-you-mean'), WAIT).toContain('杭州')
+    await page.screenshot({ path: join(SCREENSHOTS, 'client-panel-suggest-light-en.png') })
   })
 
   it('the panel switches an explicit layer for this session through /memory', async () => {
