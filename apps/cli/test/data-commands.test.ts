@@ -155,6 +155,27 @@ describe('search', () => {
     expect(new Set(roles)).toEqual(new Set(['assistant']))
   })
 
+  it('says what a misspelt query may have meant when it finds little, in English, Chinese and Japanese', async () => {
+    const json = async (...args: string[]) => JSON.parse((await cli(['search', ...args, ...dd(), '--json'])).stdout)
+    const english = await json('postgress')
+    expect([english.memories, english.suggestions[0]]).toEqual([[], 'postgresql'])
+    expect((await json('Helx editor', '--in', 'memories')).suggestions[0]).toBe('helix editor')
+    expect((await json('主数剧库', '--in', 'memories')).suggestions[0]).toBe('主数据库')
+    expect((await json('クラウドフレア Cloudflair', '--in', 'memories')).suggestions).toContain('クラウドフレア cloudflare')
+    // The vocabulary is the filtered memories': another workspace's words are not suggested.
+    expect((await json('Cloudflair', '--workspace', fixture.shop)).suggestions).toEqual([])
+    const text = await cli(['search', 'postgress', ...dd()])
+    expect(text.stdout).toMatch(/\ndid you mean: "postgresql"(, "[^"]+")*\n$/)
+  })
+
+  it('suggests nothing when the results are good or every word is known', async () => {
+    const found = JSON.parse((await cli(['search', '数据库', ...dd(), '--json'])).stdout)
+    expect(found.memories.length + found.messages.length).toBeGreaterThanOrEqual(3)
+    expect(found.suggestions).toEqual([])
+    expect(JSON.parse((await cli(['search', 'Helix', ...dd(), '--json', '--in', 'memories'])).stdout).suggestions).toEqual([])
+    expect((await cli(['search', 'Helix', ...dd()])).stdout).not.toContain('did you mean')
+  })
+
   it('prints ranked hits as text', async () => {
     const result = await cli(['search', '主数据库', ...dd()])
     expect(result.code).toBe(0)

@@ -7,7 +7,8 @@
  * - a Settings → Plugins card saves a recall budget the next turn uses, without a restart,
  *   and refuses an invalid value naming the field;
  * - the memory panel lists a memory made in this session, forgets it, and it is gone from
- *   memory.db; a Chinese search finds a Chinese memory;
+ *   memory.db; a Chinese search finds a Chinese memory; the search box completes a prefix and
+ *   offers "did you mean" for a misspelt English word and a wrong Chinese character;
  * - no response the browser received (HTTP bodies and WebSocket frames) carries a secret.
  * Screenshots (light/dark × en/zh of the pill, the panel and the card) go to
  * packages/web/test-results/screenshots/ (the README's copies are taken from there).
@@ -252,6 +253,25 @@ describe('the dsh-memory browser half in the real DSH web client', () => {
     const list = panel.getByTestId('dshm-list')
     await expect.poll(() => list.innerText(), WAIT).toContain(CHINESE_MEMORY)
     expect(await list.innerText()).not.toContain('PostgreSQL 16 in Frankfurt')
+  })
+
+  it('the panel search box completes a prefix and offers "did you mean" for a misspelt word, Chinese included', async () => {
+    const panel = page.getByTestId('dshm-panel')
+    await panel.locator('[data-tab=global]').click()
+    const search = panel.getByTestId('dshm-search')
+    const hint = (testId: string) => panel.getByTestId(testId).innerText().catch(() => '')
+    await search.fill('Frankf')
+    await expect.poll(() => hint('dshm-completions'), WAIT).toContain('frankfurt')
+    // A transposed letter: the store finds nothing, the box says what was meant, one click searches it.
+    await search.fill('Frankfrut')
+    await expect.poll(() => hint('dshm-did-you-mean'), WAIT).toContain('frankfurt')
+    await panel.getByTestId('dshm-did-you-mean').getByRole('button', { name: 'frankfurt' }).click()
+    await expect.poll(() => search.inputValue(), WAIT).toBe('frankfurt')
+    await expect.poll(() => panel.getByTestId('dshm-list').innerText(), WAIT).toContain('PostgreSQL 16 in Frankfurt')
+    // A wrong Chinese character (杭洲 for 杭州).
+    await search.fill('杭洲')
+    await expect.poll(() => hint('dshm-did-you-mean'), WAIT).toContain('杭州')
+    await page.screenshot({ path: join(SCREENSHOTS, 'client-panel-suggest-light-en.png') })
   })
 
   it('the panel switches an explicit layer for this session through /memory', async () => {

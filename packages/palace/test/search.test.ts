@@ -1,4 +1,4 @@
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -12,6 +12,8 @@ import {
   SEARCH_OUTPUT_CAP,
   searchArchives,
   ArchiveIndex,
+  palaceNamespaces,
+  palaceTurns,
   type SearchOptions,
   type SearchSource,
   type Turn,
@@ -263,5 +265,38 @@ describe('archive index (palace tables + MiniSearch)', () => {
     const candidates = await index.candidates(workspace.workspace, parseQuery('渋'), [{ namespace: 'alpha', archive: source.archive }])
     expect(candidates).toBeUndefined()
     expect((await searchArchives(parseQuery('渋'), [source], defaults)).groups).toHaveLength(1)
+  })
+
+  it('skips re-reading index.jsonl and .state.json while their size, mtime and inode are unchanged', async () => {
+    const { source, workspace } = await archiveTexts(TEXTS)
+    const store = await withStore()
+    const index = new ArchiveIndex(store)
+    const target = { namespace: 'alpha', archive: source.archive }
+    // Whole seconds, so setting the same mtime again is exact.
+    const file = join(source.archive.dir, 'index.jsonl')
+    const mtime = new Date(Date.UTC(2026, 10, 30, 12))
+    utimesSync(file, mtime, mtime)
+    expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: TEXTS.length })
+    // Same size and mtime, same inode: the sync trusts its last read and does not parse.
+    writeFileSync(file, 'x'.repeat(statSync(file).size))
+    utimesSync(file, mtime, mtime)
+    expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: 0 })
+    // A changed mtime is a changed file: read again, and the broken line is reported.
+    utimesSync(file, mtime, new Date(mtime.getTime() + 5_000))
+    await expect(index.sync(workspace.workspace, target)).rejects.toThrow(/index\.jsonl/)
+  })
+
+  it('still catches up rows dropped behind its back while the files are unchanged', async () => {
+    const { source, workspace } = await archiveTexts(TEXTS)
+    const store = await withStore()
+    const index = new ArchiveIndex(store)
+    const target = { namespace: 'alpha', archive: source.archive }
+    await index.sync(workspace.workspace, target)
+    // Another process dropped the rows (as an index-version rebuild does): the cache must not hide it.
+    const tables = await new ArchiveIndex(store).tables()
+    await tables.write((db) => db.delete(palaceTurns).run())
+    await tables.write((db) => db.delete(palaceNamespaces).run())
+    expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: TEXTS.length })
+    expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: 0 })
   })
 })

@@ -108,6 +108,15 @@ describe('@dsh-memory/web/plugin', () => {
     const own = (await (await fetch(`${api}/memories?layer=session&session=${session}`)).json()) as { items: { id: string }[] }
     expect(own.items.map((item) => item.id)).toContain(fixture.memories.database)
 
+    // The search box's hints: completions of the word typed and corrections of a misspelt one,
+    // from the vocabulary of that list's memories (Chinese included; another workspace's words never).
+    const hints = async (query: string) => (await (await fetch(`${api}/suggest?${query}`)).json()) as { completions: string[]; didYouMean: string[] }
+    expect((await hints(`layer=workspace&session=${session}&q=pull%20requ`)).completions).toContain('pull requests')
+    expect((await hints(`layer=workspace&session=${session}&q=${encodeURIComponent('主数剧库')}`)).didYouMean[0]).toBe('主数据库')
+    expect((await hints(`layer=global&q=Helx`)).didYouMean).toEqual(['helix'])
+    expect((await hints(`layer=workspace&session=${session}&q=Cloudflair`)).didYouMean).toEqual([])
+    expect((await fetch(`${api}/suggest?layer=session&q=x`)).status).toBe(400)
+
     // Another origin, a cross-site fetch, or a write without the header: refused before any data.
     expect((await fetch(`${api}/memories?layer=global`, { headers: { origin: 'http://evil.example' } })).status).toBe(403)
     expect((await fetch(`${api}/memories?layer=global`, { headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(403)

@@ -107,6 +107,16 @@ describe('mutations', () => {
   })
 })
 
+describe('did you mean', () => {
+  it('the memories page offers corrections of a misspelt search, each a link that searches it; none when the search finds enough', async () => {
+    const page = await (await get(`/memories?q=${encodeURIComponent('Helx')}`)).text()
+    expect(page).toMatch(/data-did-you-mean>Did you mean: <a href="\/memories\?q=helix">helix<\/a>/)
+    const zh = await (await get(`/memories?q=${encodeURIComponent('主数剧库')}`)).text()
+    expect(zh).toContain(`q=${encodeURIComponent('主数据库')}">主数据库</a>`)
+    expect(await (await get(`/memories?q=${encodeURIComponent('Helix')}`)).text()).not.toContain('data-did-you-mean')
+  })
+})
+
 describe('escaping', () => {
   it('renders a memory holding <script> as text', async () => {
     for (const path of [`/memories/${served.fixture.memories.hostile}`, `/memories?q=${encodeURIComponent('script')}`, '/memories']) {

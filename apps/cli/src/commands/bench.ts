@@ -15,6 +15,7 @@ import { createProgress } from '../progress.ts'
 import { FULL_SIZES, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench } from '../bench/scale.ts'
 import { formatTokenCostReport, runTokenCostBench } from '../bench/token-cost.ts'
 import { registerPalaceBench } from '../bench/palace.ts'
+import { registerSuggestBench } from '../bench/suggest.ts'
 import { formatCjkReport, runCjkBench } from '../bench/cjk.ts'
 import { parseCount } from './records.ts'
 import { registerCueBench } from './bench-cues.ts'
@@ -86,6 +87,7 @@ export function registerBench(program: Command, io: CliIO): void {
   registerScaleBenches(bench, io)
   registerCueBench(bench, io)
   registerPalaceBench(bench, io)
+  registerSuggestBench(bench, io)
 }
 
 /** `bench scale` and `bench token-cost` (src/bench/scale.ts, src/bench/token-cost.ts). */

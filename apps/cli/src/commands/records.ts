@@ -5,11 +5,14 @@
  */
 import type { Command } from 'commander'
 import { Option } from 'commander'
-import type { Conversation, Memory, MemoryStore, Message, Scene, Scope } from '@dsh-memory/store'
+import type { Conversation, Memory, MemoryScopeFilter, MemoryStore, Message, Scene, Scope } from '@dsh-memory/store'
+import { didYouMean, loadVocabulary, SUGGEST_LIMITS } from '@dsh-memory/web'
 import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
 import { CliError, type CliIO, CliUsageError, printJson, println } from '../io.ts'
 
 const SCOPES: readonly Scope[] = ['global', 'workspace', 'session']
+/** Below this many hits (or `--limit`, if smaller) a search also says what the user may have meant. */
+const FEW_HITS = 3
 
 /** Parse a comma-separated `--scope` list. @throws CliUsageError */
 export function parseScopes(text: string | undefined): Scope[] | undefined {
@@ -90,7 +93,7 @@ export function registerRecords(program: Command, io: CliIO): void {
     .addOption(new Option('--role <role>', 'messages only: user or assistant').choices(['user', 'assistant']))
     .option('--limit <n>', 'hits per kind of record', '10')
     .option('--include-superseded', 'memories: also older versions replaced by a newer one')
-    .option('--json', 'print {memories: [{score, memory}], messages: [{score, message}]} as one JSON object')
+    .option('--json', 'print {memories: [{score, memory}], messages: [{score, message}], suggestions: [did-you-mean queries]} as one JSON object')
     .action(async (query: string, options: SearchOptions) => {
       if (query.trim() === '') throw new CliUsageError('search needs a non-empty query')
       const limit = parseCount('--limit', options.limit, 1000)
@@ -98,17 +101,14 @@ export function registerRecords(program: Command, io: CliIO): void {
       const kind = options.kind?.split(',').map((part) => part.trim()).filter(Boolean)
       const dataDir = resolveCliDataDir(options.dataDir)
       await withStore(dataDir, { readonly: true }, async (store) => {
-        const memories =
-          options.in === 'messages'
-            ? []
-            : await store.search.memories(query, {
-                limit,
-                ...(scope ? { scope } : {}),
-                ...(kind?.length ? { kind } : {}),
-                ...(options.workspace ? { workspace: options.workspace } : {}),
-                ...(options.session ? { sessionId: options.session } : {}),
-                includeSuperseded: options.includeSuperseded === true,
-              })
+        const filter: MemoryScopeFilter = {
+          ...(scope ? { scope } : {}),
+          ...(kind?.length ? { kind } : {}),
+          ...(options.workspace ? { workspace: options.workspace } : {}),
+          ...(options.session ? { sessionId: options.session } : {}),
+          includeSuperseded: options.includeSuperseded === true,
+        }
+        const memories = options.in === 'messages' ? [] : await store.search.memories(query, { limit, ...filter })
         const messages =
           options.in === 'memories'
             ? []
@@ -118,11 +118,16 @@ export function registerRecords(program: Command, io: CliIO): void {
                 ...(options.session ? { conversationId: options.session } : {}),
                 ...(options.role ? { role: options.role } : {}),
               })
+        // Few hits: misspelt words are corrected against the vocabulary of the memories this
+        // search can see (bounded: SUGGEST_LIMITS); the messages' vocabulary is not read, it is
+        // unbounded on a large store.
+        const suggestions = memories.length + messages.length < Math.min(FEW_HITS, limit) ? didYouMean(query, await loadVocabulary(store, filter), SUGGEST_LIMITS.suggestions) : []
         if (options.json) {
           printJson(io, {
             query,
             memories: memories.map((hit) => ({ score: hit.score, memory: memoryJson(hit.memory) })),
             messages: messages.map((hit) => ({ score: hit.score, message: hit.message })),
+            suggestions,
           })
           return
         }
@@ -140,6 +145,7 @@ export function registerRecords(program: Command, io: CliIO): void {
             println(io, `          ${oneLine(message.text)}`)
           }
         }
+        if (suggestions.length > 0) println(io, `did you mean: ${suggestions.map((text) => JSON.stringify(text)).join(', ')}`)
       })
     })
 

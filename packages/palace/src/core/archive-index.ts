@@ -16,12 +16,15 @@
  * and it gives typo-tolerant suggestions FTS5 cannot; `dsh-memory bench palace` measures both.
  */
 import { existsSync } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadMigrationDir, redactSecrets, tokenize, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
 import { and, count, eq, gt, inArray } from 'drizzle-orm'
 import MiniSearch, { type SearchResult } from 'minisearch'
 import { PalaceError } from './errors.js'
 import { palaceNamespaces, palaceSchema, palaceTurns, type PalaceSchema } from './index-schema.js'
+import { INDEX_FILE, STATE_FILE } from './layout.js'
 import type { IndexEntry, NamespaceArchive } from './namespace.js'
 import type { ParsedQuery } from './query.js'
 
@@ -104,6 +107,33 @@ export function newTermSearch(): MiniSearch<TurnDoc> {
   })
 }
 
+/** A namespace's files as its last sync read them, and what that sync recorded. */
+interface SyncedFiles {
+  /** Size, mtime and inode of `index.jsonl` and `.state.json`. */
+  readonly signature: string
+  readonly turns: number
+  readonly sessionId: string
+}
+
+/**
+ * Size, mtime and inode of a namespace's `index.jsonl` and `.state.json`. The palace replaces
+ * both by rename, so a changed file has a new inode (and mtime) even when its size is the same.
+ */
+async function filesSignature(dir: string): Promise<string> {
+  const parts = await Promise.all(
+    [INDEX_FILE, STATE_FILE].map(async (file) => {
+      try {
+        const info = await stat(join(dir, file))
+        return `${info.size}:${info.mtimeMs}:${info.ino}`
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'none'
+        throw error
+      }
+    }),
+  )
+  return parts.join('|')
+}
+
 interface WorkspaceSearch {
   readonly search: MiniSearch<TurnDoc>
   /** Highest row id loaded: later rows are added on the next refresh. */
@@ -115,6 +145,8 @@ interface WorkspaceSearch {
 export class ArchiveIndex {
   private tablesPromise: Promise<PackageTables<PalaceSchema>> | undefined
   private readonly searches = new Map<string, WorkspaceSearch>()
+  /** Per workspace + namespace folder: the files the last sync read (searches sync every time). */
+  private readonly synced = new Map<string, SyncedFiles>()
 
   constructor(private readonly host: PalaceTablesHost) {}
 
@@ -133,12 +165,24 @@ export class ArchiveIndex {
    */
   async sync(workspace: string, target: IndexedNamespace): Promise<{ inserted: number }> {
     const tables = await this.tables()
-    const entries = await target.archive.entries()
     const where = and(eq(palaceNamespaces.workspace, workspace), eq(palaceNamespaces.namespace, target.namespace))
     const turnsWhere = and(eq(palaceTurns.workspace, workspace), eq(palaceTurns.namespace, target.namespace))
+    const readState = () => tables.read((db) => db.select().from(palaceNamespaces).where(where).get())
+    const upToDate = (row: Awaited<ReturnType<typeof readState>>, turns: number, sessionId: string) => row?.version === INDEX_VERSION && row.sessionId === sessionId && row.turns === turns
+    // Stat before reading: a file replaced after the stat has a new signature and is read next time.
+    const cacheKey = `${workspace}\0${target.namespace}\0${target.archive.dir}`
+    const signature = await filesSignature(target.archive.dir)
+    const seen = this.synced.get(cacheKey)
+    // Unchanged files: only the rows' state is checked (another process may have rebuilt them).
+    if (seen?.signature === signature && upToDate(await readState(), seen.turns, seen.sessionId)) return { inserted: 0 }
+    const entries = await target.archive.entries()
     const sessionId = (await target.archive.readState())?.sessionId ?? ''
-    const state = await tables.read((db) => db.select().from(palaceNamespaces).where(where).get())
-    if (state?.version === INDEX_VERSION && state.sessionId === sessionId && state.turns === entries.length) return { inserted: 0 }
+    const remember = () => this.synced.set(cacheKey, { signature, turns: entries.length, sessionId })
+    const state = await readState()
+    if (upToDate(state, entries.length, sessionId)) {
+      remember()
+      return { inserted: 0 }
+    }
     // Rows of another index version, or of another folder that had this name: rebuilt.
     if (state !== undefined && (state.version !== INDEX_VERSION || state.sessionId !== sessionId)) await tables.write((db) => db.delete(palaceTurns).where(turnsWhere).run())
     const existing = new Map(
@@ -160,6 +204,7 @@ export class ArchiveIndex {
     await tables.write((db) =>
       db.insert(palaceNamespaces).values(next).onConflictDoUpdate({ target: [palaceNamespaces.workspace, palaceNamespaces.namespace], set: { sessionId, turns: next.turns, version: next.version, updatedAt: next.updatedAt } }).run(),
     )
+    remember()
     return { inserted }
   }
 

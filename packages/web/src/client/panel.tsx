@@ -95,10 +95,42 @@ function MemoryRow(props: { memory: MemoryItem; onChanged: () => void; onError: 
   )
 }
 
+/** What the search box offers for the text typed so far (core/suggest.ts via the `suggest` route). */
+interface Hints {
+  readonly completions: readonly string[]
+  readonly didYouMean: readonly string[]
+}
+const NO_HINTS: Hints = { completions: [], didYouMean: [] }
+
+/** Below this many results a search also shows "did you mean" (as `dsh-memory search` does). */
+const FEW_RESULTS = 3
+
+/** Completions while typing; "did you mean" when the search found little. Each is a button that searches it. */
+function SearchHints(props: { hints: Hints; found: number | undefined; onPick: (query: string) => void }) {
+  const { hints, found, onPick } = props
+  const row = (testId: string, label: string, options: readonly string[]) => (
+    <p className="dshm-hints dshm-muted" data-testid={testId}>
+      <span>{label}</span>
+      {options.map((option) => (
+        <button type="button" className="dshm-link" key={option} onClick={() => onPick(option)}>
+          {option}
+        </button>
+      ))}
+    </p>
+  )
+  return (
+    <>
+      {hints.completions.length > 0 ? row('dshm-completions', t('completions'), hints.completions) : null}
+      {found !== undefined && found < FEW_RESULTS && hints.didYouMean.length > 0 ? row('dshm-did-you-mean', t('didYouMean'), hints.didYouMean) : null}
+    </>
+  )
+}
+
 function MemoryList(props: { layer: 'global' | 'workspace' | 'session'; sessionId: string; onError: (text: string) => void }) {
   const { layer, sessionId, onError } = props
   const [query, setQuery] = useState('')
   const [items, setItems] = useState<readonly MemoryItem[] | null>(null)
+  const [hints, setHints] = useState<Hints>(NO_HINTS)
   const load = useCallback(async () => {
     try {
       setItems((await getJson<{ items: MemoryItem[] }>('memories', { layer, session: sessionId, q: query })).items)
@@ -110,9 +142,25 @@ function MemoryList(props: { layer: 'global' | 'workspace' | 'session'; sessionI
     const timer = setTimeout(() => void load(), 200)
     return () => clearTimeout(timer)
   }, [load])
+  // Debounced like the list; a failed lookup only means no hints (the list reports errors).
+  useEffect(() => {
+    if (query.trim() === '') return setHints(NO_HINTS)
+    let current = true
+    const timer = setTimeout(() => {
+      getJson<Hints>('suggest', { layer, session: sessionId, q: query }).then(
+        (answer) => current && setHints(answer),
+        () => current && setHints(NO_HINTS),
+      )
+    }, 200)
+    return () => {
+      current = false
+      clearTimeout(timer)
+    }
+  }, [layer, sessionId, query])
   return (
     <div>
       <input className="dshm-input dshm-search" type="search" data-testid="dshm-search" placeholder={t('search')} value={query} onChange={(event: any) => setQuery(event.target.value)} />
+      <SearchHints hints={hints} found={items?.length} onPick={setQuery} />
       {items === null ? <p className="dshm-muted">{t('loading')}</p> : null}
       {items?.length === 0 ? <p className="dshm-muted">{t('empty')}</p> : null}
       <ul className="dshm-list" data-testid="dshm-list">

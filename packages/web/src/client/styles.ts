@@ -34,6 +34,7 @@ const CSS = `
 .dshm-danger{color:var(--dsw-alias-state-error-primary, #cf222e)}
 .dshm-input{box-sizing:border-box;border:1px solid var(--dsw-alias-border-l2, #d0d7de);background:var(--dsw-alias-bg-base, #fff);color:inherit;border-radius:6px;padding:4px 8px;font:inherit;min-width:0}
 .dshm-search,.dshm-edit{width:100%}
+.dshm-hints{display:flex;gap:8px;flex-wrap:wrap;align-items:baseline;margin:4px 0}
 .dshm-edit{min-height:64px}
 .dshm-button{border:1px solid var(--dsw-alias-border-l2, #d0d7de);background:var(--dsw-alias-bg-base, #fff);color:inherit;border-radius:6px;padding:3px 10px;font:inherit;cursor:pointer}
 .dshm-button:disabled{opacity:.5;cursor:default}

@@ -14,12 +14,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { InjectSwitch, MemoryMode } from '@dsh-memory/recall'
-import type { Memory } from '@dsh-memory/store'
+import type { Memory, MemoryScopeFilter } from '@dsh-memory/store'
 import type { MemoryBrowser } from './browser.ts'
 import { CLIENT_API_BASE, CLIENT_SETTINGS_NAMESPACES } from './client-paths.ts'
 import { describeError } from './errors.ts'
 import { HttpAnswer, readBody, statusOf } from './handler.ts'
 import { isLoopback } from './options.ts'
+import { completeQuery, didYouMean, VocabularyCache } from './suggest.ts'
 
 /** What recall put in front of the model for a session's last turn (from `memory-recall/injected`). */
 export interface LastRecall {
@@ -121,6 +122,19 @@ function settingsOps(value: unknown): SettingsOp[] {
 /** Build the handler of the client routes, mounted at `base` ({@link CLIENT_API_BASE} in the host). */
 export function createClientApiHandler(deps: ClientApiDeps, base: string = CLIENT_API_BASE): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const { browser } = deps
+  // The search box asks on every pause in typing: vocabularies are kept per list for a while.
+  const vocabularies = new VocabularyCache(browser.store)
+
+  /** The list a request names (`layer`, `session`) and the memory filter it stands for. */
+  const listOf = async (url: URL) => {
+    const layer = oneOf(url.searchParams.get('layer') ?? 'global', ['global', 'workspace', 'session'] as const, 'layer')
+    const sessionId = url.searchParams.get('session') ?? ''
+    const workspace = sessionId ? await deps.workspaceOf(sessionId) : undefined
+    if (layer !== 'global' && !sessionId) throw new HttpAnswer(400, 'session: needed for the workspace and session lists')
+    const filter =
+      layer === 'global' ? ({ scope: 'global' } as const) : layer === 'workspace' ? ({ scope: 'workspace', workspace: workspace ?? '\u0000none' } as const) : { sessionId }
+    return { layer, sessionId, workspace, filter }
+  }
 
   const sessionState = async (sessionId: string) => {
     const settings = await browser.sessionMemorySettings(sessionId).catch(() => undefined)
@@ -152,17 +166,18 @@ export function createClientApiHandler(deps: ClientApiDeps, base: string = CLIEN
       return sessionState(sessionId)
     },
     'GET memories': async (_req, url) => {
-      const layer = oneOf(url.searchParams.get('layer') ?? 'global', ['global', 'workspace', 'session'] as const, 'layer')
-      const sessionId = url.searchParams.get('session') ?? ''
-      const workspace = sessionId ? await deps.workspaceOf(sessionId) : undefined
-      if (layer !== 'global' && !sessionId) throw new HttpAnswer(400, 'session: needed for the workspace and session lists')
-      const page = await browser.memories({
-        q: url.searchParams.get('q') ?? '',
-        pageSize: LIST_SIZE,
-        page: Number(url.searchParams.get('page') ?? 0) || 0,
-        ...(layer === 'global' ? { scope: 'global' } : layer === 'workspace' ? { scope: 'workspace', workspace: workspace ?? '\u0000none' } : { sessionId }),
-      })
+      const { layer, workspace, filter } = await listOf(url)
+      const page = await browser.memories({ q: url.searchParams.get('q') ?? '', pageSize: LIST_SIZE, page: Number(url.searchParams.get('page') ?? 0) || 0, ...filter })
       return { layer, workspace: workspace ?? null, items: page.items.map((row) => memoryView(row.memory)), hasNext: page.hasNext }
+    },
+    // Completions of the word being typed and "did you mean" corrections, from the vocabulary
+    // of the list's memories (a session's list: the memories visible in its workspace).
+    'GET suggest': async (_req, url) => {
+      const { layer, sessionId, workspace, filter } = await listOf(url)
+      const q = url.searchParams.get('q') ?? ''
+      const scope: MemoryScopeFilter = layer === 'session' ? { ...(workspace ? { workspace } : { scope: 'global' }), sessionId } : { ...filter, ...(layer === 'workspace' ? { includeGlobal: false } : {}) }
+      const vocabulary = await vocabularies.get(scope)
+      return { completions: completeQuery(q, vocabulary), didYouMean: didYouMean(q, vocabulary) }
     },
     'GET memory': async (_req, url) => {
       const detail = await browser.memory(text(url.searchParams.get('id'), 'id'))

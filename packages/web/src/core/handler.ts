@@ -21,6 +21,7 @@ import { SCRIPT, STYLESHEET } from './assets.ts'
 import type { MemoryBrowser, MemoryQuery } from './browser.ts'
 import { describeError } from './errors.ts'
 import { pickLang, translator } from './i18n.ts'
+import { didYouMean, VocabularyCache } from './suggest.ts'
 import {
   conversationPage,
   conversationsPage,
@@ -57,6 +58,8 @@ export type MemoryBrowserHandler = (req: IncomingMessage, res: ServerResponse) =
 
 const MAX_BODY = 1_000_000
 const KINDS_CACHE_MS = 10_000
+/** Below this many hits on a search's first page, the memories page also says what may have been meant. */
+const FEW_MATCHES = 3
 
 /** The CSRF proof forms carry: an HMAC of the token, so the token itself never sits in the page. */
 export function csrfToken(token: string): string {
@@ -155,6 +158,19 @@ export function createMemoryBrowserHandler(options: MemoryBrowserHandlerOptions)
   const csrf = csrfToken(token)
   const allowedHosts = options.allowedHosts ? new Set(options.allowedHosts.map((host) => host.toLowerCase())) : undefined
   let kindsCache: { at: number; kinds: string[] } | undefined
+  // "Did you mean" under a thin search: the vocabulary of the memories the same filters list.
+  const vocabularies = new VocabularyCache(browser.store)
+  const corrections = async (query: MemoryQuery, found: number): Promise<string[]> => {
+    const q = query.q?.trim() ?? ''
+    if (q === '' || found >= FEW_MATCHES) return []
+    const filter = {
+      ...(query.scope ? { scope: query.scope } : {}),
+      ...(query.kind ? { kind: query.kind } : {}),
+      ...(query.workspace ? { workspace: query.workspace, includeGlobal: false } : {}),
+      includeSuperseded: query.includeSuperseded === true,
+    }
+    return didYouMean(q, await vocabularies.get(filter))
+  }
 
   const kinds = async (): Promise<string[]> => {
     if (kindsCache && Date.now() - kindsCache.at < KINDS_CACHE_MS) return kindsCache.kinds
@@ -287,7 +303,8 @@ export function createMemoryBrowserHandler(options: MemoryBrowserHandlerOptions)
       if (!first) return page(overviewPage(ctx, await browser.overview()))
       if (first === 'memories' && !second) {
         const query = memoryQuery()
-        return page(memoriesPage(ctx, query, await browser.memories(query), await kinds()))
+        const found = await browser.memories(query)
+        return page(memoriesPage(ctx, query, found, await kinds(), await corrections(query, found.page === 0 ? found.items.length : FEW_MATCHES)))
       }
       if (first === 'memories' && second && !third) {
         const detail = await browser.memory(second)

@@ -224,7 +224,7 @@ export function overviewPage(ctx: PageContext, data: Overview): string {
 // memories ---------------------------------------------------------------------------------------
 
 /** The memories list: search and filters, one page of rows. */
-export function memoriesPage(ctx: PageContext, query: MemoryQuery, page: Page<MemoryRow>, kinds: readonly string[]): string {
+export function memoriesPage(ctx: PageContext, query: MemoryQuery, page: Page<MemoryRow>, kinds: readonly string[], suggestions: readonly string[] = []): string {
   const t = translator(ctx.lang)
   const params = { q: query.q, scope: query.scope, kind: query.kind, workspace: query.workspace, sort: query.sort, history: query.includeSuperseded ? '1' : undefined }
   const searching = (query.q ?? '').trim() !== ''
@@ -250,8 +250,10 @@ export function memoriesPage(ctx: PageContext, query: MemoryQuery, page: Page<Me
     page.items.length === 0
       ? html`<div class="empty">${searching ? t('noMatches') : t('nothing')}</div>`
       : html`<table class="memories"><thead><tr><th>${t('text')}</th><th>${t('kind')}</th><th>${t('scope')}</th><th>${t('created')}</th>${searching ? html`<th class="num">${t('score')}</th>` : ''}</tr></thead><tbody>${rows}</tbody></table>`
+  const meant =
+    suggestions.length === 0 ? '' : html`<div class="sub" data-did-you-mean>${t('didYouMean')} ${suggestions.map((text, index) => html`${index > 0 ? ' · ' : ''}<a href="${href(ctx, '/memories', { ...params, q: text })}">${text}</a>`)}</div>`
   const body = html`<div class="page-head"><h1>${t('memories')}</h1><span class="sub" data-row-count="${page.items.length}">${t('showing')} ${page.page * page.pageSize + (page.items.length ? 1 : 0)}–${page.page * page.pageSize + page.items.length}</span></div>
-    <div class="card">${form}${table}${page.capped ? html`<div class="sub">${t('cappedNote')}</div>` : ''}${pager(ctx, '/memories', params, page)}</div>`
+    <div class="card">${form}${meant}${table}${page.capped ? html`<div class="sub">${t('cappedNote')}</div>` : ''}${pager(ctx, '/memories', params, page)}</div>`
   return layout(ctx, 'memories', t('memories'), body)
 }
 
