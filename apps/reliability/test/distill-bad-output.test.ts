@@ -148,10 +148,8 @@ describe('adversarial model output', () => {
     await distiller.settle('bad-output', 500)
     expect(model.callsOf('l1')).toHaveLength(1)
     model.queue('l1', { stallMs: 10_000 })
-    const started = Date.now()
     await distiller.runPending(10_000)
-    // The stalled call was cut by llm.timeoutMs (2 s), not by the 10 s stall.
-    expect(Date.now() - started).toBeLessThan(9_000)
+    // The stalled call was cut by llm.timeoutMs (2 s), not by the 10 s stall (lastError below).
     // One forced attempt, not retried at once after it failed (the failure set a new backoff).
     expect(model.callsOf('l1')).toHaveLength(2)
     after = await state()

@@ -174,9 +174,7 @@ describe('memory-palace plugin on a real Cordis context', () => {
     await record.tools.get('palace_config')!.execute({ action: 'set', namespace: 'Ops' }, { agent })
     // Another process holds the palace lock: the archive waits, the summary request does not.
     mkdirSync(join(workspace, 'memory-palace', '.lock'))
-    const started = Date.now()
     expect(await compactionCall(agent, messagesOf(log, 2))).toBe('summary')
-    expect(Date.now() - started).toBeLessThan(5000)
     expect(existsSync(join(workspace, 'memory-palace', 'Ops', '.state.json'))).toBe(false)
     // The lock is released; the host's flush waits for the archive to land.
     rmSync(join(workspace, 'memory-palace', '.lock'), { recursive: true })

@@ -9,14 +9,14 @@ describe('withinBudget', () => {
   it('gives up at the budget and reports a late failure instead of leaking a rejection', async () => {
     let release!: (error: Error) => void
     const late: unknown[] = []
-    const started = Date.now()
     const outcome = await withinBudget(
       () => new Promise<never>((_, reject) => (release = reject)),
       50,
       (error) => late.push(error),
     )
     expect(outcome).toMatchObject({ ok: false, reason: 'timeout' })
-    expect(Date.now() - started).toBeLessThan(1000)
+    // It answered while the work was still pending: the late failure has not happened yet.
+    expect(late).toHaveLength(0)
     release(new Error('too late'))
     await new Promise((resolve) => setTimeout(resolve, 10))
     expect(late).toHaveLength(1)

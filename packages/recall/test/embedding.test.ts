@@ -39,9 +39,8 @@ describe('the OpenAI-compatible embeddings client (loopback server)', () => {
   it('times out a stalled server', async () => {
     const server = await startEmbeddingServer('stall')
     onTestFinished(() => server.close())
-    const started = Date.now()
+    // The stalled server never answers: only the embedder's own timeout can end this call.
     await expect(createEmbedder(options(server.url, { timeoutMs: 200 })).embed(['a'])).rejects.toMatchObject({ code: 'embedding-unavailable', message: expect.stringMatching(/no answer within 200 ms/) })
-    expect(Date.now() - started).toBeLessThan(2000)
   })
 
   it('reports an unreachable endpoint', async () => {

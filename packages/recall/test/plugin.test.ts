@@ -181,9 +181,9 @@ describe('recall plugin in an in-process host', () => {
       })
       await store(host).memories.add({ kind: 'fact', text: 'The user walks the dog at seven.', scope: 'global' })
       const agent = await host.createAgent('/work/alpha')
-      const started = Date.now()
+      // The stalled endpoint never answers and the embedder's own timeout (20 s) outlasts this
+      // test's, so a turn that waited for recall would never reach the lines below.
       const [request] = chatRequests(await host.say(agent, 'When do I walk the dog?'))
-      expect(Date.now() - started).toBeLessThan(3_000)
       expect(recallMessages(request!)).toEqual([])
       const status = await host.command(agent, '/memory status')
       expect(status?.text).toMatch(/longer than recall\.timeoutMs \(150 ms\)/)
