@@ -41,6 +41,19 @@ describe('search', () => {
     expect((await rejectionOf(store.search.messages(42 as never))).code).toBe('invalid-argument')
   })
 
+  it('matches traditional and simplified Chinese both ways, in memories and messages', async () => {
+    const { store } = openTemp()
+    const traditional = await store.memories.add({ kind: 'fact', text: '用戶的家庭醫生是王醫師，在社區診所看診。', scope: 'global' })
+    const simplified = await store.memories.add({ kind: 'fact', text: '项目的数据库用的是 PostgreSQL。', scope: 'global' })
+    await store.memories.add({ kind: 'fact', text: '用户每天早上喝一杯拿铁。', scope: 'global' })
+    expect(memoryIds(await store.search.memories('医生'))).toEqual([traditional.id])
+    expect(memoryIds(await store.search.memories('醫生'))).toEqual([traditional.id])
+    expect(memoryIds(await store.search.memories('專案的數據庫'))).toEqual([simplified.id])
+    await store.conversations.ensure({ id: 's', workspace: '/w' })
+    const message = await say(store, 's', '這台電腦的設定檔在哪裡')
+    expect(messageIds(await store.search.messages('电脑'))).toEqual([message.id])
+  })
+
   it('filters messages by workspace, conversation, role and time', async () => {
     const clock = fakeClock(1_000, 1_000)
     const { store } = openTemp({ now: clock.now })
