@@ -119,6 +119,22 @@ describe('dsh-memory bench locomo (command line)', () => {
     expect(injection.timeouts).toBe(0)
   })
 
+  it('--threshold runs the injection mode with another score threshold, and refuses one outside 0..1', async () => {
+    const args = ['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--samples', 'fx-1', '--json', '--quiet']
+    const defaults = JSON.parse((await cli(args)).stdout).injection
+    expect(defaults.threshold).toBe(0.3)
+    expect(defaults.injected_questions).toBeGreaterThan(0)
+    // Relevance is below 1 by construction (s / (s + u)): nothing passes 0.999.
+    const strict = await cli([...args, '--threshold', '0.999'])
+    expect(strict.code).toBe(0)
+    expect(JSON.parse(strict.stdout).injection).toMatchObject({ threshold: 0.999, injected_questions: 0, injected_per_question: 0 })
+    for (const bad of ['2', '-0.1', 'high']) {
+      const refused = await cli([...args, '--threshold', bad])
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain(`--threshold expects a number between 0 and 1 (like 0.3), got "${bad}"`)
+    }
+  })
+
   it('prints a table without --json and a progress bar on a terminal', async () => {
     const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--k', '3', '--mode', 'turns'], { tty: true })
     expect(result.code).toBe(0)

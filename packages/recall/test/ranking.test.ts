@@ -24,8 +24,15 @@ describe('analyze', () => {
     expect(terms).toContain('postgresql')
     expect(terms).toContain('数据')
     const japanese = analyze('東京のオフィスは来月移転します')
-    expect(japanese).toContain('東京')
+    // The store's search terms: Han folded to simplified (東京 → 东京) on every side.
+    expect(japanese).toContain('东京')
+    expect(analyze('東京').every((term) => japanese.includes(term))).toBe(true)
     expect(japanese.some((term) => term.includes('オフィス') || term === 'オフ')).toBe(true)
+  })
+
+  it('analyzes traditional and simplified Chinese to the same terms, unigrams included', () => {
+    expect(analyze('我用什麼軟體寫程式')).toEqual(analyze('我用什么软体写程式'))
+    expect(analyze('用戶的家庭醫生')).toEqual(analyze('用户的家庭医生'))
   })
 
   it('keeps a lone Han character as a word and adds marked Han unigrams, without grammar characters', () => {

@@ -1,7 +1,7 @@
 import { existsSync, writeFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
-import { tokenize, TOKENIZER_VERSION } from '../src/index.ts'
+import { searchTokenize, TOKENIZER_VERSION } from '../src/index.ts'
 import { encodeTerm } from '../src/core/search-index.ts'
 import type { MemoryStore } from '../src/index.ts'
 import { fakeClock, openTemp, rejectionOf, reopen } from './helpers.ts'
@@ -39,6 +39,19 @@ describe('search', () => {
     expect(await store.search.messages('the of and')).toEqual([])
     expect(await store.search.messages('   ')).toEqual([])
     expect((await rejectionOf(store.search.messages(42 as never))).code).toBe('invalid-argument')
+  })
+
+  it('matches traditional and simplified Chinese both ways, in memories and messages', async () => {
+    const { store } = openTemp()
+    const traditional = await store.memories.add({ kind: 'fact', text: '用戶的家庭醫生是王醫師，在社區診所看診。', scope: 'global' })
+    const simplified = await store.memories.add({ kind: 'fact', text: '项目的数据库用的是 PostgreSQL。', scope: 'global' })
+    await store.memories.add({ kind: 'fact', text: '用户每天早上喝一杯拿铁。', scope: 'global' })
+    expect(memoryIds(await store.search.memories('医生'))).toEqual([traditional.id])
+    expect(memoryIds(await store.search.memories('醫生'))).toEqual([traditional.id])
+    expect(memoryIds(await store.search.memories('專案的數據庫'))).toEqual([simplified.id])
+    await store.conversations.ensure({ id: 's', workspace: '/w' })
+    const message = await say(store, 's', '這台電腦的設定檔在哪裡')
+    expect(messageIds(await store.search.messages('电脑'))).toEqual([message.id])
   })
 
   it('filters messages by workspace, conversation, role and time', async () => {
@@ -219,15 +232,18 @@ describe('search', () => {
 
   it('stores every tokenizer term in FTS5 unchanged, punctuation and CJK included', async () => {
     const { store, path } = openTemp()
-    const text = "user_name it's a.b key:value foo-bar café Straße 数据库迁移 ラーメン 한국어 ①②"
+    const text = "user_name it's a.b key:value foo-bar café Straße 数据库迁移 資料庫遷移 ラーメン 한국어 ①②"
     const memory = await store.memories.add({ kind: 'fact', text, scope: 'global' })
     await store.close()
     const db = new Database(path, { readonly: true })
     const vocab = (db.prepare('SELECT term FROM store_search_memories_vocab').pluck().all() as string[]).sort()
     db.close()
-    expect(vocab).toEqual([...new Set(tokenize(text).map(encodeTerm))].sort())
+    // The search terms: tokenize over the script-folded text (資料庫遷移 is held as 资料库迁移).
+    expect(vocab).toEqual([...new Set(searchTokenize(text).map(encodeTerm))].sort())
+    expect(vocab).toContain('迁移')
+    expect(vocab).not.toContain('遷移')
     const next = reopen(path)
-    for (const query of ['user_name', "it's", 'a.b', 'key:value', 'foo-bar', 'café', 'straße', '数据库', 'ラーメン', '한국어', 'user', 'name']) {
+    for (const query of ['user_name', "it's", 'a.b', 'key:value', 'foo-bar', 'café', 'straße', '数据库', '資料庫', 'ラーメン', '한국어', 'user', 'name']) {
       expect(memoryIds(await next.search.memories(query)), query).toEqual([memory.id])
     }
   })

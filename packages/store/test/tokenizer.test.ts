@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ENGLISH_STOP_WORDS, tokenize, TOKENIZER_VERSION } from '../src/index.ts'
+import { ENGLISH_STOP_WORDS, foldScript, searchTokenize, tokenize, TOKENIZER_VERSION } from '../src/index.ts'
 import { random } from './random.ts'
 
 describe('tokenize', () => {
@@ -29,6 +29,27 @@ describe('tokenize', () => {
     expect(tokenize('HTTPServer')).toEqual(['httpserver', 'http', 'server'])
     expect(tokenize('')).toEqual([])
     expect(tokenize('!!! ...')).toEqual([])
+  })
+
+  it('search terms fold traditional Chinese to simplified; tokenize keeps the script written', () => {
+    // Characters and variant forms; words, not (軟體 stays 软体, not 软件: see foldScript).
+    expect(foldScript('我用什麼軟體寫程式')).toBe('我用什么软体写程式')
+    // Idempotent on simplified text (OpenCC's phrase mode would turn 程序 into 进程).
+    expect(foldScript('我用什么软件写程序')).toBe('我用什么软件写程序')
+    expect(searchTokenize('用戶的家庭醫生')).toEqual(tokenize('用户的家庭医生'))
+    expect(searchTokenize('我們的電腦')).toEqual(expect.arrayContaining(['电脑']))
+    expect(tokenize('我們的電腦')).not.toContain('电脑')
+    // Simplified and Latin-only text pass through unchanged.
+    for (const text of ['用户的电脑是笔记本', 'Deploys go out with Kamal', '']) {
+      expect(foldScript(text)).toBe(text)
+      expect(searchTokenize(text)).toEqual(tokenize(text))
+    }
+    // Japanese kanji fold the same way on both sides, so a kanji query still meets kana text.
+    expect(foldScript('桜を見に行く')).toBe('桜を见に行く')
+    const japanese = searchTokenize('東京でラーメンを食べる')
+    expect(searchTokenize('東京').every((term) => japanese.includes(term))).toBe(true)
+    // Compatibility ideographs fold like their unified forms (NFKC first).
+    expect(foldScript('\uF900')).toBe(foldScript('\u8C48'))
   })
 
   it('has a version string that indexes record', () => {

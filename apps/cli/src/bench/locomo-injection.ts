@@ -35,6 +35,8 @@ export interface InjectionMetrics {
 
 /** The `injection` entry of the `--json` object. */
 export interface InjectionReport extends InjectionMetrics {
+  /** The `recall.scoreThreshold` the questions ran with (the default unless `--threshold`). */
+  readonly threshold: number
   readonly by_category: Record<string, InjectionMetrics>
 }
 
@@ -74,14 +76,16 @@ const DAY_MS = 86_400_000
  * observations (`loadLocomo(…, true)`). The clock of each sample is one day after its last
  * session, so time decay treats the conversation as recent, as it is for a user.
  */
-export async function evaluateInjection(store: MemoryStore, samples: readonly LocomoSample[], progress?: BenchProgress): Promise<InjectionReport> {
+export async function evaluateInjection(store: MemoryStore, samples: readonly LocomoSample[], progress?: BenchProgress, scoreThreshold?: number): Promise<InjectionReport> {
+  // The default options; another threshold only to calibrate one (`--threshold`).
+  const options = resolveRecallOptions(scoreThreshold === undefined ? {} : { recall: { scoreThreshold } })
   progress?.start('injection', samples.reduce((sum, sample) => sum + eligibleQuestions(sample).length, 0))
   const overall = newTally()
   const byCategory = new Map<number, InjectionTally>()
   for (const sample of samples) {
     const workspace = workspaceOf(sample)
     const now = Math.max(...sample.sessions.map((session) => session.time)) + DAY_MS
-    const engine = new RecallEngine(store, resolveRecallOptions({}), { now: () => now })
+    const engine = new RecallEngine(store, options, { now: () => now })
     const injector = new RecallInjector(engine, { now: () => now })
     // Which memories each evidence turn produced (the relevant set of a question).
     const memoriesOfTurn = new Map<string, string[]>()
@@ -123,15 +127,15 @@ export async function evaluateInjection(store: MemoryStore, samples: readonly Lo
   progress?.stop()
   const by_category: Record<string, InjectionMetrics> = {}
   for (const category of [...byCategory.keys()].sort((a, b) => a - b)) by_category[String(category)] = metricsOf(byCategory.get(category)!)
-  return { ...metricsOf(overall), by_category }
+  return { ...metricsOf(overall), threshold: options.recall.scoreThreshold, by_category }
 }
 
 /** Plain-text lines of an injection report. */
 export function formatInjectionReport(report: InjectionReport, categories: Readonly<Record<string, string>>): string {
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`.padStart(9)
-  const { maxResults, maxTotalRecallChars, scoreThreshold } = resolveRecallOptions({}).recall
+  const { maxResults, maxTotalRecallChars } = resolveRecallOptions({}).recall
   const lines = [
-    `mode injection (${report.questions} questions; default budgets: ${maxResults} memories, ${maxTotalRecallChars} chars, threshold ${scoreThreshold})`,
+    `mode injection (${report.questions} questions; default budgets: ${maxResults} memories, ${maxTotalRecallChars} chars, threshold ${report.threshold})`,
     `  ${'category'.padEnd(22)}${['precision', 'recall', 'hit', 'false', 'per q'].map((label) => label.padStart(9)).join('')}`,
   ]
   const row = (label: string, m: InjectionMetrics) =>

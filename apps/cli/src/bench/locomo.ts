@@ -54,6 +54,8 @@ export interface LocomoBenchOptions {
   readonly progress?: BenchProgress
   /** Directory for the temporary store (default: a fresh OS temp dir, removed afterwards). */
   readonly workDir?: string
+  /** `recall.scoreThreshold` of the injection mode (default: recall's default). */
+  readonly scoreThreshold?: number
 }
 
 const conversationOf = (sample: LocomoSample, session: number) => `${sample.sampleId}/session_${session}`
@@ -203,7 +205,7 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
     const report: LocomoReport = {}
     for (const mode of LOCOMO_MODES) {
       if (!options.modes.includes(mode)) continue
-      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, options.progress)
+      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, options.progress, options.scoreThreshold)
       else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress)
     }
     return report

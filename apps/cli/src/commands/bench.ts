@@ -37,6 +37,13 @@ export function parseModes(text: string): LocomoMode[] {
   throw new CliUsageError(`--mode expects ${LOCOMO_MODES.join(', ')} or all, got ${JSON.stringify(text)}`)
 }
 
+/** Parse `--threshold`: a number between 0 and 1. */
+export function parseThreshold(text: string): number {
+  const value = /^\s*\d*\.?\d+\s*$/.test(text) ? Number(text) : Number.NaN
+  if (!(value >= 0 && value <= 1)) throw new CliUsageError(`--threshold expects a number between 0 and 1 (like 0.3), got ${JSON.stringify(text)}`)
+  return value
+}
+
 /** Register `bench` and its subcommands on the program. */
 export function registerBench(program: Command, io: CliIO): void {
   const bench = program.command('bench').description('Benchmarks that print numbers (retrieval quality, latency at scale, token cost, cue matching).')
@@ -47,11 +54,13 @@ export function registerBench(program: Command, io: CliIO): void {
     .option('--k <list>', 'comma-separated cut-offs', '5,10')
     .addOption(new Option('--mode <mode>', 'which modes to run').choices([...LOCOMO_MODES, 'all']).default('all'))
     .option('--samples <ids>', 'comma-separated sample ids to run (a tune or held-out split of the file); default: every sample')
+    .option('--threshold <x>', 'recall.scoreThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
     .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} and nothing else on stdout')
     .option('--quiet', 'no progress output')
-    .action(async (options: { data: string; k: string; mode: string; samples?: string; json?: boolean; quiet?: boolean }) => {
+    .action(async (options: { data: string; k: string; mode: string; samples?: string; threshold?: string; json?: boolean; quiet?: boolean }) => {
       const ks = parseKs(options.k)
       const modes = parseModes(options.mode)
+      const scoreThreshold = options.threshold === undefined ? undefined : parseThreshold(options.threshold)
       let text: string
       try {
         text = await readFile(options.data, 'utf8')
@@ -81,7 +90,7 @@ export function registerBench(program: Command, io: CliIO): void {
           throw error
         }
       }
-      const report = await runLocomoBench(samples, { ks, modes, progress: createProgress(io, options.quiet === true) })
+      const report = await runLocomoBench(samples, { ks, modes, scoreThreshold, progress: createProgress(io, options.quiet === true) })
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatLocomoReport(report, ks)}\n`)
     })
   registerScaleBenches(bench, io)

@@ -1,17 +1,17 @@
 /**
- * The recall analyzer: the store's tokenizer (so CJK and mixed text split exactly as the
- * store indexes them), then English inflection folding with the Porter stemmer, so
+ * The recall analyzer: the store's search tokenizer (so CJK and mixed text split exactly as the
+ * store indexes them, traditional Chinese folded to simplified), then English inflection folding with the Porter stemmer, so
  * "painting", "painted" and "paints" meet. CJK terms pass through unchanged: the tokenizer's
  * dictionary words and bigrams already are the right units there.
  */
-import { tokenize } from '@dsh-memory/store'
+import { foldScript, tokenize } from '@dsh-memory/store'
 import { stemmer } from 'stemmer'
 
 /**
  * Changes whenever the terms produced for some input change. Caches of analyzed text key on
  * it, so a new analyzer never compares against stale terms.
  */
-export const ANALYZER_VERSION = 'store-tokenize+porter+han-unigrams/3'
+export const ANALYZER_VERSION = 'store-search-tokenize+porter+han-unigrams/4'
 
 // Words the store keeps (it drops classic function words only) that carry no topic in
 // questions and chat turns; measured on the LoCoMo dev split (see apps/cli/README.md).
@@ -44,7 +44,10 @@ export function analyze(text: string): string[] {
   // The tokenizer emits "caroline's" and then its part "caroline"; after folding the
   // possessive both are "caroline", which would count the word twice.
   let folded: string | undefined
-  for (const raw of tokenize(text)) {
+  // The store's search terms (`searchTokenize`): traditional Chinese folded to simplified, as
+  // its index holds them, so 軟體 and 软件 are one term here too.
+  const simplified = foldScript(text)
+  for (const raw of tokenize(simplified)) {
     if (folded !== undefined && raw === folded) {
       folded = undefined
       continue
@@ -64,7 +67,7 @@ export function analyze(text: string): string[] {
   // common characters weak; measured with `dsh-memory bench cjk` (apps/cli/README.md).
   // They are their own terms (marked with UNIGRAM_MARK), so the ranking can weigh a shared
   // character below a shared word (see weightTerms).
-  for (const [character] of text.normalize('NFKC').matchAll(HAN_CHARACTER)) {
+  for (const [character] of simplified.normalize('NFKC').matchAll(HAN_CHARACTER)) {
     if (!HAN_STOP_CHARACTERS.has(character)) out.push(UNIGRAM_MARK + character)
   }
   return out

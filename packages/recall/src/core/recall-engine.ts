@@ -3,7 +3,7 @@
  * adapter calls it from the pre-step listener, the tools and the command; tests and the CLI
  * call it directly.
  */
-import { type Memory, type MemoryStore, type Message, type Persona, redactSecrets, type Scene } from '@dsh-memory/store'
+import { foldScript, type Memory, type MemoryStore, type Message, type Persona, redactSecrets, type Scene } from '@dsh-memory/store'
 import { analyze, ANALYZER_VERSION, searchText, UNIGRAM_MARK } from './analyzer.ts'
 import { RankingCorpus } from './corpus.ts'
 import type { Embedder } from './embedding.ts'
@@ -642,7 +642,9 @@ export function queryTermProbe(query: string): (text: string) => boolean {
   })
   return (text) => {
     // The analyzer drops apostrophes inside words ("rock'n'roll" → "rocknroll").
-    const folded = text.normalize('NFKC').toLowerCase().replace(/['’]/g, '')
+    // The analyzer folds traditional Chinese to simplified; so must the probe, or a traditional
+    // neighbour would never hold a (simplified) query term.
+    const folded = foldScript(text).normalize('NFKC').toLowerCase().replace(/['’]/g, '')
     return needles.some((needle) => folded.includes(needle))
   }
 }

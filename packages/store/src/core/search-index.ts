@@ -5,8 +5,9 @@
  * write's transaction: a write by any process is searchable as soon as it commits, a rolled
  * back or crashed write leaves nothing behind, and nothing is held in memory or replayed.
  *
- * Terms are the store's {@link tokenize} output (ICU words + CJK bigrams), so CJK and mixed
- * text match exactly as the tokenizer decides. They are stored space-joined in a contentless
+ * Terms are the store's {@link searchTokenize} output (ICU words + CJK bigrams over text with
+ * traditional Chinese folded to simplified), so CJK and mixed text match exactly as the
+ * tokenizer decides, in either script. They are stored space-joined in a contentless
  * FTS5 table whose `ascii` tokenizer splits only on ASCII non-alphanumerics; a term holding
  * any such character (`foo_bar`, `user.name`, `it's`) is stored hex-encoded behind `_`, so
  * every term reaches FTS5 unchanged and no plain term can collide with an encoded one.
@@ -18,7 +19,7 @@
  * 10 thousand rows as on a million.
  */
 import type Database from 'better-sqlite3'
-import { tokenize, TOKENIZER_VERSION } from './tokenizer.ts'
+import { searchTokenize, TOKENIZER_VERSION } from './tokenizer.ts'
 
 /** Meta key recording the tokenizer the FTS tables were built with and backfill progress. */
 export const FTS_META_KEY = 'store.search-fts'
@@ -55,7 +56,7 @@ export function encodeTerm(term: string): string {
 
 /** The FTS column value of a text: its terms, encoded, space-joined. */
 export function ftsTerms(text: string): string {
-  return tokenize(text).map(encodeTerm).join(' ')
+  return searchTokenize(text).map(encodeTerm).join(' ')
 }
 
 // Prefix matching for Latin-ish terms of four or more characters, and for a lone CJK
@@ -178,7 +179,7 @@ class FtsKind {
    * ones exist, minus terms no document has.
    */
   plan(query: string): PlannedQuery {
-    const terms = [...new Set(tokenize(query))]
+    const terms = [...new Set(searchTokenize(query))]
     if (terms.length === 0) return { match: undefined, kept: [], dropped: [] }
     const total = Number(this.#maxDoc.get() ?? 0)
     const common = Math.ceil(Math.max(COMMON_MIN_DOCS, total * COMMON_SHARE))

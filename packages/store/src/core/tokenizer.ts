@@ -11,15 +11,17 @@
  * (`[REDACTED:api-key]`) produce no terms: the store writes them in place of secrets, and
  * their words would make a question about "our API" find every redacted key.
  */
+import { Converter } from 'opencc-js/t2cn'
 import { CJK_CLASS, containsCjk } from '../kit/text.ts'
 import { withoutRedactionMarkers } from './redact.ts'
 
 /**
- * Changes whenever the tokens produced for some input change. Persisted indexes record it
+ * Changes whenever the tokens produced for some input change ({@link tokenize}, or the
+ * script-folded {@link searchTokenize} the full-text index holds). Persisted indexes record it
  * and are rebuilt when it differs. The ICU version is recorded separately (it changes
  * segmentation of CJK text too).
  */
-export const TOKENIZER_VERSION = 'icu-words+cjk-bigrams+no-redaction-markers/2'
+export const TOKENIZER_VERSION = 'icu-words+cjk-bigrams+no-redaction-markers+search-t2s/3'
 
 /** Which token sources to emit; the default tokenizer emits both. Used by the benchmark. */
 export interface TokenizerVariant {
@@ -119,6 +121,41 @@ export function tokenizeWith(text: string, variant: TokenizerVariant): string[] 
     }
   }
   return tokens
+}
+
+/**
+ * {@link tokenize} after folding traditional Chinese to simplified ({@link foldScript}): what
+ * the store's full-text index holds and what its queries and recall's analyzer look for, so
+ * 醫生 finds 医生 and 電腦 finds 电脑. `tokenize` itself stays unfolded: keyword extraction shows
+ * its terms to people, in the script they wrote.
+ */
+export function searchTokenize(text: string): string[] {
+  return tokenize(foldScript(text))
+}
+
+// OpenCC's traditional (Taiwan standard) to simplified conversion of characters and variant
+// forms (醫 → 医, 軟體 → 软体), from `opencc-js/t2cn` (its dictionaries ship in the package,
+// ~110 KB). Not OpenCC's phrase mode (軟體 → 软件): its table rewrites simplified text too
+// (mainland 程序 "program" → 进程, as Taiwan's 程序 means "process"), so folding would no
+// longer be idempotent on simplified text. Built on first use: a process that never sees Han
+// text never pays for it.
+let toSimplified: ((text: string) => string) | undefined
+const HAN_RUN = /\p{Script=Han}+/gu
+const HAN = /\p{Script=Han}/u
+
+/**
+ * Traditional Chinese → simplified, applied to Han runs only (text without Han characters is
+ * returned as is, at the cost of one regex test). Japanese kanji go through the same table
+ * (見 → 见): every text is folded the same way on the index and the query side, so two texts
+ * that share a word still share it (skipping text with kana was measured and dropped: a
+ * kanji-only query such as 東京 then no longer met the unfolded Japanese text). NFKC first,
+ * so compatibility ideographs fold like their unified forms.
+ */
+export function foldScript(text: string): string {
+  if (typeof text !== 'string' || !HAN.test(text)) return text
+  toSimplified ??= Converter({ from: 'tw', to: 'cn' })
+  const convert = toSimplified
+  return text.normalize('NFKC').replace(HAN_RUN, (run) => convert(run))
 }
 
 function pushWord(segment: string, tokens: string[]): void {
