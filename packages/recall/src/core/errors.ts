@@ -2,20 +2,16 @@ import { codedErrorClass, describeError, type CodedError } from '@dsh-memory/sto
 
 /**
  * Stable error codes of the recall package. Callers switch on `code`, never on the message.
+ *
+ * - `invalid-config`: a config value the recall core cannot run with; `path` names the field.
+ * - `invalid-argument`: a tool or command argument of the wrong shape or out of range.
+ * - `not-found`: the referenced memory, scene or message does not exist (or is not visible from here).
+ * - `ambiguous-id`: an id prefix matched more than one memory.
+ * - `embedding-unavailable`: the embeddings endpoint failed, timed out or answered something unusable.
+ * - `corrupt-state`: a record of the old meta-table format has an unknown version or shape (`path`
+ *   names the field); it is left where it was.
  */
-export type RecallErrorCode =
-  /** A config value the recall core cannot run with; `path` names the field. */
-  | 'invalid-config'
-  /** A tool or command argument of the wrong shape or out of range. */
-  | 'invalid-argument'
-  /** The referenced memory, scene or message does not exist (or is not visible from here). */
-  | 'not-found'
-  /** An id prefix matched more than one memory. */
-  | 'ambiguous-id'
-  /** The embeddings endpoint failed, timed out or answered something unusable. */
-  | 'embedding-unavailable'
-  /** A record of the old meta-table format has an unknown version or shape (`path` names the field); it is left where it was. */
-  | 'corrupt-state'
+export type RecallErrorCode = 'invalid-config' | 'invalid-argument' | 'not-found' | 'ambiguous-id' | 'embedding-unavailable' | 'corrupt-state'
 
 /** The only error type the recall core throws on purpose. */
 export const RecallError = codedErrorClass<RecallErrorCode>('RecallError')

@@ -3,34 +3,30 @@ import { codedErrorClass, type CodedError } from '../kit/errors.ts'
 /**
  * Stable error codes of the store. Callers switch on `code`, never on the message,
  * so a code is never renamed once published; new failure kinds get new codes.
+ *
+ * Schema and migrations:
+ * - `schema-too-new`: the database records a schema version for an owner newer than this code knows.
+ * - `schema-too-old`: a read-only store found migrations it would have to apply first.
+ * - `migration-mismatch`: an applied migration's checksum differs from the shipped SQL (someone edited history).
+ * - `migration-failed`: a migration's SQL failed; everything applied in that open was rolled back.
+ *
+ * Calls and writes:
+ * - `invalid-argument`: input of the wrong type, empty where text is required, or out of range.
+ * - `not-found`: the referenced row does not exist.
+ * - `conflict`: a write would contradict the current state (stale version, superseding a non-head memory).
+ * - `busy`: another connection held the database lock for longer than `busyTimeoutMs`.
+ * - `closed`: the store (or the service) has been closed.
+ * - `readonly`: a write was attempted on a store opened with `readonly: true`.
+ * - `fenced`: a fenced write named a lease that expired or was taken over (its writer is stale).
+ *
+ * Data:
+ * - `corrupt`: persisted data could not be understood.
+ * - `unsupported-format`: an export/import stream has an unknown format or version.
  */
 export type MemoryStoreErrorCode =
-  /** The database records a schema version for an owner newer than this code knows. */
-  | 'schema-too-new'
-  /** A read-only store found migrations it would have to apply first. */
-  | 'schema-too-old'
-  /** An applied migration's checksum differs from the shipped SQL (someone edited history). */
-  | 'migration-mismatch'
-  /** A migration's SQL failed; everything applied in that open was rolled back. */
-  | 'migration-failed'
-  /** Input of the wrong type, empty where text is required, or out of range. */
-  | 'invalid-argument'
-  /** The referenced row does not exist. */
-  | 'not-found'
-  /** A write would contradict the current state (stale version, superseding a non-head memory). */
-  | 'conflict'
-  /** Another connection held the database lock for longer than `busyTimeoutMs`. */
-  | 'busy'
-  /** The store (or the service) has been closed. */
-  | 'closed'
-  /** A write was attempted on a store opened with `readonly: true`. */
-  | 'readonly'
-  /** Persisted data could not be understood. */
-  | 'corrupt'
-  /** An export/import stream has an unknown format or version. */
-  | 'unsupported-format'
-  /** A fenced write named a lease that expired or was taken over (its writer is stale). */
-  | 'fenced'
+  | 'schema-too-new' | 'schema-too-old' | 'migration-mismatch' | 'migration-failed'
+  | 'invalid-argument' | 'not-found' | 'conflict' | 'busy' | 'closed' | 'readonly' | 'fenced'
+  | 'corrupt' | 'unsupported-format'
 
 /**
  * The only error type the store throws on purpose. `code` is stable API; `message` is

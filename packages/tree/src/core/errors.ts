@@ -6,25 +6,17 @@ export { describeError } from '@dsh-memory/store/kit'
 /**
  * Stable error codes of the memory tree. Callers (the tool layer, the MCP server, tests)
  * switch on `code`, never on the message; a code is never renamed once published.
+ *
+ * - `invalid-argument`: input of the wrong type, empty where text is required, or out of range.
+ * - `invalid-config`: a configuration value is invalid; the message names the field.
+ * - `not-found`: the referenced project, branch, item or checkpoint does not exist.
+ * - `conflict`: the write was based on a stale view: an `expectedRevision` that no longer matches, a
+ *   branch that another writer merged first, or an optimistic retry budget that ran out.
+ * - `busy`: the database stayed locked by another process for longer than the busy timeout.
+ * - `closed`: the tree (or its database connection) has been closed.
+ * - `unsupported`: the operation needs something this setup cannot give (e.g. an in-memory store).
  */
-export type TreeErrorCode =
-  /** Input of the wrong type, empty where text is required, or out of range. */
-  | 'invalid-argument'
-  /** A configuration value is invalid; the message names the field. */
-  | 'invalid-config'
-  /** The referenced project, branch, item or checkpoint does not exist. */
-  | 'not-found'
-  /**
-   * The write was based on a stale view: an `expectedRevision` that no longer matches, a branch
-   * that another writer merged first, or an optimistic retry budget that ran out.
-   */
-  | 'conflict'
-  /** The database stayed locked by another process for longer than the busy timeout. */
-  | 'busy'
-  /** The tree (or its database connection) has been closed. */
-  | 'closed'
-  /** The operation needs something this setup cannot give (e.g. an in-memory store). */
-  | 'unsupported'
+export type TreeErrorCode = 'invalid-argument' | 'invalid-config' | 'not-found' | 'conflict' | 'busy' | 'closed' | 'unsupported'
 
 /**
  * The only error type the memory tree throws on purpose. `code` is stable API; `message` is
