@@ -23,7 +23,7 @@ export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './co
 export type { MemoryStoreOptions } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'
 export type { MemoryStoreErrorCode } from './core/errors.ts'
-export { loadMigrationDir, migrationChecksum } from './core/migrations.ts'
+export { findPackageMigrations, loadMigrationDir, migrationChecksum } from './core/migrations.ts'
 export { ENGLISH_STOP_WORDS, foldScript, searchTokenize, tokenize, TOKENIZER_VERSION } from './core/tokenizer.ts'
 export { redactionMarker, redactSecrets } from './core/redact.ts'
 export type { RedactionResult, SecretKind } from './core/redact.ts'

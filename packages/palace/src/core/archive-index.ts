@@ -15,11 +15,10 @@
  * and bounded (one workspace's archive), the index is rebuilt from the rows in milliseconds,
  * and it gives typo-tolerant suggestions FTS5 cannot; `dsh-memory bench palace` measures both.
  */
-import { existsSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { loadMigrationDir, redactSecrets, tokenize, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
+import { findPackageMigrations, redactSecrets, tokenize, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
 import { and, count, eq, gt, inArray } from 'drizzle-orm'
 import MiniSearch, { type SearchResult } from 'minisearch'
 import { PalaceError } from './errors.js'
@@ -41,11 +40,8 @@ const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hang
  * @throws PalaceError `not-found` when the package was installed without its migrations folder
  */
 export function palaceMigrations(): MigrationSet {
-  // Bundled code runs from dist/, sources from src/core/ (tests): try both layouts.
-  for (const candidate of ['../migrations/palace/', '../../migrations/palace/']) {
-    const url = new URL(candidate, import.meta.url)
-    if (existsSync(fileURLToPath(url))) return loadMigrationDir(url, PALACE_MIGRATION_OWNER)
-  }
+  const set = findPackageMigrations(import.meta.url, PALACE_MIGRATION_OWNER)
+  if (set) return set
   throw new PalaceError('not-found', `the memory-palace migrations folder is missing next to ${fileURLToPath(import.meta.url)}`)
 }
 

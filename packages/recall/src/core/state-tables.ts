@@ -4,9 +4,8 @@
  * `legacy-state.ts`). Session settings, the injection ledger and the lifecycle all reach
  * their rows through {@link openRecallTables}.
  */
-import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { loadMigrationDir, type MemoryStore, type MigrationSet, type PackageTables } from '@dsh-memory/store'
+import { findPackageMigrations, type MemoryStore, type MigrationSet, type PackageTables } from '@dsh-memory/store'
 import { RecallError } from './errors.ts'
 import { upgradeLegacyState } from './legacy-state.ts'
 import { type RecallSchema, recallSchema } from './state-schema.ts'
@@ -25,11 +24,8 @@ export type RecallStateHost = Pick<MemoryStore, 'tables' | 'meta' | 'transaction
  * @throws RecallError `not-found` when the package was installed without its migrations folder.
  */
 export function recallMigrations(): MigrationSet {
-  // Bundled code runs from dist/, sources from src/core/ (tests): try both layouts.
-  for (const candidate of ['../migrations/recall/', '../../migrations/recall/']) {
-    const url = new URL(candidate, import.meta.url)
-    if (existsSync(fileURLToPath(url))) return loadMigrationDir(url, RECALL_MIGRATION_OWNER)
-  }
+  const set = findPackageMigrations(import.meta.url, RECALL_MIGRATION_OWNER)
+  if (set) return set
   throw new RecallError('not-found', `the recall migrations folder is missing next to ${fileURLToPath(import.meta.url)}`)
 }
 

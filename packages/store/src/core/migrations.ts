@@ -58,6 +58,22 @@ export function loadMigrationDir(dir: string | URL, owner?: string): MigrationSe
 }
 
 /**
+ * A package's own migrations, `migrations/<owner>/` in its package root, found from one of its
+ * modules. Bundled code runs from `dist/` (one level below the root), sources from `src/core/`
+ * under vitest (two levels), so both depths are tried, nearest first.
+ * @param from - the calling module's `import.meta.url`.
+ * @returns undefined when neither folder exists (the package was installed without it); the
+ *   caller throws its own coded error then.
+ */
+export function findPackageMigrations(from: string | URL, owner: string): MigrationSet | undefined {
+  for (const relative of [`../migrations/${owner}/`, `../../migrations/${owner}/`]) {
+    const url = new URL(relative, from)
+    if (existsSync(fileURLToPath(url))) return loadMigrationDir(url, owner)
+  }
+  return undefined
+}
+
+/**
  * Check a set's shape: owner `[a-z][a-z0-9-]*`, positive integer versions without
  * duplicates, non-empty names and SQL strings.
  * @throws MemoryStoreError `invalid-argument`

@@ -1,7 +1,6 @@
-import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { MemoryStoreError } from './errors.ts'
-import { loadMigrationDir } from './migrations.ts'
+import { findPackageMigrations } from './migrations.ts'
 import type { MigrationSet } from './types-meta.ts'
 
 /** The migration owner of this package's own tables. */
@@ -16,13 +15,7 @@ let cached: MigrationSet | undefined
  * @throws MemoryStoreError `corrupt` when the package was installed without its `migrations/` folder.
  */
 export function storeMigrations(): MigrationSet {
+  cached ??= findPackageMigrations(import.meta.url, STORE_MIGRATION_OWNER)
   if (cached) return cached
-  for (const relative of ['../migrations/store/', '../../migrations/store/']) {
-    const url = new URL(relative, import.meta.url)
-    if (existsSync(fileURLToPath(url))) {
-      cached = loadMigrationDir(url, STORE_MIGRATION_OWNER)
-      return cached
-    }
-  }
   throw new MemoryStoreError('corrupt', `@dsh-memory/store is missing its migrations/ folder (looked beside ${fileURLToPath(import.meta.url)})`)
 }
