@@ -16,6 +16,7 @@ import type { MetaRepository } from '@dsh-memory/store'
 import { z } from 'zod'
 import { DistillError } from './errors.js'
 import type { LedgerDay } from './ledger.js'
+import { DISTILL_LAYERS } from './options.js'
 import type { ConversationState, LayerState } from './state-types.js'
 
 /** Prefix of every legacy meta key of this package. */
@@ -54,7 +55,7 @@ const scanSchema = z.object({ v: z.literal(LEGACY_VERSION), at: z.number() })
 const rowSchema = z.object({
   provider: z.string(),
   model: z.string(),
-  layer: z.enum(['l1', 'dedup', 'l2', 'l3']),
+  layer: z.enum(DISTILL_LAYERS),
   calls: z.number().int(),
   failures: z.number().int(),
   inputTokens: z.number(),

@@ -7,8 +7,10 @@ export interface ModelRoute {
   readonly model: string
 }
 
-/** The layers that call the model; `dedup` rides the `l1` route chain. */
-export type DistillLayer = 'l1' | 'dedup' | 'l2' | 'l3'
+/** The layers that call the model; `dedup` rides the `l1` route chain. The cost ledger's `layer` column holds one of them. */
+export const DISTILL_LAYERS = ['l1', 'dedup', 'l2', 'l3'] as const
+/** One of {@link DISTILL_LAYERS}. */
+export type DistillLayer = (typeof DISTILL_LAYERS)[number]
 
 /** L1 extraction triggers and batching (the reference's `extract` block, plus two bounds of ours). */
 export interface ExtractOptions {

@@ -59,7 +59,7 @@ const extractedMemorySchema = z.object({
   src: z.array(alias).min(1).max(200),
 })
 
-const extractionSchema = z.object({ memories: z.array(z.unknown()).max(MAX_MEMORIES_PER_REPLY) })
+const extractionSchema = z.object({ memories: z.array(z.unknown()).max(MAX_MEMORIES_PER_REPLY) }).transform((reply) => reply.memories)
 
 /** A validated L1 candidate, its sources mapped back to store message ids. */
 export interface ExtractedMemory {
@@ -88,38 +88,23 @@ export type Validated<T> =
  * @param aliases - alias shown to the model (e.g. `m1`) → store message id; only new messages.
  */
 export function validateExtraction(value: unknown, aliases: ReadonlyMap<string, string>): Validated<ExtractedMemory> {
-  const top = extractionSchema.safeParse(value)
-  if (!top.success) return { ok: false, error: `extraction reply: ${summarizeZod(top.error)}` }
-  const items: ExtractedMemory[] = []
-  const rejected: RejectedItem[] = []
   const seen = new Set<string>()
-  top.data.memories.forEach((raw, index) => {
-    const parsed = extractedMemorySchema.safeParse(raw)
-    if (!parsed.success) {
-      rejected.push({ index, reason: summarizeZod(parsed.error) })
-      return
-    }
+  const result = validateItems('extraction reply', extractionSchema.safeParse(value), extractedMemorySchema, (memory): ExtractedMemory | Rejection => {
     const ids: string[] = []
-    for (const source of parsed.data.src) {
+    for (const source of memory.src) {
       const id = aliases.get(source)
-      if (!id) {
-        rejected.push({ index, reason: `unknown source id ${JSON.stringify(source).slice(0, 40)}` })
-        return
-      }
+      if (!id) return reject(`unknown source id ${JSON.stringify(source).slice(0, 40)}`)
       if (!ids.includes(id)) ids.push(id)
     }
-    const key = normalizeForCompare(parsed.data.text)
-    if (seen.has(key)) {
-      rejected.push({ index, reason: 'duplicate of an earlier item' })
-      return
-    }
+    const key = normalizeForCompare(memory.text)
+    if (seen.has(key)) return reject('duplicate of an earlier item')
     seen.add(key)
-    items.push({ kind: parsed.data.kind, text: parsed.data.text, scope: parsed.data.scope, priority: parsed.data.priority, sourceMessageIds: ids })
+    return { kind: memory.kind, text: memory.text, scope: memory.scope, priority: memory.priority, sourceMessageIds: ids }
   })
-  if (items.length === 0 && rejected.length > 0) {
-    return { ok: false, error: `extraction reply: every item was invalid (${rejected[0]!.reason})` }
+  if (result.ok && result.items.length === 0 && result.rejected.length > 0) {
+    return { ok: false, error: `extraction reply: every item was invalid (${result.rejected[0]!.reason})` }
   }
-  return { ok: true, items, rejected }
+  return result
 }
 
 /** What to do with one new memory relative to the existing ones. */
@@ -138,7 +123,7 @@ const decisionSchema = z.object({
   text: z.string().trim().min(1).max(MAX_MEMORY_TEXT).transform(redacted).optional(),
 })
 
-const decisionsSchema = z.object({ decisions: z.array(z.unknown()).max(MAX_MEMORIES_PER_REPLY * 2) })
+const decisionsSchema = z.object({ decisions: z.array(z.unknown()).max(MAX_MEMORIES_PER_REPLY * 2) }).transform((reply) => reply.decisions)
 
 /** A validated dedup decision, in aliases (the caller maps them back). */
 export interface DedupDecision {
@@ -159,28 +144,20 @@ export interface DedupDecision {
  * @param pools - candidate alias → aliases of the existing memories shown with it.
  */
 export function validateDedupDecisions(value: unknown, pools: ReadonlyMap<string, ReadonlySet<string>>): Validated<DedupDecision> {
-  const top = decisionsSchema.safeParse(value)
-  if (!top.success) return { ok: false, error: `dedup reply: ${summarizeZod(top.error)}` }
-  const items: DedupDecision[] = []
-  const rejected: RejectedItem[] = []
   const decided = new Set<string>()
-  top.data.decisions.forEach((raw, index) => {
-    const parsed = decisionSchema.safeParse(raw)
-    if (!parsed.success) return void rejected.push({ index, reason: summarizeZod(parsed.error) })
-    const { id, action, target, text } = parsed.data
+  return validateItems('dedup reply', decisionsSchema.safeParse(value), decisionSchema, ({ id, action, target, text }): DedupDecision | Rejection => {
     const pool = pools.get(id)
-    if (!pool) return void rejected.push({ index, reason: `unknown candidate ${JSON.stringify(id).slice(0, 40)}` })
-    if (decided.has(id)) return void rejected.push({ index, reason: `second decision for ${id}` })
+    if (!pool) return reject(`unknown candidate ${JSON.stringify(id).slice(0, 40)}`)
+    if (decided.has(id)) return reject(`second decision for ${id}`)
     if (action === 'update' || action === 'merge' || action === 'supersede') {
-      if (!target || !pool.has(target)) return void rejected.push({ index, reason: `${action} of ${id} needs a target listed under it` })
-      if (action !== 'supersede' && !text) return void rejected.push({ index, reason: `${action} of ${id} needs the merged text` })
+      if (!target || !pool.has(target)) return reject(`${action} of ${id} needs a target listed under it`)
+      if (action !== 'supersede' && !text) return reject(`${action} of ${id} needs the merged text`)
     }
     decided.add(id)
     // A skip may name what it duplicates (kept for provenance) when that target was shown.
     const keepTarget = target !== undefined && action !== 'add' && pool.has(target)
-    items.push({ id, action, ...(keepTarget ? { target } : {}), ...(text && (action === 'update' || action === 'merge') ? { text } : {}) })
+    return { id, action, ...(keepTarget ? { target } : {}), ...(text && (action === 'update' || action === 'merge') ? { text } : {}) }
   })
-  return { ok: true, items, rejected }
 }
 
 /** L2 scene operations the model may return. */
@@ -199,7 +176,7 @@ const sceneOpSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('merge'), scenes: z.array(alias).min(2).max(20), title, summary, memories: refs }),
   z.object({ op: z.literal('delete'), scene: alias }),
 ])
-const sceneOpsSchema = z.object({ ops: z.array(z.unknown()).max(100) })
+const sceneOpsSchema = z.object({ ops: z.array(z.unknown()).max(100) }).transform((reply) => reply.ops)
 
 /**
  * Validate an L2 reply `{"ops": [...]}`: scene aliases must be scenes we showed in full,
@@ -213,32 +190,22 @@ export function validateSceneOps(
   sceneAliases: ReadonlyMap<string, string>,
   memoryAliases: ReadonlyMap<string, string>,
 ): Validated<SceneOp> {
-  const top = sceneOpsSchema.safeParse(value)
-  if (!top.success) return { ok: false, error: `scene reply: ${summarizeZod(top.error)}` }
-  const items: SceneOp[] = []
-  const rejected: RejectedItem[] = []
   const touched = new Set<string>()
-  top.data.ops.forEach((raw, index) => {
-    const parsed = sceneOpSchema.safeParse(raw)
-    if (!parsed.success) return void rejected.push({ index, reason: summarizeZod(parsed.error) })
-    const op = parsed.data
+  return validateItems('scene reply', sceneOpsSchema.safeParse(value), sceneOpSchema, (op): SceneOp | Rejection => {
     const scenes = op.op === 'merge' ? op.scenes : op.op === 'create' ? [] : [op.scene]
     for (const scene of scenes) {
-      if (!sceneAliases.has(scene)) return void rejected.push({ index, reason: `unknown scene ${JSON.stringify(scene).slice(0, 40)}` })
-      if (touched.has(scene)) return void rejected.push({ index, reason: `scene ${scene} is already changed by an earlier op` })
+      if (!sceneAliases.has(scene)) return reject(`unknown scene ${JSON.stringify(scene).slice(0, 40)}`)
+      if (touched.has(scene)) return reject(`scene ${scene} is already changed by an earlier op`)
     }
-    if (new Set(scenes).size !== scenes.length) return void rejected.push({ index, reason: 'a scene is listed twice' })
+    if (new Set(scenes).size !== scenes.length) return reject('a scene is listed twice')
     const memories = 'memories' in op ? op.memories : []
     for (const memory of memories) {
-      if (!memoryAliases.has(memory)) return void rejected.push({ index, reason: `unknown memory ${JSON.stringify(memory).slice(0, 40)}` })
+      if (!memoryAliases.has(memory)) return reject(`unknown memory ${JSON.stringify(memory).slice(0, 40)}`)
     }
-    if (op.op === 'update' && op.title === undefined && op.summary === undefined && memories.length === 0) {
-      return void rejected.push({ index, reason: 'update changes nothing' })
-    }
+    if (op.op === 'update' && op.title === undefined && op.summary === undefined && memories.length === 0) return reject('update changes nothing')
     for (const scene of scenes) touched.add(scene)
-    items.push(op.op === 'delete' ? op : { ...op, memories: [...new Set(memories)] })
+    return op.op === 'delete' ? op : { ...op, memories: [...new Set(memories)] }
   })
-  return { ok: true, items, rejected }
 }
 
 /**
@@ -265,6 +232,39 @@ export function normalizeForCompare(text: string): string {
     .toLowerCase()
     .replace(/[\s\p{P}]+/gu, ' ')
     .trim()
+}
+
+/** Why a check dropped an item; a class, so it cannot be mistaken for an accepted item. */
+class Rejection {
+  constructor(readonly reason: string) {}
+}
+
+function reject(reason: string): Rejection {
+  return new Rejection(reason)
+}
+
+/**
+ * The frame every list reply shares: a reply that is not the expected object fails as a whole
+ * (`label: path: issue`); each item is parsed with `item`, then `check` accepts it (returning
+ * the accepted value) or drops it with a reason. Items are checked in order, so a check may
+ * remember earlier ones (first decision wins, one op per scene).
+ */
+function validateItems<Item, T>(
+  label: string,
+  reply: z.ZodSafeParseResult<readonly unknown[]>,
+  item: z.ZodType<Item>,
+  check: (item: Item) => T | Rejection,
+): Validated<T> {
+  if (!reply.success) return { ok: false, error: `${label}: ${summarizeZod(reply.error)}` }
+  const items: T[] = []
+  const rejected: RejectedItem[] = []
+  reply.data.forEach((raw, index) => {
+    const parsed = item.safeParse(raw)
+    const result = parsed.success ? check(parsed.data) : reject(summarizeZod(parsed.error))
+    if (result instanceof Rejection) rejected.push({ index, reason: result.reason })
+    else items.push(result)
+  })
+  return { ok: true, items, rejected }
 }
 
 function summarizeZod(error: z.ZodError): string {

@@ -3,22 +3,33 @@
  * store's package-table seam so every query runs on the store's session: a cursor advance
  * commits in the same transaction as the memories distilled from it.
  */
-import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { loadMigrationDir, type MigrationSet, type PackageDatabase, type PackageTables } from '@dsh-memory/store'
+import { findPackageMigrations, type MigrationSet, type PackageDatabase, type PackageTables } from '@dsh-memory/store'
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { DistillError } from './errors.js'
+import { DISTILL_LAYERS } from './options.js'
 
 /** Migration owner of this package: its tables are named `distill_…`. */
 export const DISTILL_MIGRATION_OWNER = 'distill'
+
+/**
+ * The retry bookkeeping every distill job row carries (a conversation's L1 cursor, a scope's
+ * L2/L3 layer): failed attempts in a row, the earliest next try (epoch ms) and the last
+ * failure's text. A function, so each table gets its own column builders.
+ */
+function retryColumns() {
+  return {
+    attempts: integer('attempts').notNull(),
+    notBefore: integer('not_before').notNull(),
+    lastError: text('last_error'),
+  }
+}
 
 export const conversations = sqliteTable('distill_conversations', {
   conversationId: text('conversation_id').primaryKey(),
   cursorSeq: integer('cursor_seq').notNull(),
   stage: integer('stage').notNull(),
-  attempts: integer('attempts').notNull(),
-  notBefore: integer('not_before').notNull(),
-  lastError: text('last_error'),
+  ...retryColumns(),
   lastRunAt: integer('last_run_at'),
   gaveUpAt: integer('gave_up_at'),
   leaseOwner: text('lease_owner'),
@@ -41,9 +52,7 @@ export const layers = sqliteTable('distill_layers', {
   sinceL3: integer('since_l3').notNull(),
   lastL2At: integer('last_l2_at').notNull(),
   lastL3At: integer('last_l3_at').notNull(),
-  attempts: integer('attempts').notNull(),
-  notBefore: integer('not_before').notNull(),
-  lastError: text('last_error'),
+  ...retryColumns(),
 })
 
 export const marks = sqliteTable('distill_marks', {
@@ -55,7 +64,7 @@ export const calls = sqliteTable('distill_calls', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   at: integer('at').notNull(),
   day: text('day').notNull(),
-  layer: text('layer', { enum: ['l1', 'dedup', 'l2', 'l3'] }).notNull(),
+  layer: text('layer', { enum: DISTILL_LAYERS }).notNull(),
   provider: text('provider').notNull(),
   model: text('model').notNull(),
   outcome: text('outcome', { enum: ['ok', 'failed'] }).notNull(),
@@ -71,7 +80,7 @@ export const carriedDays = sqliteTable('distill_carried_days', {
   day: text('day').notNull(),
   provider: text('provider').notNull(),
   model: text('model').notNull(),
-  layer: text('layer', { enum: ['l1', 'dedup', 'l2', 'l3'] }).notNull(),
+  layer: text('layer', { enum: DISTILL_LAYERS }).notNull(),
   calls: integer('calls').notNull(),
   failures: integer('failures').notNull(),
   inputTokens: integer('input_tokens').notNull(),
@@ -91,10 +100,7 @@ export type DistillTables = PackageTables<DistillSchema>
  * @throws DistillError `unsupported-state` when the package was installed without its migrations folder.
  */
 export function distillMigrations(): MigrationSet {
-  // Bundled code runs from dist/, sources from src/core/ (tests): try both layouts.
-  for (const candidate of ['../migrations/distill/', '../../migrations/distill/']) {
-    const url = new URL(candidate, import.meta.url)
-    if (existsSync(fileURLToPath(url))) return loadMigrationDir(url, DISTILL_MIGRATION_OWNER)
-  }
+  const set = findPackageMigrations(import.meta.url, DISTILL_MIGRATION_OWNER)
+  if (set) return set
   throw new DistillError('unsupported-state', `the distill migrations folder is missing next to ${fileURLToPath(import.meta.url)}`)
 }
