@@ -3,6 +3,7 @@
  * to, declared structurally so the package needs no host type packages at build time.
  */
 import type { EventAliases } from '@dsh-memory/store/kit'
+import type { ConsolidationResult, SweepResult } from './core/lifecycle.ts'
 import type { InjectSwitch, MemoryMode } from './core/options.ts'
 import type { InjectedFact } from './core/recall-step.ts'
 
@@ -52,18 +53,11 @@ export interface RecallReviewDueEvent {
   readonly turns: number
 }
 
-/** Payload of `memory-recall/consolidated`. */
-export interface RecallConsolidatedEvent {
-  readonly layerKey: string
-  readonly groups: readonly { readonly into: string; readonly merged: readonly string[] }[]
-  readonly revision: number
-}
+/** Payload of `memory-recall/consolidated`: the lifecycle's result of that pass. */
+export type RecallConsolidatedEvent = ConsolidationResult
 
-/** Payload of `memory-recall/retention-swept`. */
-export interface RecallRetentionSweptEvent {
-  readonly deleted: number
-  readonly byLayerKind: Readonly<Record<string, number>>
-}
+/** Payload of `memory-recall/retention-swept`: the lifecycle's result of that sweep. */
+export type RecallRetentionSweptEvent = SweepResult
 
 /** Event names, for `ctx.on(RECALL_EVENTS.injected, …)`. */
 export const RECALL_EVENTS = Object.freeze({

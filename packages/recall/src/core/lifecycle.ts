@@ -298,11 +298,7 @@ export class Lifecycle {
         { fence: held.fence },
       )
       const result: ConsolidationResult = { layerKey, groups, revision }
-      try {
-        this.#deps.onConsolidated?.(result)
-      } catch (error) {
-        this.#warn(`memory-recall: a consolidation listener failed: ${errorMessage(error)}`)
-      }
+      this.#notify('consolidation', () => this.#deps.onConsolidated?.(result))
       return result
     } finally {
       await held.release()
@@ -346,11 +342,7 @@ export class Lifecycle {
       }
       await tables.write((db) => writeRetention(db, { lastSweepAt: now }), { actor: 'recall-retention', fence: held.fence, audit: { op: 'recall.lifecycle.swept', entityId: 'retention' } })
       const result: SweepResult = { deleted, byLayerKind }
-      try {
-        this.#deps.onSwept?.(result)
-      } catch (error) {
-        this.#warn(`memory-recall: a retention listener failed: ${errorMessage(error)}`)
-      }
+      this.#notify('retention', () => this.#deps.onSwept?.(result))
       return result
     } finally {
       await held.release()
@@ -358,6 +350,15 @@ export class Lifecycle {
   }
 
   // ---------------------------------------------------------------------------------------
+
+  /** Tell a listener about committed work; a listener that throws is logged and cannot undo or fail the pass. */
+  #notify(what: string, listener: () => void): void {
+    try {
+      listener()
+    } catch (error) {
+      this.#warn(`memory-recall: a ${what} listener failed: ${errorMessage(error)}`)
+    }
+  }
 
   #leaseOptions() {
     return {
