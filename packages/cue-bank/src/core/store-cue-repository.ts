@@ -13,7 +13,8 @@
  * transaction) fails fast with `busy`; the caller retries later instead of blocking the
  * event loop.
  */
-import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, isNull, lt, or, type SQL, sql } from 'drizzle-orm'
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import { isMemoryStoreError, type MemoryStore, type PackageDatabase, type PackageTables, type PackageTablesHost } from '@dsh-memory/store'
 import { cueBankMigrations } from '../migrations.js'
 import { CueBankError } from './errors.js'
@@ -85,6 +86,11 @@ const recentFirst = [desc(topics.lastTouchedAt), asc(topics.id)] as const
 /** Newest first: the order of the idiom window (and of what its pruning keeps). */
 const newestTurnFirst = [desc(userTurns.createdAt), asc(userTurns.sessionId), desc(userTurns.turn)] as const
 
+/** The filter of a list call: every partition when `partitions` is undefined (callers return early on an empty list). */
+function inPartitions(column: SQLiteColumn, partitions: readonly string[] | undefined): SQL | undefined {
+  return partitions === undefined ? undefined : inArray(column, [...partitions])
+}
+
 class StoreCueRepository implements CueRepository {
   readonly path: string
   readonly #tables: PackageTables<CueBankSchema>
@@ -96,15 +102,8 @@ class StoreCueRepository implements CueRepository {
   }
 
   listCues(partitions: readonly string[] | undefined): Cue[] {
-    if (partitions !== undefined && partitions.length === 0) return []
-    return this.#read((db) =>
-      db
-        .select()
-        .from(topics)
-        .where(partitions === undefined ? undefined : inArray(topics.partition, [...partitions]))
-        .orderBy(...recentFirst)
-        .all(),
-    ).map(toCue)
+    if (partitions?.length === 0) return []
+    return this.#read((db) => db.select().from(topics).where(inPartitions(topics.partition, partitions)).orderBy(...recentFirst).all()).map(toCue)
   }
 
   getCue(id: string): Cue | undefined {
@@ -195,14 +194,9 @@ class StoreCueRepository implements CueRepository {
   }
 
   listIdioms(partitions: readonly string[] | undefined): Idiom[] {
-    if (partitions !== undefined && partitions.length === 0) return []
+    if (partitions?.length === 0) return []
     return this.#read((db) =>
-      db
-        .select()
-        .from(idioms)
-        .where(partitions === undefined ? undefined : inArray(idioms.partition, [...partitions]))
-        .orderBy(desc(idioms.score), desc(idioms.lastSeen), asc(idioms.word))
-        .all(),
+      db.select().from(idioms).where(inPartitions(idioms.partition, partitions)).orderBy(desc(idioms.score), desc(idioms.lastSeen), asc(idioms.word)).all(),
     )
   }
 
