@@ -9,11 +9,11 @@ import { layerKeyOfRow } from './layers.ts'
 import { toMemory } from './rows.ts'
 import * as schema from './schema.ts'
 import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
-import { memoryScopeCondition, memoryValuesOf, readById, type MemoryValues, updateVersioned } from './sqlite-values.ts'
+import { memoryScopeCondition, memoryValuesOf, readById, type MemoryValues, writeVersionedUpdate } from './sqlite-values.ts'
 import { prepareLabel, prepareText } from './text.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { AddMemoryInput, MemoryFilter, MemoryRepository, MemoryScopeFilter, UpdateMemoryPatch } from './types-memories.ts'
-import { embeddingToBuffer, embeddingValue, flagsObject, idList, optionalTime, pageSize, requireCount, requireFinite, requireId, requireTime } from './validate.ts'
+import { embeddingToBuffer, embeddingValue, flagsObject, idList, optionalTime, pageSize, requireCount, requireFinite, requireId, requireTime, requireUpdate } from './validate.ts'
 
 export function memoryRepository(s: SqliteSession): MemoryRepository {
   const t = schema.memories
@@ -45,8 +45,7 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
     },
     get: readById(s, getRow, toMemory),
     update: async (id: string, patch: UpdateMemoryPatch, options?: WriteOptions) => {
-      requireId(id, 'id')
-      if (!patch || typeof patch !== 'object') throw new MemoryStoreError('invalid-argument', 'patch must be an object')
+      requireUpdate(id, patch)
       const set: Partial<typeof t.$inferInsert> = {}
       if (patch.text !== undefined) set.text = prepareText(patch.text, 'text', s.options.limits.memory).text
       if (patch.kind !== undefined) set.kind = prepareLabel(patch.kind, 'kind', s.options.limits.label)
@@ -61,20 +60,23 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
       if (patch.embeddingModel !== undefined) {
         set.embeddingModel = patch.embeddingModel === null ? null : prepareLabel(patch.embeddingModel, 'embeddingModel', s.options.limits.label)
       }
-      return s.write(() => {
-        const existing = getRow(id)
-        if (!existing) throw new MemoryStoreError('not-found', `memory ${id} does not exist`)
-        if (Object.keys(set).length === 0) return toMemory(existing)
-        const now = s.now()
-        const revision = updateVersioned(s, t, existing, set, now)
-        if (set.text !== undefined && set.text !== existing.text) s.fts.updateMemory(id, set.text)
-        s.record({ entity: 'memory', entityId: id, change: 'update', audit: 'memory.update', revision }, options, now)
-        // An embedding is derived data: attaching one does not change what the layer holds.
-        if (Object.keys(set).some((key) => key !== 'embedding' && key !== 'embeddingDims' && key !== 'embeddingModel')) {
-          s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options, now)
-        }
-        return toMemory(getRow(id)!)
-      }, options)
+      return writeVersionedUpdate(
+        s,
+        {
+          table: t,
+          entity: 'memory',
+          getRow,
+          map: toMemory,
+          afterWrite: (existing) => {
+            if (set.text !== undefined && set.text !== existing.text) s.fts.updateMemory(id, set.text)
+          },
+          // An embedding is derived data: attaching one does not change what the layer holds.
+          changesLayer: () => Object.keys(set).some((key) => key !== 'embedding' && key !== 'embeddingDims' && key !== 'embeddingModel'),
+        },
+        id,
+        set,
+        options,
+      )
     },
     supersede: async (oldId: string, input: Partial<AddMemoryInput> & { text: string }, options?: WriteOptions) => {
       requireId(oldId, 'oldId')

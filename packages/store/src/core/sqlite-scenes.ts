@@ -6,11 +6,11 @@ import { layerKeyOfRow } from './layers.ts'
 import { toScene } from './rows.ts'
 import * as schema from './schema.ts'
 import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
-import { memoryScopeCondition, placementOf, readById, updateVersioned } from './sqlite-values.ts'
+import { memoryScopeCondition, placementOf, readById, writeVersionedUpdate } from './sqlite-values.ts'
 import { prepareLabel, prepareText } from './text.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { AddSceneInput, SceneFilter, SceneRepository, UpdateScenePatch } from './types-scenes.ts'
-import { flagsObject, idList, optionalTime, pageSize, requireCount, requireId, requireScope } from './validate.ts'
+import { flagsObject, idList, optionalTime, pageSize, requireCount, requireId, requireScope, requireUpdate } from './validate.ts'
 
 export function sceneRepository(s: SqliteSession): SceneRepository {
   const t = schema.scenes
@@ -42,23 +42,13 @@ export function sceneRepository(s: SqliteSession): SceneRepository {
     },
     get: readById(s, getRow, toScene),
     update: async (id: string, patch: UpdateScenePatch, options?: WriteOptions) => {
-      requireId(id, 'id')
-      if (!patch || typeof patch !== 'object') throw new MemoryStoreError('invalid-argument', 'patch must be an object')
+      requireUpdate(id, patch)
       const set: Partial<typeof t.$inferInsert> = {}
       if (patch.title !== undefined) set.title = prepareLabel(patch.title, 'title', s.options.limits.label)
       if (patch.summary !== undefined) set.summary = prepareText(patch.summary, 'summary', s.options.limits.scene).text
       if (patch.memoryIds !== undefined) set.memoryIds = idList(patch.memoryIds, 'memoryIds')
       if (patch.flags !== undefined) set.flags = flagsObject(patch.flags)
-      return s.write(() => {
-        const existing = getRow(id)
-        if (!existing) throw new MemoryStoreError('not-found', `scene ${id} does not exist`)
-        if (Object.keys(set).length === 0) return toScene(existing)
-        const now = s.now()
-        const revision = updateVersioned(s, t, existing, set, now)
-        s.record({ entity: 'scene', entityId: id, change: 'update', audit: 'scene.update', revision }, options, now)
-        s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options, now)
-        return toScene(getRow(id)!)
-      }, options)
+      return writeVersionedUpdate(s, { table: t, entity: 'scene', getRow, map: toScene }, id, set, options)
     },
     delete: async (id: string, options?: WriteOptions) => {
       requireId(id, 'id')

@@ -5,12 +5,13 @@
  */
 import { and, eq, gte, inArray, isNull, lte, ne, or, type SQL } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
+import { layerKeyOfRow } from './layers.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
 import { asArray } from './scope-filter.ts'
 import { prepareLabel, prepareText } from './text.ts'
 import type { TextLimits } from './text.ts'
-import type { Scope } from './types-common.ts'
+import type { Scope, WriteOptions } from './types-common.ts'
 import type { AddMemoryInput, MemoryScopeFilter } from './types-memories.ts'
 import type { PersonaKey } from './types-persona.ts'
 import { embeddingToBuffer, embeddingValue, flagsObject, idList, requireFinite, requireId, requireScope, requireTime } from './validate.ts'
@@ -123,4 +124,42 @@ export function updateVersioned(
     .where(eq(t.id, existing.id))
     .run()
   return revision
+}
+
+/** How a repository's `update(id, patch)` of a versioned row differs between memories and scenes. */
+export interface VersionedUpdate<Row, R> {
+  readonly table: typeof schema.memories | typeof schema.scenes
+  readonly entity: 'memory' | 'scene'
+  readonly getRow: (id: string) => Row | undefined
+  readonly map: (row: Row) => R
+  /** Runs right after the row is written, before the change is recorded (the memory's search text). */
+  readonly afterWrite?: (existing: Row) => void
+  /** Whether the change alters what the row's layer holds; default always. */
+  readonly changesLayer?: () => boolean
+}
+
+/**
+ * The write of `update(id, patch)` on a memory or a scene, once `set` holds the checked
+ * columns: the row must exist (`not-found`); an empty `set` returns it unchanged; otherwise
+ * `set` becomes the next revision ({@link updateVersioned}), the change is recorded and the
+ * row's layer bumped, all in one write.
+ */
+export function writeVersionedUpdate<Row extends { id: string; revision: number; updatedAt: number; scope: string; workspace: string | null }, R>(
+  s: SqliteSession,
+  spec: VersionedUpdate<Row, R>,
+  id: string,
+  set: Record<string, unknown>,
+  options: WriteOptions | undefined,
+): Promise<R> {
+  return s.write(() => {
+    const existing = spec.getRow(id)
+    if (!existing) throw new MemoryStoreError('not-found', `${spec.entity} ${id} does not exist`)
+    if (Object.keys(set).length === 0) return spec.map(existing)
+    const now = s.now()
+    const revision = updateVersioned(s, spec.table, existing, set, now)
+    spec.afterWrite?.(existing)
+    s.record({ entity: spec.entity, entityId: id, change: 'update', audit: `${spec.entity}.update`, revision }, options, now)
+    if (spec.changesLayer?.() ?? true) s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options, now)
+    return spec.map(spec.getRow(id)!)
+  }, options)
 }

@@ -24,6 +24,12 @@ export function requireId(value: unknown, field: string): string {
   return value
 }
 
+/** The arguments of an `update(id, patch)` call: a valid id and a patch object. */
+export function requireUpdate(id: unknown, patch: unknown): void {
+  requireId(id, 'id')
+  if (!patch || typeof patch !== 'object') fail('patch must be an object')
+}
+
 /** An epoch-ms time (finite, non-negative); rounded to an integer. */
 export function requireTime(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) fail(`${field} must be a non-negative epoch-ms number`)
