@@ -46,7 +46,7 @@ export type { RunningMemoryBrowser, StartMemoryBrowserOptions } from './core/ser
 export { DEFAULT_PORT, isLoopback, resolveServeOptions } from './core/options.ts'
 export type { ServeOptions, ServeOptionsInput } from './core/options.ts'
 export { newToken } from './core/token.ts'
-export { boundedEditDistance, completeQuery, didYouMean, editBudget, loadVocabulary, normalizeTerm, SUGGEST_LIMITS, Vocabulary } from './core/suggest.ts'
+export { boundedEditDistance, completeQuery, didYouMean, editBudget, loadVocabulary, SUGGEST_LIMITS, Vocabulary } from './core/suggest.ts'
 export { DATABASE_FILE, databaseOf, locateDataDir } from './core/data-dir.ts'
 // The overview's counts come from the store's stats API (`store.stats`).
 export type { DayCounts, StoreCounts } from '@dsh-memory/store'

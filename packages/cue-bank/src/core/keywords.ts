@@ -8,7 +8,7 @@
  * adjacent pieces into compounds of up to four characters (katakana words up to sixteen)
  * instead of keeping raw bigrams: "飞书插件", "闭环", "プラグイン" survive, "们决" does not.
  */
-import { tokenize } from '@dsh-memory/store'
+import { normalizeTerm, tokenize } from '@dsh-memory/store'
 import { CJK_CLASS, containsCjk } from '@dsh-memory/store/kit'
 import { stripNonProse } from './text.js'
 
@@ -288,11 +288,6 @@ function compoundsOfGroup(group: Segment[]): { term: string; at: number }[] {
 
 function fits(term: string): boolean {
   return [...term].length <= MAX_COMPOUND
-}
-
-// Same normalisation as the store's tokenizer, so the computed tail compares equal.
-function normalizeTerm(term: string): string {
-  return term.toLowerCase().normalize('NFKC').toLowerCase()
 }
 
 function round(value: number): number {

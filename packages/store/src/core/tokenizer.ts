@@ -179,8 +179,11 @@ function isKeptWord(term: string): boolean {
   return [...term].length >= 2 && !ENGLISH_STOP_WORDS.has(term)
 }
 
-// Lower-casing can leave text that is no longer NFKC (and NFKC can re-introduce capitals
-// for a few compatibility characters); normalising on both sides makes the contract hold.
-function normalizeTerm(term: string): string {
+/**
+ * A term as {@link tokenize} writes it: lower-case and NFKC. Lower-casing can leave text that is
+ * no longer NFKC (and NFKC can re-introduce capitals for a few compatibility characters), so
+ * both are applied on each side. Code that compares its own terms with the tokenizer's uses this.
+ */
+export function normalizeTerm(term: string): string {
   return term.toLowerCase().normalize('NFKC').toLowerCase()
 }

@@ -12,7 +12,7 @@
  * browser's memories page.
  */
 import { containsCjk, CJK_CLASS } from '@dsh-memory/store/kit'
-import { tokenize, type MemoryScopeFilter, type MemoryStore } from '@dsh-memory/store'
+import { normalizeTerm, tokenize, type MemoryScopeFilter, type MemoryStore } from '@dsh-memory/store'
 
 /** The caps that keep a vocabulary small on any store (a 1M-message store included: messages are not read). */
 export const SUGGEST_LIMITS = Object.freeze({
@@ -32,9 +32,9 @@ const MAX_CJK_WINDOW = 6
 // A query's pieces: CJK runs, and words of anything else (identifier punctuation kept inside).
 const PIECE = new RegExp(`[${CJK_CLASS}]+|[^\\s${CJK_CLASS}]+`, 'gu')
 
-/** A term as the tokenizer writes it (lower-case, NFKC). */
-export function normalizeTerm(text: string): string {
-  return text.normalize('NFKC').toLowerCase().normalize('NFKC')
+/** A query word as the tokenizer writes its terms (it NFKC-normalises the text before segmenting). */
+function queryTerm(word: string): string {
+  return normalizeTerm(word.normalize('NFKC'))
 }
 
 /**
@@ -246,7 +246,7 @@ function fixCjkRun(run: string, vocabulary: Vocabulary, limit: number): string[]
 function fixWord(word: string, vocabulary: Vocabulary, limit: number): string[] {
   const terms = tokenize(word)
   if (terms.length === 0 || terms.every((term) => vocabulary.has(term))) return []
-  return vocabulary.nearest(normalizeTerm(word), limit)
+  return vocabulary.nearest(queryTerm(word), limit)
 }
 
 /**
@@ -286,7 +286,7 @@ export function completeQuery(query: string, vocabulary: Vocabulary, limit: numb
   const last = [...text.matchAll(PIECE)].at(-1)
   if (!last || last.index + last[0].length !== text.length) return []
   const head = text.slice(0, last.index)
-  if (!containsCjk(last[0])) return vocabulary.startingWith(normalizeTerm(last[0]), limit).map((term) => head + term)
+  if (!containsCjk(last[0])) return vocabulary.startingWith(queryTerm(last[0]), limit).map((term) => head + term)
   const chars = [...last[0]]
   for (let from = Math.max(0, chars.length - MAX_CJK_WINDOW); from < chars.length; from++) {
     const tail = chars.slice(from).join('')
