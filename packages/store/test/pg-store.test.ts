@@ -7,23 +7,13 @@
 import { createServer } from 'node:net'
 import pg from 'pg'
 import { describe, expect, inject, it } from 'vitest'
-import { resolvePostgresOptions } from '../src/core/options.ts'
-import { connectPg, PgSession } from '../src/core/pg-session.ts'
 import { CHANGES_CHANNEL, openPostgresStore, openStore } from '../src/index.ts'
-import { backends, type StoreLocation } from './contract/backends.ts'
+import { backends } from './contract/backends.ts'
 import { onCleanup, rejectionOf } from './helpers.ts'
+import { pgSessionOn } from './support/pg-session.ts'
 
 const postgres = backends.find((backend) => backend.name === 'postgres')!
 const PASSWORD = new URL(inject('pgUrl')).password
-
-/** A session of its own on `location`'s schema (the store's repositories build on one). */
-async function sessionOn(location: StoreLocation): Promise<PgSession> {
-  const resolved = resolvePostgresOptions(location as { databaseUrl: string; schema: string })
-  const { client, lockKey } = await connectPg(resolved)
-  const session = new PgSession(client, resolved, lockKey)
-  onCleanup(() => session.close())
-  return session
-}
 
 /** A port on 127.0.0.1 that nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -82,7 +72,7 @@ describe('opening a PostgreSQL store', () => {
 describe('the PostgreSQL session', () => {
   it('bumpLayers bumps each layer once per write, in the write’s transaction, and audits it without the path', async () => {
     const store = await postgres.open()
-    const s = await sessionOn(postgres.location(store))
+    const s = await pgSessionOn(postgres.location(store))
     await s.write((tx) => s.bumpLayers(tx, ['global', 'global', 'workspace:/work/alpha', undefined], { actor: 'distill' }, 5))
     await s.write((tx) => s.bumpLayers(tx, ['workspace:/work/alpha'], undefined, 3))
     expect((await store.layers.list()).map((layer) => [layer.key, layer.revision, layer.updatedAt])).toEqual([
@@ -107,13 +97,30 @@ describe('the PostgreSQL session', () => {
 
   it('record writes the audit and change-log rows; reads join a transaction and see its writes', async () => {
     const store = await postgres.open()
-    const s = await sessionOn(postgres.location(store))
+    const s = await pgSessionOn(postgres.location(store))
     await s.transaction(async () => {
       await s.write((tx) => s.record(tx, { entity: 'memory', entityId: 'm1', change: 'insert', audit: 'memory.add', revision: 1 }, { actor: 'test' }, 77))
       expect(await s.read((tx) => tx.query<{ n: number }>('SELECT count(*) AS n FROM store_changes'))).toEqual([{ n: 1 }])
     })
     expect(await postgres.sql(store, 'SELECT entity, entity_id, op, at FROM store_changes')).toEqual([{ entity: 'memory', entity_id: 'm1', op: 'insert', at: '77' }])
     expect((await store.audit.list({ entity: 'memory' })).map((e) => [e.op, e.entityId, e.actor, e.revision, e.at])).toEqual([['memory.add', 'm1', 'test', 1, 77]])
+  })
+
+  it('a connection the server drops makes later calls unavailable, naming host:port and never the password', async () => {
+    const store = await postgres.open()
+    const s = await pgSessionOn(postgres.location(store))
+    await s.write((tx) => tx.query(`INSERT INTO store_meta (key, value, updated_at) VALUES ('k', 'v', 1)`))
+    const [{ pid }] = (await s.read((tx) => tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))) as [{ pid: number }]
+    await postgres.sql(store, `SELECT pg_terminate_backend(${pid})`)
+    for (const call of [() => s.read((tx) => tx.query('SELECT 1')), () => s.write((tx) => tx.query('SELECT 1'))]) {
+      const error = await rejectionOf(call)
+      expect(error.code).toBe('unavailable')
+      expect(error.message).toContain(`127.0.0.1:${new URL(inject('pgUrl')).port}`)
+      expect(error.message).not.toContain(PASSWORD)
+    }
+    // The store's own connection is another one: it goes on.
+    expect(await store.meta.get('k')).toBe('v')
+    await s.close()
   })
 
   it(`notifies ${CHANGES_CHANNEL} with the schema when a write that recorded a change commits`, async () => {
