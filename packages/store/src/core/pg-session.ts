@@ -16,7 +16,7 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
 import { auditEntityId } from './audit-id.ts'
 import { retryWhileBusy } from './busy-retry.ts'
-import { type AuditSpec, type ChangeSpec, writeActor } from './change-spec.ts'
+import { type AuditSpec, CHANGES_CHANNEL, type ChangeSpec, writeActor } from './change-spec.ts'
 import { isMemoryStoreError, MemoryStoreError } from './errors.ts'
 import { ConnectionGate } from './gate.ts'
 import { fenceRefusal, leaseFence, leaseName } from './lease-rules.ts'
@@ -34,11 +34,6 @@ export interface PgTx {
   query<R extends Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<R[]>
 }
 
-/**
- * The channel a store notifies (at commit, payload: its schema) after a write that recorded a
- * change, so another process's store can wake and catch up from `store_changes`.
- */
-export const CHANGES_CHANNEL = 'dsh_memory_changes'
 
 const INT8_OID = 20
 /**
