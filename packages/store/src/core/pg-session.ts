@@ -267,7 +267,9 @@ export class PgSession {
 
   /** Run `body` between `begin` and COMMIT (the caller holds the gate); roll back on failure. */
   async #transaction<T>(begin: string, body: () => Promise<T>, context: string): Promise<T> {
-    this.assertOpen()
+    // A call that queued for the client while close() began is new work: refuse it (inside the
+    // gate assertOpen() would let it through, as it does for the transaction close waits for).
+    if (this.#closed) throw new MemoryStoreError('closed', 'the memory store is closed')
     this.#changed = false
     try {
       await this.client.query(begin)

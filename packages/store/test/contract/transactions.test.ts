@@ -126,16 +126,19 @@ describe.each(backends)('transactions and the session ($name)', (backend) => {
     expect((await rejectionOf(store.transaction('not a function' as never))).code).toBe('invalid-argument')
   })
 
-  it('close waits for a running transaction; later calls fail with closed', async () => {
+  it('close waits for a running transaction; queued and later calls fail with closed', async () => {
     const store = await backend.open()
     const hold = latch()
     const tx = store.transaction(async (inside) => {
       await hold.promise
       await inside.meta.set('finished', 'yes')
     })
+    // Queued behind the transaction when close() begins: new work, refused.
+    const queued = rejectionOf(store.meta.get('finished'))
     const closing = store.close()
     hold.open()
     await Promise.all([tx, closing])
+    expect((await queued).code).toBe('closed')
     expect(store.closed).toBe(true)
     for (const call of [() => store.meta.get('k'), () => store.leases.get('k'), () => store.audit.list(), () => store.transaction(() => 1)]) {
       expect((await rejectionOf(call)).code).toBe('closed')
