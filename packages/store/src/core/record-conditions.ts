@@ -4,16 +4,18 @@
  * SQLite and PostgreSQL filter by one definition (validated as they are built). The scope
  * filter of memories and scenes is `scope-sql.ts`.
  */
-import { desc, eq, gte, lte, sql, type Column, type SQL } from 'drizzle-orm'
-import { messageFilterOf } from './record-values.ts'
+import { and, asc, desc, eq, gt, gte, lte, sql, type Column, type SQL } from 'drizzle-orm'
+import { messageFilterOf, pageOf } from './record-values.ts'
 import type { ConversationFilter, MessageFilter } from './types-conversations.ts'
 import type { MemoryFilter } from './types-memories.ts'
-import { requireTime } from './validate.ts'
+import { requireCount, requireTime } from './validate.ts'
 
 /** The columns message list and count filter on, and the conversation table's for `workspace`. */
 export interface MessageColumns {
+  id: Column
   conversationId: Column
   role: Column
+  seq: Column
   createdAt: Column
   conversations: { table: unknown; id: Column; workspace: Column }
 }
@@ -47,4 +49,13 @@ export function memoryOrder(orderBy: MemoryFilter['orderBy'], t: { createdAt: Co
   if (orderBy === 'updated') return [desc(t.updatedAt), desc(t.id)]
   if (orderBy === 'priority') return [desc(t.priority), desc(t.createdAt), desc(t.id)]
   return [desc(t.createdAt), desc(t.id)]
+}
+
+/** The checked page, WHERE and ORDER BY of `messages.list`: by time, then seq, then id, ascending unless `order: 'desc'`. */
+export function messageListOf(filter: MessageFilter, t: MessageColumns): { where: SQL | undefined; orderBy: SQL[]; limit: number; offset: number } {
+  const { limit, offset } = pageOf(filter)
+  const conditions = messageConditions(filter, t)
+  if (filter.afterSeq !== undefined) conditions.push(gt(t.seq, requireCount(filter.afterSeq, 'afterSeq')))
+  const direction = filter.order === 'desc' ? desc : asc
+  return { where: and(...conditions), orderBy: [direction(t.createdAt), direction(t.seq), direction(t.id)], limit, offset }
 }

@@ -2,8 +2,7 @@
  * L1 of the SQLite store: atomic memories with their version history (supersede, merge),
  * their search index rows and their layer revisions.
  */
-import { asc, desc, eq, inArray, sql } from 'drizzle-orm'
-import { MemoryStoreError } from './errors.ts'
+import { asc, eq, inArray, sql } from 'drizzle-orm'
 import { newId } from './ids.ts'
 import { layerKeyOfRow } from './layers.ts'
 import { memoryOrder } from './record-conditions.ts'
