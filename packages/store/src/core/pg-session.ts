@@ -93,6 +93,8 @@ export class PgSession {
   readonly schema: string
   /** host:port, for messages. */
   readonly server: string
+  /** How this session connected: an export opens a second client the same way, for its snapshot. */
+  readonly connection: ResolvedPostgresOptions
   readonly #gate = new ConnectionGate()
   readonly #tx: PgTx
   /** The key of the schema's writer lock (`pg_advisory_xact_lock`), a bigint literal. */
@@ -111,6 +113,7 @@ export class PgSession {
     this.path = resolved.store.path
     this.schema = resolved.schema
     this.server = resolved.server
+    this.connection = resolved
     this.#lockKey = lockKey
     this.#tx = {
       db: this.db,
