@@ -8,7 +8,7 @@ import { drizzle } from 'drizzle-orm/node-postgres'
 import { layerKeyOfRow } from './layers.ts'
 import { readPgAppliedMigrations } from './pg-migrations.ts'
 import * as pg from './pg-schema.ts'
-import { connectPg, type PgDb, type PgSession, type PgTx } from './pg-session.ts'
+import { connectPg, type PgDb, type PgSession, type PgTx, translatePgError } from './pg-session.ts'
 import { firstRow, type PgSearchTerms, writeMemoryTerms } from './pg-values.ts'
 import { personaEntityId } from './record-values.ts'
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
@@ -67,7 +67,10 @@ async function* exportRecords(s: PgSession): AsyncGenerator<string> {
   // A second client in a REPEATABLE READ READ ONLY transaction sees one consistent snapshot
   // and never blocks (or waits for) this store's own calls between the pages it yields.
   const { client } = await connectPg(s.connection)
+  s.snapshots.add(client)
   try {
+    // The store may have closed while this client connected.
+    s.assertOpen()
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
     const db = drizzle({ client, schema: pg.pgSchema })
     const tx: PgTx = { db, query: async (text, params) => (await client.query(text, params as unknown[])).rows }
@@ -80,7 +83,10 @@ async function* exportRecords(s: PgSession): AsyncGenerator<string> {
       },
     })
     await client.query('COMMIT')
+  } catch (error) {
+    throw translatePgError(error, 'export failed', s.server)
   } finally {
+    s.snapshots.delete(client)
     await client.end().catch(() => {})
   }
 }
