@@ -3,12 +3,12 @@
  * import check input the same way), and the SQL scope filter that memory and scene reads and
  * memory search share.
  */
-import { and, eq, gte, inArray, isNull, lte, ne, or, type SQL } from 'drizzle-orm'
+import { eq, type SQL } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { layerKeyOfRow } from './layers.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
-import { asArray } from './scope-filter.ts'
+import { scopeCondition } from './scope-sql.ts'
 import { prepareLabel, prepareText } from './text.ts'
 import type { TextLimits } from './text.ts'
 import type { Scope, WriteOptions } from './types-common.ts'
@@ -77,20 +77,11 @@ export function personaEntityId(key: { scope: string; workspace: string }): stri
   return key.scope === 'global' ? 'global' : `workspace:${key.workspace}`
 }
 
-/** SQL twin of `matchesScope` (scope-filter.ts); keep the two in step. */
+/** The scope filter of memory and scene reads and memory search (see {@link scopeCondition}). */
 export function memoryScopeCondition(filter: MemoryScopeFilter, table: typeof schema.memories | typeof schema.scenes = schema.memories): SQL | undefined {
   const t = table
-  const conditions: (SQL | undefined)[] = []
-  if (t === schema.memories && !filter.includeSuperseded) conditions.push(isNull(schema.memories.supersededBy))
-  if (filter.scope !== undefined) conditions.push(inArray(t.scope, asArray(filter.scope).map((s) => requireScope(s))))
-  if (t === schema.memories && filter.kind !== undefined) conditions.push(inArray(schema.memories.kind, [...asArray(filter.kind)]))
-  if (filter.since !== undefined) conditions.push(gte(t.createdAt, requireTime(filter.since, 'since')))
-  if (filter.until !== undefined) conditions.push(lte(t.createdAt, requireTime(filter.until, 'until')))
-  const local: (SQL | undefined)[] = [ne(t.scope, 'global')]
-  if (filter.workspace !== undefined) local.push(eq(t.workspace, filter.workspace))
-  if (filter.sessionId !== undefined) local.push(or(ne(t.scope, 'session'), eq(t.sessionId, filter.sessionId)))
-  conditions.push(filter.includeGlobal === false ? and(...local) : or(eq(t.scope, 'global'), and(...local)))
-  return and(...conditions)
+  const memoryOnly = t === schema.memories ? { kind: schema.memories.kind, supersededBy: schema.memories.supersededBy } : {}
+  return scopeCondition(filter, { scope: t.scope, workspace: t.workspace, sessionId: t.sessionId, createdAt: t.createdAt, ...memoryOnly })
 }
 
 /** A repository's `get(id)`: check the id, read the row, map it (`undefined` when absent). */
