@@ -1,81 +1,18 @@
 /**
- * Input → column values shared by several repositories of the SQLite store (live writes and
- * import check input the same way), and the SQL scope filter that memory and scene reads and
- * memory search share.
+ * The SQLite side of what several repositories of the SQLite store share: `get(id)`, the
+ * versioned-update write of memories and scenes, and the SQL scope filter that memory and
+ * scene reads and memory search share. Backend-neutral input checks live in
+ * `record-values.ts`, other WHERE terms in `record-conditions.ts`.
  */
 import { eq, type SQL } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { layerKeyOfRow } from './layers.ts'
 import * as schema from './schema.ts'
-import type { SqliteSession } from './sqlite-session.ts'
 import { scopeCondition } from './scope-sql.ts'
-import { prepareLabel, prepareText } from './text.ts'
-import type { TextLimits } from './text.ts'
-import type { Scope, WriteOptions } from './types-common.ts'
-import type { AddMemoryInput, MemoryScopeFilter } from './types-memories.ts'
-import type { PersonaKey } from './types-persona.ts'
-import { embeddingToBuffer, embeddingValue, flagsObject, idList, requireFinite, requireId, requireScope, requireTime } from './validate.ts'
-
-/** Memory columns derived from input (all but id, revision and times). */
-export type MemoryValues = Omit<typeof schema.memories.$inferInsert, 'id' | 'revision' | 'createdAt' | 'updatedAt' | 'lastRecalledAt' | 'supersededBy'> & {
-  scope: Scope
-}
-
-/** The workspace/session columns for a scope, enforcing which are required or forbidden. */
-export function placementOf(limits: TextLimits, scope: Scope, workspaceInput: unknown, sessionInput: unknown): { workspace: string | null; sessionId: string | null } {
-  const workspace =
-    workspaceInput === undefined || workspaceInput === null || workspaceInput === '' ? null : prepareLabel(workspaceInput, 'workspace', limits.label)
-  const sessionId = sessionInput === undefined || sessionInput === null ? null : requireId(sessionInput, 'sessionId')
-  if (scope === 'global' && workspace !== null) {
-    throw new MemoryStoreError('invalid-argument', 'a global memory must not have a workspace (use scope "workspace")')
-  }
-  if (scope === 'workspace' && workspace === null) throw new MemoryStoreError('invalid-argument', 'a workspace memory needs a workspace')
-  if (scope === 'session' && sessionId === null) throw new MemoryStoreError('invalid-argument', 'a session memory needs a sessionId')
-  return { workspace, sessionId }
-}
-
-/** Validate and normalise memory input into column values (everything but ids and times). */
-export function memoryValuesOf(limits: TextLimits, input: AddMemoryInput): MemoryValues {
-  if (!input || typeof input !== 'object') throw new MemoryStoreError('invalid-argument', 'memory input must be an object')
-  const scope = requireScope(input.scope)
-  const placement = placementOf(limits, scope, input.workspace, input.sessionId)
-  const embedding = embeddingValue(input.embedding)
-  return {
-    kind: prepareLabel(input.kind, 'kind', limits.label),
-    text: prepareText(input.text, 'text', limits.memory).text,
-    scope,
-    ...placement,
-    sourceMessageIds: idList(input.sourceMessageIds, 'sourceMessageIds'),
-    priority: input.priority === undefined ? 0 : requireFinite(input.priority, 'priority'),
-    flags: flagsObject(input.flags),
-    embedding: embedding ? embeddingToBuffer(embedding) : null,
-    embeddingDims: embedding ? embedding.length : null,
-    embeddingModel:
-      embedding && input.embeddingModel !== undefined && input.embeddingModel !== null
-        ? prepareLabel(input.embeddingModel, 'embeddingModel', limits.label)
-        : null,
-  }
-}
-
-/** The row key of a persona document (`''` is the global persona's workspace). */
-export function personaKeyOf(limits: TextLimits, key: PersonaKey): { scope: 'global' | 'workspace'; workspace: string } {
-  if (!key || typeof key !== 'object') throw new MemoryStoreError('invalid-argument', 'persona key must be an object')
-  if (key.scope === 'global') {
-    if (key.workspace !== undefined && key.workspace !== null && key.workspace !== '') {
-      throw new MemoryStoreError('invalid-argument', 'the global persona has no workspace')
-    }
-    return { scope: 'global', workspace: '' }
-  }
-  if (key.scope === 'workspace') {
-    return { scope: 'workspace', workspace: prepareLabel(key.workspace, 'workspace', limits.label) }
-  }
-  throw new MemoryStoreError('invalid-argument', `persona scope must be 'global' or 'workspace', got ${JSON.stringify(key.scope)}`)
-}
-
-/** The audit/change-log id of a persona document. */
-export function personaEntityId(key: { scope: string; workspace: string }): string {
-  return key.scope === 'global' ? 'global' : `workspace:${key.workspace}`
-}
+import type { SqliteSession } from './sqlite-session.ts'
+import type { WriteOptions } from './types-common.ts'
+import type { MemoryScopeFilter } from './types-memories.ts'
+import { requireId } from './validate.ts'
 
 /** The scope filter of memory and scene reads and memory search (see {@link scopeCondition}). */
 export function memoryScopeCondition(filter: MemoryScopeFilter, table: typeof schema.memories | typeof schema.scenes = schema.memories): SQL | undefined {
