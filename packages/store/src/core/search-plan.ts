@@ -18,7 +18,8 @@ import { searchTokenize, TOKENIZER_VERSION } from './tokenizer.ts'
 import type { MessageRole } from './types-common.ts'
 import type { MemoryScopeFilter } from './types-memories.ts'
 import type { MemorySearchOptions, MessageSearchOptions } from './types-search.ts'
-import { pageSize, requireId, requireRole, requireScope, requireTime } from './validate.ts'
+import { messageFilterOf } from './record-values.ts'
+import { pageSize, requireScope, requireTime } from './validate.ts'
 
 // Terms both indexes keep whole: no ASCII character other than a-z and 0-9 (FTS5's ascii
 // tokenizer would split on one; PostgreSQL would need quoting).
@@ -255,16 +256,10 @@ export interface MessageSearchFilter {
   until: number | undefined
 }
 
-/** Check the options of a message search. */
+/** Check the options of a message search (the filter as message reads check it). */
 export function messageSearchOptions(options: MessageSearchOptions): MessageSearchFilter {
-  return {
-    limit: pageSize(options.limit, DEFAULT_HITS, MAX_HITS),
-    workspace: options.workspace === undefined ? undefined : String(options.workspace),
-    role: options.role === undefined ? undefined : requireRole(options.role),
-    since: options.since === undefined ? undefined : requireTime(options.since, 'since'),
-    until: options.until === undefined ? undefined : requireTime(options.until, 'until'),
-    conversationId: options.conversationId === undefined ? undefined : requireId(options.conversationId, 'conversationId'),
-  }
+  const { workspace, conversationId, role, since, until } = messageFilterOf(options)
+  return { limit: pageSize(options.limit, DEFAULT_HITS, MAX_HITS), workspace: workspace === undefined ? undefined : String(workspace), conversationId, role, since, until }
 }
 
 /** Map ranked ids to loaded rows in rank order, skipping ids whose row is gone. */
