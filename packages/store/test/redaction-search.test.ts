@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { redactionMarker, tokenize, TOKENIZER_VERSION, type SecretKind } from '../src/index.ts'
-import { encodeTerm } from '../src/core/search-index.ts'
+import { encodeTerm } from '../src/core/search-plan.ts'
 import { openTemp, reopen } from './helpers.ts'
 
 // The words a marker is made of; none of them may come out of a marker as a search term.

@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { searchTokenize, TOKENIZER_VERSION } from '../src/index.ts'
-import { encodeTerm } from '../src/core/search-index.ts'
+import { encodeTerm } from '../src/core/search-plan.ts'
 import type { MemoryStore } from '../src/index.ts'
 import { fakeClock, openTemp, rejectionOf, reopen } from './helpers.ts'
 
