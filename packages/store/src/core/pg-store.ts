@@ -14,6 +14,7 @@ import { type PackageTables, type PackageTablesDeclaration, type PackageTablesHo
 import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
 import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
 import { applyPgMigrations } from './pg-migrations.ts'
+import { openPgSearchIndex, pgSearchService } from './pg-search.ts'
 import { connectPg, PgSession } from './pg-session.ts'
 import { openMemoryStore } from './sqlite-store.ts'
 import { postgresStoreMigrations } from './store-migrations.ts'
@@ -22,7 +23,6 @@ import type { MemoryRepository } from './types-memories.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
 import type { PersonaRepository } from './types-persona.ts'
 import type { SceneRepository } from './types-scenes.ts'
-import type { SearchService } from './types-search.ts'
 import type { StatsService } from './types-stats.ts'
 import type { CoordinatedMemoryStore, ImportResult } from './types-store.ts'
 
@@ -45,6 +45,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const s = new PgSession(client, resolved, lockKey)
   try {
     await applyPgMigrations(s, [postgresStoreMigrations(), ...resolved.store.extraMigrations], s.now(), '@dsh-memory/store')
+    await openPgSearchIndex(s)
     return assembleStore(s)
   } catch (error) {
     await s.close()
@@ -87,7 +88,7 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
     persona: notYetOnPostgres<PersonaRepository>('persona documents'),
     audit: pgAuditLog(s),
     meta: pgMetaRepository(s),
-    search: notYetOnPostgres<SearchService>('search'),
+    search: pgSearchService(s),
     layers: pgLayerRepository(s),
     leases: pgLeaseRepository(s),
     stats: notYetOnPostgres<StatsService>('stats'),
