@@ -14,17 +14,18 @@ import { type PostgresStoreOptions, resolvePostgresOptions } from './options.ts'
 import { type PackageTables, type PackageTablesDeclaration, type PackageTablesHost, validateDeclaration } from './package-tables.ts'
 import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
 import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
+import { pgConversationRepository, pgMessageRepository } from './pg-conversations.ts'
+import { pgMemoryRepository } from './pg-memories.ts'
 import { applyPgMigrations } from './pg-migrations.ts'
+import { pgPersonaRepository } from './pg-persona.ts'
+import { pgSceneRepository } from './pg-scenes.ts'
+import { openPgSearchIndex, pgSearchService } from './pg-search.ts'
+import { pgStatsService } from './pg-stats.ts'
+import { pgExportJsonl, pgImportJsonl } from './pg-transfer.ts'
 import { connectPg, PgSession } from './pg-session.ts'
 import { postgresStoreMigrations } from './store-migrations.ts'
-import type { ConversationRepository, MessageRepository } from './types-conversations.ts'
-import type { MemoryRepository } from './types-memories.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
-import type { PersonaRepository } from './types-persona.ts'
-import type { SceneRepository } from './types-scenes.ts'
-import type { SearchService } from './types-search.ts'
-import type { StatsService } from './types-stats.ts'
-import type { ImportResult, OpenedMemoryStore } from './types-store.ts'
+import type { OpenedMemoryStore } from './types-store.ts'
 
 /** {@link openPostgresStore}'s work, loaded on first use (see `open-store.ts`). */
 export async function openPostgres(options: PostgresStoreOptions): Promise<OpenedMemoryStore> {
@@ -33,21 +34,12 @@ export async function openPostgres(options: PostgresStoreOptions): Promise<Opene
   const s = new PgSession(client, resolved, lockKey)
   try {
     await applyPgMigrations(s, [postgresStoreMigrations(), ...resolved.store.extraMigrations], s.now(), '@dsh-memory/store')
+    await openPgSearchIndex(s)
     return assembleStore(s)
   } catch (error) {
     await s.close()
     throw error
   }
-}
-
-/**
- * A repository not yet on PostgreSQL: every method rejects with `unsupported`. Phase 1 of the
- * PostgreSQL backend lands in parts; each part replaces one of these lines in
- * {@link assembleStore} with its repository.
- */
-function notYetOnPostgres<T extends object>(what: string): T {
-  const refuse = () => Promise.reject(new MemoryStoreError('unsupported', `${what} are not on PostgreSQL yet`))
-  return new Proxy({} as T, { get: (_target, property) => (typeof property === 'string' ? refuse : undefined) })
 }
 
 /** The store: the repositories of one session, plus migrations and the package-tables seam. */
@@ -59,25 +51,20 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
     get closed() {
       return s.closed
     },
-    conversations: notYetOnPostgres<ConversationRepository>('conversations'),
-    messages: notYetOnPostgres<MessageRepository>('messages'),
-    memories: notYetOnPostgres<MemoryRepository>('memories'),
-    scenes: notYetOnPostgres<SceneRepository>('scenes'),
-    persona: notYetOnPostgres<PersonaRepository>('persona documents'),
+    conversations: pgConversationRepository(s),
+    messages: pgMessageRepository(s),
+    memories: pgMemoryRepository(s),
+    scenes: pgSceneRepository(s),
+    persona: pgPersonaRepository(s),
     audit: pgAuditLog(s),
     meta: pgMetaRepository(s),
-    search: notYetOnPostgres<SearchService>('search'),
+    search: pgSearchService(s),
     layers: pgLayerRepository(s),
     leases: pgLeaseRepository(s),
-    stats: notYetOnPostgres<StatsService>('stats'),
+    stats: pgStatsService(s),
     transaction: (fn, options) => s.transaction(fn, options, store),
-    // Refuses on the first pull, like the repositories above.
-    exportJsonl: async function* () {
-      throw new MemoryStoreError('unsupported', 'exports are not on PostgreSQL yet')
-    },
-    importJsonl: async (): Promise<ImportResult> => {
-      throw new MemoryStoreError('unsupported', 'imports are not on PostgreSQL yet')
-    },
+    exportJsonl: () => pgExportJsonl(s),
+    importJsonl: (lines, options) => pgImportJsonl(s, lines, options),
     migrate,
     async tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
       s.assertOpen()
