@@ -1,0 +1,217 @@
+import { symlinkSync } from 'node:fs'
+import { join } from 'node:path'
+import { type CoordinatedMemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { DataSource } from '../src/data/data-dir.ts'
+import { type MigrateReport, runMigrate } from '../src/data/migrate.ts'
+import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
+
+let fixture: Fixture
+let temp: ReturnType<typeof scratch>
+let serial = 0
+
+beforeAll(async () => {
+  temp = scratch('migrate')
+  fixture = await buildFixture(join(temp.dir, 'source'))
+})
+afterAll(() => temp.cleanup())
+
+/** A fresh, not yet existing data dir. */
+const freshDir = () => join(temp.dir, `target-${++serial}`)
+const sqlite = (dataDir: string): DataSource => ({ kind: 'sqlite', dataDir, label: dataDir })
+
+/** The fixture's records per type (two memory versions of the deploy day, so 6 memories). */
+const FIXTURE_COUNTS = { conversations: 2, messages: 6, memories: 6, scenes: 1, persona: 1 }
+
+/** The export of a data dir without its header line (which carries the export time). */
+async function records(dataDir: string): Promise<string[]> {
+  const store = openMemoryStore({ path: join(dataDir, 'memory.db'), readonly: true })
+  try {
+    const lines: string[] = []
+    for await (const line of store.exportJsonl()) lines.push(line)
+    return lines.slice(1)
+  } finally {
+    await store.close()
+  }
+}
+
+async function withTarget<T>(dataDir: string, fn: (store: CoordinatedMemoryStore) => Promise<T>): Promise<T> {
+  const store = openMemoryStore({ path: join(dataDir, 'memory.db'), actor: 'test' })
+  try {
+    return await fn(store)
+  } finally {
+    await store.close()
+  }
+}
+
+const json = (stdout: string): MigrateReport => JSON.parse(stdout) as MigrateReport
+
+describe('dsh-memory migrate between two data dirs', () => {
+  it('copies every record, keeps ids, history and text, verifies, and names the package tables it left behind', async () => {
+    const target = freshDir()
+    const result = await cli(['migrate', '--from', fixture.dataDir, '--to', target, '--json'])
+    expect(result.stderr).toContain('migrate: copy')
+    expect(result.code).toBe(0)
+    const report = json(result.stdout)
+    expect(report).toMatchObject({ from: fixture.dataDir, to: target, completed: true, ok: true, copied: FIXTURE_COUNTS })
+    for (const [type, count] of Object.entries(FIXTURE_COUNTS)) expect(report.verified?.[type as keyof typeof FIXTURE_COUNTS]).toEqual({ source: count, target: count, missing: 0 })
+    // The fixture's distill state and ledger are package tables: named, with their rows, not dropped silently.
+    const distill = report.notMoved.find((entry) => entry.owner === 'distill')
+    expect(distill?.tables).toEqual(expect.arrayContaining([{ name: 'distill_conversations', rows: 2 }, { name: 'distill_calls', rows: expect.any(Number) }]))
+    expect(report.notMovedReason).toContain('store core only')
+
+    // Record for record the same (ids, times, revisions, supersededBy, Chinese and Japanese text).
+    expect(await records(target)).toEqual(await records(fixture.dataDir))
+    const history = await cli(['show', fixture.memories.deployDay, '--data-dir', target, '--json'])
+    expect(JSON.parse(history.stdout).history.map((memory: { id: string }) => memory.id)).toEqual([fixture.memories.deployDayOld, fixture.memories.deployDay])
+    const zh = JSON.parse((await cli(['search', '数据库', '--data-dir', target, '--json'])).stdout)
+    expect(zh.memories.map((hit: { memory: { id: string } }) => hit.memory.id)).toContain(fixture.memories.database)
+    const ja = JSON.parse((await cli(['search', 'デプロイ', '--in', 'messages', '--data-dir', target, '--json'])).stdout)
+    expect(ja.messages.map((hit: { message: { id: string } }) => hit.message.id)).toContain(fixture.messages.ja)
+    // Layer revisions moved on, so a reader of the target sees its layers changed.
+    const layers = await withTarget(target, (store) => store.layers.list())
+    expect(layers.length).toBeGreaterThan(0)
+    expect(layers.every((layer) => layer.revision > 0)).toBe(true)
+
+    // The text report says the same.
+    const again = await cli(['migrate', '--from', fixture.dataDir, '--to', target])
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('copied 0 conversations, 0 messages, 0 memories, 0 scenes, 0 persona')
+    expect(again.stdout).toContain('verified: every record of the source is in the target')
+    expect(again.stdout).toMatch(/not moved \(.*\):\n {2}distill: distill_conversations 2 rows/)
+  })
+
+  it('resumes an interrupted run: the second run skips what is there and copies the rest', async () => {
+    const target = freshDir()
+    const controller = new AbortController()
+    // One record per page, stopped after ten pages (the conversations, the messages, two memory
+    // pages): the old deploy-day version waited for the page of its successor and went with it.
+    const first = await runMigrate(sqlite(fixture.dataDir), sqlite(target), { pageSize: 1, signal: controller.signal, onPage: (pages) => pages === 10 && controller.abort() })
+    expect(first).toMatchObject({ completed: false, verified: null, ok: false })
+    expect(first.copied).toEqual({ conversations: 2, messages: 6, memories: 3, scenes: 0, persona: 0 })
+    expect((await cli(['migrate', '--check', '--from', fixture.dataDir, '--to', target])).code).toBe(1)
+
+    const second = await cli(['migrate', '--from', fixture.dataDir, '--to', target, '--page-size', '1', '--json'])
+    expect(second.code).toBe(0)
+    const report = json(second.stdout)
+    expect(report.ok).toBe(true)
+    for (const [type, count] of Object.entries(FIXTURE_COUNTS)) {
+      const key = type as keyof typeof FIXTURE_COUNTS
+      expect(report.copied[key] + report.alreadyPresent[key]).toBe(count)
+      expect(first.copied[key] + report.copied[key]).toBe(count)
+    }
+    expect(await records(target)).toEqual(await records(fixture.dataDir))
+  })
+
+  it('exits 1 and names what is missing when the target lacks source records', async () => {
+    const target = freshDir()
+    // The target already holds the shop conversation's first host message under another id:
+    // the copy skips the source's (one message per host id), and the verification sees it missing.
+    await withTarget(target, async (store) => {
+      await store.conversations.ensure({ id: fixture.conversations.shop, workspace: fixture.shop })
+      await store.messages.append({ conversationId: fixture.conversations.shop, hostMessageId: `h-${fixture.conversations.shop}-0`, role: 'user', text: 'captured on another machine', seq: 0 })
+    })
+    const result = await cli(['migrate', '--from', fixture.dataDir, '--to', target, '--json'])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('error: the target lacks records of the source')
+    const report = json(result.stdout)
+    expect(report.ok).toBe(false)
+    expect(report.verified?.messages).toEqual({ source: 6, target: 6, missing: 1 })
+    expect(report.verified?.memories).toEqual({ source: 6, target: 6, missing: 0 })
+
+    // --check verifies without copying: a record forgotten in the target shows up as missing.
+    const whole = freshDir()
+    expect((await cli(['migrate', '--from', fixture.dataDir, '--to', whole, '--quiet'])).code).toBe(0)
+    expect((await cli(['forget', fixture.memories.editor, '--data-dir', whole])).code).toBe(0)
+    const check = await cli(['migrate', '--check', '--from', fixture.dataDir, '--to', whole])
+    expect(check.code).toBe(1)
+    expect(check.stdout).toMatch(/memories\s+6\s+5\s+1/)
+    expect(check.stdout).toContain('copied 0 conversations')
+  })
+
+  it('refuses to copy a database onto itself, under any of its names', async () => {
+    const alias = join(temp.dir, 'alias')
+    symlinkSync(fixture.dataDir, alias)
+    for (const to of [fixture.dataDir, alias, `${fixture.dataDir}/`]) {
+      const result = await cli(['migrate', '--from', fixture.dataDir, '--to', to])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toBe(`error: --from and --to name the same database (${fixture.dataDir}); there is nothing to move\n`)
+    }
+    // Two URLs of one PostgreSQL database (another user, localhost for 127.0.0.1): refused before connecting.
+    const same = await cli(['migrate', '--from', 'postgres://alice:s3cret@localhost:5432/team', '--to', 'postgresql://bob@127.0.0.1/team'])
+    expect(same.code).toBe(2)
+    expect(same.stderr).toBe('error: --from and --to name the same database (postgres://alice@localhost:5432/team); there is nothing to move\n')
+  })
+
+  it('needs both ends and rejects a bad URL by its flag, without printing the password', async () => {
+    expect((await cli(['migrate', '--from', fixture.dataDir])).stderr).toContain("required option '--to <target>' not specified")
+    const bad = await cli(['migrate', '--from', fixture.dataDir, '--to', 'postgres://alice:s3cret@/'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toBe('error: --to expects a URL such as postgres://user@host:5432/database, got "postgres://alice@/"\n')
+    const noServer = await cli(['migrate', '--from', 'postgres:///team', '--to', fixture.dataDir])
+    expect(noServer.stderr).toBe('error: --from names no server: expected postgres://user@host:5432/database, got "postgres:///team"\n')
+    const global = await cli(['--database-url', 'postgres://alice:s3cret@db.example/team', 'migrate', '--from', fixture.dataDir, '--to', freshDir()])
+    expect(global.code).toBe(2)
+    expect(global.stderr).toBe('error: --database-url does not apply to `migrate` (it takes --from and --to)\n')
+  })
+})
+
+describe('--database-url and DSH_MEMORY_DATABASE_URL', () => {
+  const STACK_FRAME = /\n\s+at .+:\d+:\d+/
+
+  async function withEnv<T>(value: string | undefined, fn: () => Promise<T>): Promise<T> {
+    const previous = process.env.DSH_MEMORY_DATABASE_URL
+    if (value === undefined) delete process.env.DSH_MEMORY_DATABASE_URL
+    else process.env.DSH_MEMORY_DATABASE_URL = value
+    try {
+      return await fn()
+    } finally {
+      if (previous === undefined) delete process.env.DSH_MEMORY_DATABASE_URL
+      else process.env.DSH_MEMORY_DATABASE_URL = previous
+    }
+  }
+
+  it('names the flag or the variable for a bad URL and never prints the password', async () => {
+    const flag = await cli(['status', '--database-url', 'mysql://alice:s3cret@db.example/team'])
+    expect(flag.code).toBe(2)
+    expect(flag.stderr).toBe('error: --database-url expects a postgres:// or postgresql:// URL, got "mysql://alice@db.example/team"\n')
+    // Before or after the command name alike.
+    const before = await cli(['--database-url', 'postgres://alice:s3cret@db.example', 'search', 'x'])
+    expect(before.stderr).toBe('error: --database-url names no database: expected postgres://user@host:5432/database, got "postgres://alice@db.example"\n')
+    const env = await withEnv('postgres://alice:s3cret@db.example:99999/team?password=s3cret&sslmode=require', () => cli(['status']))
+    expect(env.code).toBe(2)
+    expect(env.stderr).toBe('error: DSH_MEMORY_DATABASE_URL expects a URL such as postgres://user@host:5432/database, got "postgres://alice@db.example:99999/team?password=***&sslmode=require"\n')
+    for (const result of [flag, before, env]) {
+      expect(result.stderr + result.stdout).not.toContain('s3cret')
+      expect(result.stderr).not.toMatch(STACK_FRAME)
+    }
+  })
+
+  it('makes SQLite-only commands refuse a PostgreSQL database with one line', async () => {
+    const url = 'postgres://alice:s3cret@db.example/team'
+    const cases: [string[], string][] = [
+      [['doctor'], 'doctor'],
+      [['serve', '--port', '0'], 'serve'],
+      [['import', fixture.dataDir, '--format', 'palace'], 'import --format palace'],
+      [['reembed', '--only', 'cues', '--url', 'http://127.0.0.1:9', '--model', 'm'], 'reembed --only cues'],
+    ]
+    for (const [args, what] of cases) {
+      const result = await cli([...args, '--database-url', url])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toBe(
+        `error: ${what} works on a SQLite data dir only: --database-url names a PostgreSQL database, which holds only the store core (conversations, messages, memories, scenes, persona) in this version; pass --data-dir\n`,
+      )
+    }
+    const fromEnv = await withEnv(url, () => cli(['doctor']))
+    expect(fromEnv.stderr).toContain('DSH_MEMORY_DATABASE_URL names a PostgreSQL database')
+    expect(fromEnv.stderr).toContain('pass --data-dir or unset DSH_MEMORY_DATABASE_URL')
+    // An explicit --data-dir beats the variable; both flags at once are a usage error.
+    const explicit = await withEnv(url, () => cli(['status', '--data-dir', fixture.dataDir, '--json']))
+    expect(explicit.code).toBe(0)
+    expect(JSON.parse(explicit.stdout)).toMatchObject({ backend: 'sqlite', dataDir: fixture.dataDir })
+    const both = await cli(['status', '--data-dir', fixture.dataDir, '--database-url', url])
+    expect(both.stderr).toBe('error: --database-url and --data-dir name two different stores; give one of them\n')
+    const bench = await cli(['--database-url', url, 'bench', 'cjk'])
+    expect(bench.stderr).toBe('error: --database-url does not apply to `bench cjk`\n')
+  })
+})
