@@ -43,8 +43,8 @@ export function checkDatabaseUrl(value: string, source: string): string {
     throw new CliUsageError(`${source} expects a URL such as postgres://user@host:5432/database, got ${shown}`)
   }
   if (!SCHEMES.includes(url.protocol)) throw new CliUsageError(`${source} expects a postgres:// or postgresql:// URL, got ${shown}`)
-  // A socket-only URL (postgres:///db?host=/run/postgresql) has no host part; pg takes it.
-  if (url.hostname === '' && !url.searchParams.has('host')) throw new CliUsageError(`${source} names no server: expected postgres://user@host:5432/database, got ${shown}`)
+  // No host is node-postgres's default ($PGHOST, else localhost), as for libpq; but the
+  // database is named, so a typo never lands the store in the server's default database.
   if (url.pathname.length <= 1) throw new CliUsageError(`${source} names no database: expected postgres://user@host:5432/database, got ${shown}`)
   return value.trim()
 }

@@ -92,6 +92,12 @@ export interface MigrateOptions {
 /** Why package tables stay behind in this version. */
 export const NOT_MOVED_REASON = 'this version moves the store core only; package tables are not on PostgreSQL yet, so they stay in the source'
 
+/**
+ * Let the event loop turn. SQLite answers without I/O waits, so a copy would otherwise run to
+ * its end in microtasks and Ctrl-C (a signal handler is an event-loop callback) would wait for it.
+ */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
 const emptyCounts = (): RecordCounts => ({ conversations: 0, messages: 0, memories: 0, scenes: 0, persona: 0 })
 
 const TYPE_OF_RECORD: Readonly<Record<string, RecordType>> = { conversation: 'conversations', message: 'messages', memory: 'memories', scene: 'scenes', persona: 'persona' }
@@ -224,6 +230,7 @@ async function copyRecords(source: MemoryStore, target: MemoryStore, options: Mi
     }
     for (let index = 0; index < lines.length; index++) options.progress?.tick()
     options.onPage?.(++pages)
+    await turn()
   }
   for await (const record of sourceRecords(source, (line) => (header = line))) {
     if (record.type === 'memories') seenMemories.add(record.data.id!)
@@ -255,6 +262,7 @@ async function verifyRecords(source: MemoryStore, target: MemoryStore, options: 
     missing.messages += messageIds.filter((id) => !found.has(id)).length
     for (let index = 0; index < messageIds.length; index++) options.progress?.tick()
     messageIds = []
+    await turn()
   }
   for await (const record of sourceRecords(source, () => {})) {
     if (options.signal?.aborted) return undefined
@@ -275,6 +283,7 @@ async function verifyRecords(source: MemoryStore, target: MemoryStore, options: 
             : await target.persona.get({ scope: record.data.scope as 'global' | 'workspace', workspace: record.data.workspace ?? null })
     if (there === undefined) missing[record.type]++
     options.progress?.tick()
+    if (sourceCounts[record.type] % 1_000 === 0) await turn()
   }
   await checkMessages()
   const counts = await target.stats.counts()
