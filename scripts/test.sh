@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The test command: set up (idempotent), build, then every vitest project — unit, plugin and
-# end-to-end tests against the real DSH host. Extra arguments go to vitest
+# end-to-end tests against the real DSH host (the store's contract tests also start a
+# throwaway PostgreSQL, installed by ensure-postgres.sh when missing). Extra arguments go to vitest
 # (`npm test -- capture`, `npm test -- -t "broken config"`, `npm test -- --project store`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node22-env.sh
 bash scripts/setup.sh
 bash scripts/ensure-chromium.sh
+bash scripts/ensure-postgres.sh
 exec npx vitest run "$@"

@@ -11,10 +11,10 @@ const execFileAsync = promisify(execFile)
 /**
  * What a published package may contain: its build (JS, declarations, and source maps — they
  * carry `sourcesContent`, so stack traces can point at TypeScript without shipping src/), the
- * committed bin shims, the DSH bundle patch, SQL migrations, README and manifest. Never
+ * committed bin shims, the DSH bundle patch, SQL migrations (SQLite's and PostgreSQL's), README and manifest. Never
  * sources, tests, fixtures, configs or build caches.
  */
-const ALLOWED = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^dist\/[\w./-]+\.(js|d\.ts|js\.map)$/, /^bin\/[\w.-]+\.js$/, /^cordis\.patch\.yml$/, /^migrations\/[\w./-]+\.sql$/, /^migrations\/meta\/[\w.-]+\.json$/]
+const ALLOWED = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^dist\/[\w./-]+\.(js|d\.ts|js\.map)$/, /^bin\/[\w.-]+\.js$/, /^cordis\.patch\.yml$/, /^migrations(-postgres)?\/[\w./-]+\.sql$/, /^migrations\/meta\/[\w.-]+\.json$/]
 
 /** Files each package cannot work without (beyond package.json and README.md). */
 const REQUIRED: Record<string, readonly string[]> = {
@@ -47,7 +47,9 @@ describe('what npm publishes', () => {
       expect({ name: entry.name, missing: ['package.json', 'README.md', ...(REQUIRED[entry.name] ?? ['(no expectation written for this package)'])].filter((path) => !files.includes(path)) }).toEqual({ name: entry.name, missing: [] })
       // Every migration and the bundle patch a package declares in its manifest is shipped.
       const manifest = JSON.parse(readFileSync(join(REPO_ROOT, entry.name === 'dsh-memory' ? 'apps/cli' : `packages/${entry.name.split('/')[1]}`, 'package.json'), 'utf8')) as { files: string[]; dsh?: { bundle?: { patch: string } } }
-      if (manifest.files.includes('migrations')) expect(files.some((path) => path.startsWith('migrations/'))).toBe(true)
+      for (const folder of ['migrations', 'migrations-postgres']) {
+        if (manifest.files.includes(folder)) expect(files.some((path) => path.startsWith(`${folder}/`)), `${entry.name} ${folder}/`).toBe(true)
+      }
       if (manifest.dsh?.bundle) expect(files).toContain(manifest.dsh.bundle.patch.replace(/^\.\//, ''))
     }
   })

@@ -5,6 +5,9 @@
  * @module @dsh-memory/store
  */
 export { openMemoryStore } from './core/sqlite-store.ts'
+export { openPostgresStore, openStore } from './core/pg-store.ts'
+export type { OpenedMemoryStore } from './core/pg-store.ts'
+export { CHANGES_CHANNEL } from './core/pg-session.ts'
 export type {
   PackageAuditEntry,
   PackageDatabase,
@@ -19,8 +22,8 @@ export { openStoreMaintenance } from './core/sqlite-maintenance.ts'
 export type { ForeignKeyViolation, SceneOrphans, StoreMaintenance, StoreMaintenanceOptions } from './core/sqlite-maintenance.ts'
 export { ActivityLog, formatActivityLine, MAX_CODE_CHARS } from './core/activity-log.ts'
 export type { ActivityLogOptions, ActivityValue } from './core/activity-log.ts'
-export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, resolveDataDir } from './core/options.ts'
-export type { MemoryStoreOptions } from './core/options.ts'
+export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, DEFAULT_POSTGRES_SCHEMA, resolveDataDir } from './core/options.ts'
+export type { MemoryStoreOptions, PostgresStoreOptions } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'
 export type { MemoryStoreErrorCode } from './core/errors.ts'
 export { findPackageMigrations, loadMigrationDir, migrationChecksum } from './core/migrations.ts'

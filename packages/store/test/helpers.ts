@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach } from 'vitest'
 import { openMemoryStore } from '../src/index.ts'
-import type { MemoryStoreOptions } from '../src/index.ts'
+import type { MemoryStoreOptions, MigrationSet } from '../src/index.ts'
 
 /** What `openMemoryStore` returns (the coordinated store plus the package-tables seam). */
 export type OpenedStore = ReturnType<typeof openMemoryStore>
@@ -65,4 +65,16 @@ export async function rejectionOf(promise: Promise<unknown> | (() => unknown)): 
     return error as Error & { code?: string }
   }
   throw new Error('expected a rejection, but it resolved')
+}
+
+/** Another owner's migrations, in SQL both backends accept; version `failing` is broken SQL. */
+export function cueBank(versions: number[], failing?: number): MigrationSet {
+  return {
+    owner: 'cue-bank',
+    migrations: versions.map((version) => ({
+      version,
+      name: `step_${version}`,
+      sql: version === failing ? 'CREATE TABLE cue_bank_broken (' : `CREATE TABLE cue_bank_t${version} (id TEXT PRIMARY KEY);`,
+    })),
+  }
 }

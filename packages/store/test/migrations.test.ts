@@ -4,7 +4,7 @@ import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { isMemoryStoreError, loadMigrationDir, migrationChecksum, openMemoryStore } from '../src/index.ts'
 import type { MigrationSet } from '../src/index.ts'
-import { onCleanup, openTemp, rejectionOf, reopen, tempDir } from './helpers.ts'
+import { cueBank, onCleanup, openTemp, rejectionOf, reopen, tempDir } from './helpers.ts'
 
 function tables(path: string): string[] {
   const db = new Database(path, { readonly: true })
@@ -25,15 +25,8 @@ function openError(fn: () => unknown): Error & { code?: string } {
   throw new Error('expected openMemoryStore to throw')
 }
 
-const cueBank = (versions: number[], failing?: number): MigrationSet => ({
-  owner: 'cue-bank',
-  migrations: versions.map((version) => ({
-    version,
-    name: `step_${version}`,
-    sql: version === failing ? 'CREATE TABLE cue_bank_broken (' : `CREATE TABLE cue_bank_t${version} (id TEXT PRIMARY KEY);`,
-  })),
-})
-
+// The rules both backends share (reopening, newer schemas, other owners, edited migrations,
+// read-only checks) are test/contract/migrations.test.ts; SQLite's own behaviour stays here.
 describe('migrations', () => {
   it('a fresh open creates the parent directory, applies the store migrations and enables WAL', async () => {
     const { store, path } = openTemp()
@@ -54,14 +47,6 @@ describe('migrations', () => {
     raw.close()
   })
 
-  it('reopening is a no-op', async () => {
-    const { store, path } = openTemp()
-    const before = await store.meta.migrations()
-    await store.close()
-    const again = reopen(path, { now: () => 42 })
-    expect(await again.meta.migrations()).toEqual(before)
-  })
-
   it('opening an up-to-date database does not need the write lock', async () => {
     const { store, path } = openTemp()
     await store.close()
@@ -78,30 +63,6 @@ describe('migrations', () => {
     }
   })
 
-  it('refuses a database whose store schema is newer, naming both versions', async () => {
-    const { store, path } = openTemp()
-    await store.close()
-    const raw = new Database(path)
-    raw.prepare(`INSERT INTO store_schema (owner, version, name, checksum, applied_at) VALUES ('store', 7, 'future', 'x', 0)`).run()
-    raw.close()
-    const error = openError(() => openMemoryStore({ path }))
-    expect(isMemoryStoreError(error, 'schema-too-new')).toBe(true)
-    expect(error.message).toContain('version 7')
-    expect(error.message).toContain('up to version 5')
-  })
-
-  it('applies another owner’s migration set, at open and later through migrate()', async () => {
-    const { store, path } = openTemp({ extraMigrations: [cueBank([1])] })
-    expect(tables(path)).toContain('cue_bank_t1')
-    expect(await store.migrate(cueBank([1, 2]))).toEqual([expect.objectContaining({ owner: 'cue-bank', version: 2 })])
-    expect(await store.migrate(cueBank([1, 2]))).toEqual([])
-    expect(tables(path)).toContain('cue_bank_t2')
-    expect((await store.meta.migrations()).map((m) => `${m.owner}@${m.version}`)).toEqual(['cue-bank@1', 'cue-bank@2', 'store@1', 'store@2', 'store@3', 'store@4', 'store@5'])
-    // The other owner's newer version is refused the same way as the store's own.
-    await store.close()
-    expect(openError(() => openMemoryStore({ path, extraMigrations: [cueBank([1])] })).code).toBe('schema-too-new')
-  })
-
   it('rolls back every migration of the open when one fails', () => {
     const path = join(tempDir(), 'memory.db')
     const error = openError(() => openMemoryStore({ path, extraMigrations: [cueBank([1, 2, 3], 2)] }))
@@ -112,13 +73,6 @@ describe('migrations', () => {
     const store = openMemoryStore({ path, extraMigrations: [cueBank([1])] })
     onCleanup(() => store.close())
     expect(tables(path)).toContain('cue_bank_t1')
-  })
-
-  it('fails loudly when an applied migration was edited', async () => {
-    const { store, path } = openTemp({ extraMigrations: [cueBank([1])] })
-    await store.close()
-    const edited: MigrationSet = { owner: 'cue-bank', migrations: [{ version: 1, name: 'step_1', sql: 'CREATE TABLE cue_bank_other (x);' }] }
-    expect(openError(() => openMemoryStore({ path, extraMigrations: [edited] })).code).toBe('migration-mismatch')
   })
 
   it('validates migration sets', () => {

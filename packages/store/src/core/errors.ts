@@ -18,6 +18,9 @@ import { codedErrorClass, type CodedError } from '../kit/errors.ts'
  * - `closed`: the store (or the service) has been closed.
  * - `readonly`: a write was attempted on a store opened with `readonly: true`.
  * - `fenced`: a fenced write named a lease that expired or was taken over (its writer is stale).
+ * - `unavailable`: the database server (PostgreSQL) could not be reached or dropped the
+ *   connection; the message names host:port, never the password. Retrying later may work.
+ * - `unsupported`: the backend does not offer this yet (e.g. package tables on PostgreSQL).
  *
  * Data:
  * - `corrupt`: persisted data could not be understood.
@@ -26,6 +29,7 @@ import { codedErrorClass, type CodedError } from '../kit/errors.ts'
 export type MemoryStoreErrorCode =
   | 'schema-too-new' | 'schema-too-old' | 'migration-mismatch' | 'migration-failed'
   | 'invalid-argument' | 'not-found' | 'conflict' | 'busy' | 'closed' | 'readonly' | 'fenced'
+  | 'unavailable' | 'unsupported'
   | 'corrupt' | 'unsupported-format'
 
 /**

@@ -3,8 +3,9 @@
  * as a string (`'global'`, `'workspace:<path>'`), the primary key of `store_layer_revisions`.
  */
 import { MemoryStoreError } from './errors.ts'
+import { prepareLabel } from './text.ts'
 import type { Scope } from './types-common.ts'
-import type { LayerKey } from './types-coordination.ts'
+import type { LayerKey, LayerRevision } from './types-coordination.ts'
 import type { CoordinatedMemoryStore, MemoryStore } from './types-store.ts'
 
 const WORKSPACE_PREFIX = 'workspace:'
@@ -40,6 +41,27 @@ export function parseLayerKey(key: string): { scope: 'global'; workspace: null }
   if (key === 'global') return { scope: 'global', workspace: null }
   if (key.startsWith(WORKSPACE_PREFIX) && key.length > WORKSPACE_PREFIX.length) return { scope: 'workspace', workspace: key.slice(WORKSPACE_PREFIX.length) }
   return undefined
+}
+
+/**
+ * The stored key of a caller's layer: the workspace gets the same normalisation as the rows'
+ * workspace column (`maxLabel` is the store's label limit), so the keys agree.
+ * @throws MemoryStoreError `invalid-argument`
+ */
+export function storedLayerKey(key: LayerKey, maxLabel: number): string {
+  layerKeyOf(key)
+  return key.scope === 'global' ? 'global' : layerKeyOf({ scope: 'workspace', workspace: prepareLabel(key.workspace, 'workspace', maxLabel) })
+}
+
+/** The revision record of a stored layer key (`row` undefined: the layer never changed). */
+export function layerRevisionOf(key: string, row: { revision: number; updatedAt: number } | undefined): LayerRevision {
+  const layer = parseLayerKey(key)!
+  return { scope: layer.scope, workspace: layer.workspace, key, revision: row?.revision ?? 0, updatedAt: row?.updatedAt ?? 0 }
+}
+
+/** The revision records of stored rows (in the database's order), without rows that are not layer keys. */
+export function layerRevisionsOf(rows: readonly { layerKey: string; revision: number; updatedAt: number }[]): LayerRevision[] {
+  return rows.filter((row) => parseLayerKey(row.layerKey) !== undefined).map((row) => layerRevisionOf(row.layerKey, row))
 }
 
 /** True when `store` tracks layer revisions and leases (see {@link CoordinatedMemoryStore}). */

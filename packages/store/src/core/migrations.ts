@@ -62,11 +62,13 @@ export function loadMigrationDir(dir: string | URL, owner?: string): MigrationSe
  * modules. Bundled code runs from `dist/` (one level below the root), sources from `src/core/`
  * under vitest (two levels), so both depths are tried, nearest first.
  * @param from - the calling module's `import.meta.url`.
+ * @param root - the folder of migration trees in the package root: `migrations` (SQLite) or
+ *   `migrations-postgres` (the same owners' PostgreSQL SQL).
  * @returns undefined when neither folder exists (the package was installed without it); the
  *   caller throws its own coded error then.
  */
-export function findPackageMigrations(from: string | URL, owner: string): MigrationSet | undefined {
-  for (const relative of [`../migrations/${owner}/`, `../../migrations/${owner}/`]) {
+export function findPackageMigrations(from: string | URL, owner: string, root = 'migrations'): MigrationSet | undefined {
+  for (const relative of [`../${root}/${owner}/`, `../../${root}/${owner}/`]) {
     const url = new URL(relative, from)
     if (existsSync(fileURLToPath(url))) return loadMigrationDir(url, owner)
   }
@@ -115,6 +117,91 @@ export function readAppliedMigrations(db: Database.Database): AppliedMigration[]
 }
 
 /**
+ * The sets given to `store.migrate(sets)`: one set or a list, none of them the store's own.
+ * @throws MemoryStoreError `invalid-argument` for the reserved owner `store`
+ */
+export function packageMigrationSets(sets: MigrationSet | readonly MigrationSet[]): MigrationSet[] {
+  const list = Array.isArray(sets) ? [...(sets as readonly MigrationSet[])] : [sets as MigrationSet]
+  for (const set of list) {
+    if (set?.owner === 'store') throw new MemoryStoreError('invalid-argument', "migration owner 'store' is reserved for @dsh-memory/store")
+  }
+  return list
+}
+
+/** One migration an open still has to apply. */
+export interface PendingMigration {
+  owner: string
+  migration: Migration
+}
+
+/**
+ * Check `sets` before anything is planned: each valid, no owner given twice.
+ * @throws MemoryStoreError `invalid-argument`
+ */
+export function validateMigrationSets(sets: readonly MigrationSet[]): void {
+  const owners = new Set<string>()
+  for (const set of sets) {
+    validateMigrationSet(set)
+    if (owners.has(set.owner)) throw new MemoryStoreError('invalid-argument', `migration owner '${set.owner}' given twice`)
+    owners.add(set.owner)
+  }
+}
+
+/**
+ * What `sets` still need on a database that recorded `applied`, in apply order. The rules every
+ * backend shares (pure: SQLite and PostgreSQL only differ in how they read and write the record).
+ * @param packageName - names the code in `schema-too-new` (default: the owner's code).
+ * @throws MemoryStoreError `schema-too-new` when the database knows a newer version of an
+ *   owner; `migration-mismatch` when an applied migration's checksum differs.
+ */
+export function planMigrations(applied: readonly AppliedMigration[], sets: readonly MigrationSet[], packageName?: string): PendingMigration[] {
+  const pending: PendingMigration[] = []
+  for (const set of sets) {
+    const recorded = applied.filter((row) => row.owner === set.owner)
+    const known = Math.max(0, ...set.migrations.map((m) => m.version))
+    const newest = Math.max(0, ...recorded.map((row) => row.version))
+    if (newest > known) {
+      throw new MemoryStoreError(
+        'schema-too-new',
+        `the database has '${set.owner}' schema version ${newest}, but ${packageName ?? `the code for '${set.owner}'`} only knows up to version ${known}; ` +
+          'upgrade the package (a downgrade could corrupt data)',
+      )
+    }
+    for (const migration of [...set.migrations].sort((a, b) => a.version - b.version)) {
+      const row = recorded.find((r) => r.version === migration.version)
+      if (!row) {
+        pending.push({ owner: set.owner, migration })
+      } else if (row.checksum !== migrationChecksum(migration.sql)) {
+        throw new MemoryStoreError(
+          'migration-mismatch',
+          `'${set.owner}' migration ${migration.version} (${migration.name}) differs from the one applied to this database; shipped migrations must never be edited`,
+        )
+      }
+    }
+  }
+  return pending
+}
+
+/**
+ * The `schema-too-old` refusal of a read-only store that found `pending` migrations; undefined
+ * when nothing is pending.
+ */
+export function pendingMigrationsError(pending: readonly PendingMigration[]): MemoryStoreError | undefined {
+  if (pending.length === 0) return undefined
+  const names = pending.map(({ owner, migration }) => `${owner}@${migration.version}`).join(', ')
+  return new MemoryStoreError('schema-too-old', `the database needs migrations (${names}); open it once read-write to apply them`)
+}
+
+/** The `migration-failed` error of one migration whose SQL failed (nothing of the open is kept). */
+export function migrationFailure(owner: string, migration: Migration, error: unknown): MemoryStoreError {
+  return new MemoryStoreError(
+    'migration-failed',
+    `'${owner}' migration ${migration.version} (${migration.name}) failed: ${(error as Error).message}; no migration of this open was applied`,
+    { cause: error },
+  )
+}
+
+/**
  * Bring the database up to date with `sets`, all in one IMMEDIATE transaction (so
  * processes opening the same file at once serialise and the loser sees no work left).
  * Read-only databases are only checked.
@@ -130,51 +217,15 @@ export function applyMigrations(
   now: number,
   options: { readonly?: boolean; package?: string } = {},
 ): AppliedMigration[] {
-  const owners = new Set<string>()
-  for (const set of sets) {
-    validateMigrationSet(set)
-    if (owners.has(set.owner)) throw new MemoryStoreError('invalid-argument', `migration owner '${set.owner}' given twice`)
-    owners.add(set.owner)
-  }
-
-  const plan = (): Array<{ owner: string; migration: Migration }> => {
-    const applied = readAppliedMigrations(db)
-    const pending: Array<{ owner: string; migration: Migration }> = []
-    for (const set of sets) {
-      const recorded = applied.filter((row) => row.owner === set.owner)
-      const known = Math.max(0, ...set.migrations.map((m) => m.version))
-      const newest = Math.max(0, ...recorded.map((row) => row.version))
-      if (newest > known) {
-        throw new MemoryStoreError(
-          'schema-too-new',
-          `the database has '${set.owner}' schema version ${newest}, but ${options.package ?? `the code for '${set.owner}'`} only knows up to version ${known}; ` +
-            'upgrade the package (a downgrade could corrupt data)',
-        )
-      }
-      for (const migration of [...set.migrations].sort((a, b) => a.version - b.version)) {
-        const row = recorded.find((r) => r.version === migration.version)
-        if (!row) {
-          pending.push({ owner: set.owner, migration })
-        } else if (row.checksum !== migrationChecksum(migration.sql)) {
-          throw new MemoryStoreError(
-            'migration-mismatch',
-            `'${set.owner}' migration ${migration.version} (${migration.name}) differs from the one applied to this database; shipped migrations must never be edited`,
-          )
-        }
-      }
-    }
-    return pending
-  }
+  validateMigrationSets(sets)
+  const plan = () => planMigrations(readAppliedMigrations(db), sets, options.package)
 
   // Plan with a plain read first: most opens have nothing to apply and then never take
   // the write lock (another process may be in the middle of a long write).
   const pendingNow = plan()
   if (options.readonly) {
-    const pending = pendingNow
-    if (pending.length > 0) {
-      const names = pending.map(({ owner, migration }) => `${owner}@${migration.version}`).join(', ')
-      throw new MemoryStoreError('schema-too-old', `the database needs migrations (${names}); open it once read-write to apply them`)
-    }
+    const refusal = pendingMigrationsError(pendingNow)
+    if (refusal) throw refusal
     return []
   }
 
@@ -189,11 +240,7 @@ export function applyMigrations(
       try {
         db.exec(migration.sql)
       } catch (error) {
-        throw new MemoryStoreError(
-          'migration-failed',
-          `'${owner}' migration ${migration.version} (${migration.name}) failed: ${(error as Error).message}; no migration of this open was applied`,
-          { cause: error },
-        )
+        throw migrationFailure(owner, migration, error)
       }
       const checksum = migrationChecksum(migration.sql)
       record.run(owner, migration.version, migration.name, checksum, now)

@@ -71,10 +71,79 @@ export function resolveStoreOptions(options: MemoryStoreOptions): ResolvedStoreO
   const { path } = options
   if (typeof path !== 'string' || path.trim().length === 0) throw new MemoryStoreError('invalid-argument', 'path must be a non-empty string')
   const inMemory = path === ':memory:'
-  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
-  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new MemoryStoreError('invalid-argument', 'busyTimeoutMs must be a non-negative integer')
   const cacheMiB = options.cacheMiB ?? DEFAULT_CACHE_MIB
   if (!Number.isSafeInteger(cacheMiB) || cacheMiB < 1 || cacheMiB > MAX_CACHE_MIB) throw new MemoryStoreError('invalid-argument', `cacheMiB must be an integer from 1 to ${MAX_CACHE_MIB}`)
+  const absolute = inMemory ? path : resolve(path)
+  return resolveCommonOptions(options, { path: absolute, cacheMiB, legacyIndexPath: inMemory ? null : `${absolute}.search-index` })
+}
+
+/** Options of `openPostgresStore`: the SQLite options without the file's, plus the server's. */
+export interface PostgresStoreOptions extends Omit<MemoryStoreOptions, 'path' | 'cacheMiB'> {
+  /**
+   * `postgres://user:password@host:port/database` (or `postgresql://`); query parameters such as
+   * `sslmode` pass to the driver. The password never appears in `store.path` or in errors.
+   */
+  databaseUrl: string
+  /**
+   * The PostgreSQL schema (namespace) the store's tables live in, created when missing.
+   * Default {@link DEFAULT_POSTGRES_SCHEMA}. Several stores can share one database in
+   * different schemas.
+   */
+  schema?: string
+}
+
+/** The default PostgreSQL schema of the store's tables. */
+export const DEFAULT_POSTGRES_SCHEMA = 'dsh_memory'
+const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/
+
+/** {@link PostgresStoreOptions} after checks: the shared resolved options plus the server's. */
+export interface ResolvedPostgresOptions {
+  readonly store: ResolvedStoreOptions
+  /** The URL as given (with its password): only the driver sees it. */
+  readonly databaseUrl: string
+  readonly schema: string
+  /** host:port (or socket directory) for messages. */
+  readonly server: string
+}
+
+/**
+ * Apply defaults and checks to PostgreSQL store options. `store.path` is the URL without its
+ * password; `cacheMiB` does not apply (the server has its own cache) and keeps the default.
+ * @throws MemoryStoreError `invalid-argument` naming `databaseUrl` or `schema`
+ */
+export function resolvePostgresOptions(options: PostgresStoreOptions): ResolvedPostgresOptions {
+  if (!options || typeof options !== 'object') throw new MemoryStoreError('invalid-argument', 'openPostgresStore needs an options object with a databaseUrl')
+  const { databaseUrl } = options
+  let url: URL
+  try {
+    if (typeof databaseUrl !== 'string') throw new TypeError('not a string')
+    url = new URL(databaseUrl)
+  } catch {
+    throw new MemoryStoreError('invalid-argument', 'databaseUrl must be a postgres:// URL (postgres://user:password@host:port/database)')
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new MemoryStoreError('invalid-argument', `databaseUrl must start with postgres:// or postgresql://, got ${url.protocol}//`)
+  }
+  const schema = options.schema ?? DEFAULT_POSTGRES_SCHEMA
+  if (typeof schema !== 'string' || !SCHEMA_PATTERN.test(schema)) {
+    throw new MemoryStoreError('invalid-argument', `schema must match ${SCHEMA_PATTERN} (lower-case letters, digits, _), got ${JSON.stringify(schema)}`)
+  }
+  const redacted = new URL(url.href)
+  if (redacted.password) redacted.password = ''
+  // A socket directory given as ?host=/run/postgresql counts as the server too.
+  const socket = url.searchParams.get('host')
+  const server = url.hostname ? `${url.hostname}:${url.port || '5432'}` : `${socket ?? 'localhost'}:${url.port || '5432'}`
+  const store = resolveCommonOptions(options, { path: redacted.href, cacheMiB: DEFAULT_CACHE_MIB, legacyIndexPath: null })
+  return Object.freeze({ store, databaseUrl, schema, server })
+}
+
+/** The options every backend shares (clock, busy timeout, migrations, limits, actor). */
+function resolveCommonOptions(
+  options: Omit<MemoryStoreOptions, 'path' | 'cacheMiB'>,
+  location: Pick<ResolvedStoreOptions, 'path' | 'cacheMiB' | 'legacyIndexPath'>,
+): ResolvedStoreOptions {
+  const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new MemoryStoreError('invalid-argument', 'busyTimeoutMs must be a non-negative integer')
   const now = options.now ?? Date.now
   if (typeof now !== 'function') throw new MemoryStoreError('invalid-argument', 'now must be a function')
   const limits = { ...DEFAULT_TEXT_LIMITS }
@@ -92,17 +161,16 @@ export function resolveStoreOptions(options: MemoryStoreOptions): ResolvedStoreO
   if (options.actor !== undefined && (typeof options.actor !== 'string' || options.actor.length === 0)) {
     throw new MemoryStoreError('invalid-argument', 'actor must be a non-empty string')
   }
-  const absolute = inMemory ? path : resolve(path)
   return Object.freeze({
-    path: absolute,
+    path: location.path,
     readonly: options.readonly === true,
     now,
     busyTimeoutMs,
-    cacheMiB,
+    cacheMiB: location.cacheMiB,
     extraMigrations: Object.freeze(extraMigrations),
     limits: Object.freeze(limits),
     actor: options.actor ?? null,
-    legacyIndexPath: inMemory ? null : `${absolute}.search-index`,
+    legacyIndexPath: location.legacyIndexPath,
   })
 }
 

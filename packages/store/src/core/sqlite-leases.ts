@@ -4,84 +4,45 @@
  */
 import { asc, eq, sql } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
-import { layerKeyOf, parseLayerKey } from './layers.ts'
+import { heldBy, leaseHolder, leaseTtl, planAcquire } from './lease-rules.ts'
+import { layerRevisionOf, layerRevisionsOf, storedLayerKey } from './layers.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
-import { prepareLabel } from './text.ts'
-import type { AcquireLeaseOptions, LayerKey, LayerRepository, LayerRevision, Lease, LeaseRepository } from './types-coordination.ts'
+import type { AcquireLeaseOptions, LayerKey, LayerRepository, Lease, LeaseRepository } from './types-coordination.ts'
 import type { LeaseFence } from './types-common.ts'
-import { requireId } from './validate.ts'
-
-const MAX_LEASE_HOLDER = 200
-/** A lease longer than a day is a lock nobody can recover from a crash; refuse it. */
-const MAX_LEASE_TTL_MS = 86_400_000
 
 export function layerRepository(s: SqliteSession): LayerRepository {
   const t = schema.layerRevisions
-  const toRevision = (key: string, row: { revision: number; updatedAt: number } | undefined): LayerRevision => {
-    const layer = parseLayerKey(key)!
-    return { scope: layer.scope, workspace: layer.workspace, key, revision: row?.revision ?? 0, updatedAt: row?.updatedAt ?? 0 }
-  }
   return {
     revision: async (key: LayerKey) => {
-      layerKeyOf(key)
-      // The same normalisation as the rows' workspace column, so the keys agree.
-      const resolved = key.scope === 'global' ? 'global' : layerKeyOf({ scope: 'workspace', workspace: prepareLabel(key.workspace, 'workspace', s.options.limits.label) })
-      return s.read(() => toRevision(resolved, s.db.select().from(t).where(eq(t.layerKey, resolved)).get()))
+      const resolved = storedLayerKey(key, s.options.limits.label)
+      return s.read(() => layerRevisionOf(resolved, s.db.select().from(t).where(eq(t.layerKey, resolved)).get()))
     },
     list: async () =>
-      s.read(() =>
-        s.db
-          .select()
-          .from(t)
-          .orderBy(sql`${t.layerKey} <> 'global'`, asc(t.layerKey))
-          .all()
-          .filter((row) => parseLayerKey(row.layerKey) !== undefined)
-          .map((row) => toRevision(row.layerKey, row)),
-      ),
+      s.read(() => layerRevisionsOf(s.db.select().from(t).orderBy(sql`${t.layerKey} <> 'global'`, asc(t.layerKey)).all())),
   }
 }
 
 export function leaseRepository(s: SqliteSession): LeaseRepository {
   const t = schema.leases
-  const holderOf = (value: unknown): string => {
-    const holder = requireId(value, 'holder')
-    if (holder.length > MAX_LEASE_HOLDER) throw new MemoryStoreError('invalid-argument', `holder must be at most ${MAX_LEASE_HOLDER} characters`)
-    return holder
-  }
-  const ttlOf = (value: unknown): number => {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > MAX_LEASE_TTL_MS) {
-      throw new MemoryStoreError('invalid-argument', `ttlMs must be an integer between 1 and ${MAX_LEASE_TTL_MS}`)
-    }
-    return value
-  }
   const getRow = (name: string) => s.db.select().from(t).where(eq(t.name, name)).get()
   const toLease = (row: typeof t.$inferSelect): Lease => ({ ...row })
   return {
     acquire: async (nameInput: string, holderInput: string, ttlInput: number, options?: AcquireLeaseOptions) => {
       const name = s.leaseName(nameInput)
-      const holder = holderOf(holderInput)
-      const ttlMs = ttlOf(ttlInput)
+      const holder = leaseHolder(holderInput)
+      const ttlMs = leaseTtl(ttlInput)
       const isHolderStale = options?.isHolderStale
       return s.write(() => {
         const now = s.now()
-        const row = getRow(name)
-        if (row && row.holder === holder && row.expiresAt > now) {
+        const plan = planAcquire(getRow(name), holder, now, isHolderStale)
+        if (plan.kind === 'refuse') return undefined
+        if (plan.kind === 'renew') {
           // Re-acquiring a live lease of one's own is a renewal: same token.
           s.db.update(t).set({ expiresAt: now + ttlMs }).where(eq(t.name, name)).run()
           return toLease(getRow(name)!)
         }
-        if (row && row.expiresAt > now) {
-          let stale = false
-          try {
-            stale = isHolderStale?.(row.holder) === true
-          } catch {
-            stale = false
-          }
-          if (!stale) return undefined
-        }
-        const token = (row?.token ?? 0) + 1
-        const takeover = row !== undefined && row.expiresAt > 0
+        const { token, takeover } = plan
         s.db
           .insert(t)
           .values({ name, holder, token, acquiredAt: now, expiresAt: now + ttlMs })
@@ -93,11 +54,10 @@ export function leaseRepository(s: SqliteSession): LeaseRepository {
     },
     renew: async (lease, ttlInput, options) => {
       const fence = s.fenceOf(lease)
-      const holder = holderOf(lease?.holder)
-      const ttlMs = ttlOf(ttlInput)
+      const holder = leaseHolder(lease?.holder)
+      const ttlMs = leaseTtl(ttlInput)
       return s.write(() => {
-        const row = getRow(fence.name)
-        if (!row || row.token !== fence.token || row.holder !== holder || row.expiresAt === 0) {
+        if (!heldBy(getRow(fence.name), fence, holder)) {
           s.assertFence(fence)
           throw new MemoryStoreError('fenced', `lease ${fence.name} is not held by ${holder}`)
         }
@@ -108,10 +68,9 @@ export function leaseRepository(s: SqliteSession): LeaseRepository {
     },
     release: async (lease, options) => {
       const fence = s.fenceOf(lease)
-      const holder = holderOf(lease?.holder)
+      const holder = leaseHolder(lease?.holder)
       return s.write(() => {
-        const row = getRow(fence.name)
-        if (!row || row.token !== fence.token || row.holder !== holder || row.expiresAt === 0) return false
+        if (!heldBy(getRow(fence.name), fence, holder)) return false
         const now = s.now()
         // The row stays (expires_at 0) so the next holder's token is still larger.
         s.db.update(t).set({ expiresAt: 0 }).where(eq(t.name, fence.name)).run()

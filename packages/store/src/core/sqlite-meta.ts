@@ -2,19 +2,13 @@
  * The SQLite store's bookkeeping repositories: the audit log (read side), meta rows,
  * applied migrations and diagnostics.
  */
-import { and, asc, eq, gt, gte, lte, sql, type SQL } from 'drizzle-orm'
-import { auditEntityId } from './audit-id.ts'
-import { MemoryStoreError } from './errors.ts'
+import { asc, eq, sql } from 'drizzle-orm'
+import { auditQuery, metaKey, metaListArgs, metaValue } from './meta-rules.ts'
 import { readAppliedMigrations } from './migrations.ts'
 import * as schema from './schema.ts'
-import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
+import type { SqliteSession } from './sqlite-session.ts'
 import type { EntityName, WriteOptions } from './types-common.ts'
 import type { AuditEntry, AuditFilter, AuditLog, MetaEntry, MetaRepository, StoreDiagnostics } from './types-meta.ts'
-import { pageSize, requireCount, requireTime } from './validate.ts'
-
-const RESERVED_META_PREFIX = 'store.'
-const MAX_META_KEY = 200
-const MAX_META_VALUE = 64 * 1024
 
 /** The audit log's read side (every write path of the store appends to it through the session). */
 export function auditLog(s: SqliteSession): AuditLog {
@@ -23,20 +17,11 @@ export function auditLog(s: SqliteSession): AuditLog {
 
 function listAudit(s: SqliteSession, filter: AuditFilter): AuditEntry[] {
   const t = schema.audit
-  const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
-  const conditions: SQL[] = []
-  if (filter.entity !== undefined) conditions.push(eq(t.entity, filter.entity))
-  // Keys are recorded opaquely (audit-id.ts): a caller asks with the key it knows.
-  if (filter.entityId !== undefined) conditions.push(eq(t.entityId, auditEntityId(filter.entity ?? '', filter.entityId)))
-  if (filter.op !== undefined) conditions.push(eq(t.op, filter.op))
-  if (filter.actor !== undefined) conditions.push(eq(t.actor, filter.actor))
-  if (filter.since !== undefined) conditions.push(gte(t.at, requireTime(filter.since, 'since')))
-  if (filter.until !== undefined) conditions.push(lte(t.at, requireTime(filter.until, 'until')))
-  if (filter.afterId !== undefined) conditions.push(gt(t.id, requireCount(filter.afterId, 'afterId')))
+  const { where, limit } = auditQuery(t, filter)
   return s.db
     .select()
     .from(t)
-    .where(and(...conditions))
+    .where(where)
     .orderBy(asc(t.id))
     .limit(limit)
     .all()
@@ -45,21 +30,13 @@ function listAudit(s: SqliteSession, filter: AuditFilter): AuditEntry[] {
 
 export function metaRepository(s: SqliteSession): MetaRepository {
   const t = schema.meta
-  const checkKey = (key: unknown, write: boolean): string => {
-    if (typeof key !== 'string' || key.length === 0 || key.length > MAX_META_KEY) {
-      throw new MemoryStoreError('invalid-argument', `meta key must be a string of 1..${MAX_META_KEY} characters`)
-    }
-    if (write && key.startsWith(RESERVED_META_PREFIX)) throw new MemoryStoreError('invalid-argument', `meta keys under '${RESERVED_META_PREFIX}' are reserved`)
-    return key
-  }
   return {
     get: async (key: string) => {
-      checkKey(key, false)
+      metaKey(key, false)
       return s.read(() => s.db.select().from(t).where(eq(t.key, key)).get()?.value)
     },
-    list: async (prefix: string, options: { limit?: number } = {}): Promise<MetaEntry[]> => {
-      if (typeof prefix !== 'string' || prefix.length > MAX_META_KEY) throw new MemoryStoreError('invalid-argument', `meta prefix must be a string of at most ${MAX_META_KEY} characters`)
-      const limit = pageSize(options?.limit, 1_000, MAX_PAGE)
+    list: async (prefixInput: string, options?: { limit?: number }): Promise<MetaEntry[]> => {
+      const { prefix, limit } = metaListArgs(prefixInput, options)
       return s.read(() =>
         s.db
           .select()
@@ -73,14 +50,12 @@ export function metaRepository(s: SqliteSession): MetaRepository {
       )
     },
     set: async (key: string, value: string, options?: WriteOptions) => {
-      checkKey(key, true)
-      if (typeof value !== 'string' || value.length > MAX_META_VALUE) {
-        throw new MemoryStoreError('invalid-argument', `meta value must be a string of at most ${MAX_META_VALUE} characters`)
-      }
+      metaKey(key, true)
+      metaValue(value)
       return s.write(() => setMetaRow(s, key, value, options), options)
     },
     delete: async (key: string, options?: WriteOptions) => {
-      checkKey(key, true)
+      metaKey(key, true)
       return s.write(() => {
         const result = s.db.delete(t).where(eq(t.key, key)).run()
         if (result.changes === 0) return false

@@ -10,63 +10,22 @@ import type Database from 'better-sqlite3'
 import { type BetterSQLite3Database, drizzle } from 'drizzle-orm/better-sqlite3'
 import { eq, sql } from 'drizzle-orm'
 import { auditEntityId } from './audit-id.ts'
+import { type AuditSpec, type ChangeSpec, writeActor } from './change-spec.ts'
 import { isMemoryStoreError, MemoryStoreError } from './errors.ts'
+import { retryWhileBusy } from './busy-retry.ts'
 import { ConnectionGate } from './gate.ts'
 import type { ResolvedStoreOptions } from './options.ts'
 import * as schema from './schema.ts'
 import { FtsIndex } from './search-index.ts'
-import type { EntityName, LeaseFence, TransactionOptions, WriteOptions } from './types-common.ts'
-import { requireCount, requireId } from './validate.ts'
+import { fenceRefusal, leaseFence, leaseName } from './lease-rules.ts'
+import type { LeaseFence, TransactionOptions, WriteOptions } from './types-common.ts'
 
 export type Db = BetterSQLite3Database
 
 /** The longest SQLite waits for a lock inside one call (it blocks the thread while it waits). */
 export const BUSY_SLICE_MS = 50
-/** Paging of every list method: default and largest page. */
-export const DEFAULT_PAGE = 100
-export const MAX_PAGE = 10_000
-const MAX_LEASE_NAME = 200
-
-/** What a write records: its audit row and (for indexed entities) its change-log row. */
-export interface ChangeSpec {
-  entity: EntityName
-  entityId: string
-  /** Change-log op. Every write names one, so any derived view (not only search) can follow. */
-  change: 'insert' | 'update' | 'delete'
-  /** Audit op, `<entity>.<verb>`. */
-  audit: string
-  revision?: number | null
-}
-
-/** An audit row without a change-log row (layers, leases and package tables are not indexed). */
-export type AuditSpec = Omit<ChangeSpec, 'change'>
-
-/**
- * Run `attempt` until it succeeds, or fails with something other than `busy`, or `retryable()`
- * says the failed attempt changed something, or `budgetMs` has passed; waits asynchronously
- * (jittered) between attempts so the event loop keeps running.
- */
-async function retryWhileBusy<T>(budgetMs: number, attempt: () => Promise<T>, retryable: () => boolean = () => true): Promise<T> {
-  const deadline = Date.now() + budgetMs
-  for (let count = 1; ; count++) {
-    try {
-      return await attempt()
-    } catch (error) {
-      if (!isMemoryStoreError(error, 'busy') || !retryable() || Date.now() >= deadline) throw error
-      await sleep(busyBackoffMs(count))
-    }
-  }
-}
-
-/** Jittered, growing pause between lock attempts (5 ms .. 250 ms), so waiting writers spread out. */
-function busyBackoffMs(attempt: number): number {
-  const ceiling = Math.min(250, 5 * 2 ** Math.min(attempt, 6))
-  return ceiling / 2 + Math.random() * (ceiling / 2)
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
+export { DEFAULT_PAGE, MAX_PAGE } from './validate.ts'
+export type { AuditSpec, ChangeSpec } from './change-spec.ts'
 
 /** Map driver errors to stable codes; our own errors pass through. */
 export function translateSqliteError(error: unknown, context: string): unknown {
@@ -226,48 +185,32 @@ export class SqliteSession {
   }
 
   fenceOf(fence: unknown): LeaseFence {
-    const value = fence as LeaseFence | undefined
-    if (!value || typeof value !== 'object') throw new MemoryStoreError('invalid-argument', 'fence must be { name, token }')
-    return { name: this.leaseName(value.name), token: requireCount(value.token, 'fence.token') }
+    return leaseFence(fence)
   }
 
   leaseName(value: unknown): string {
-    const name = requireId(value, 'lease name')
-    if (name.length > MAX_LEASE_NAME) throw new MemoryStoreError('invalid-argument', `lease name must be at most ${MAX_LEASE_NAME} characters`)
-    return name
+    return leaseName(value)
   }
 
   /** Throw `fenced` unless `fence` names the live lease (call inside the write transaction). */
   assertFence(fence: LeaseFence): void {
-    const row = this.db.select().from(schema.leases).where(eq(schema.leases.name, fence.name)).get()
-    const now = this.now()
-    if (row && row.token === fence.token && row.expiresAt > now) return
-    const why = !row
-      ? 'was never acquired'
-      : row.token !== fence.token
-        ? `was taken over (token ${row.token} now, this writer holds ${fence.token})`
-        : row.expiresAt === 0
-          ? 'was released'
-          : 'expired'
-    throw new MemoryStoreError('fenced', `lease ${fence.name} ${why}; a stale holder may not write`)
+    const refusal = fenceRefusal(fence, this.db.select().from(schema.leases).where(eq(schema.leases.name, fence.name)).get(), this.now())
+    if (refusal) throw refusal
   }
 
   /** An audit row without a change-log row (layers and leases are not indexed). */
   audit(spec: AuditSpec, options: WriteOptions | undefined, at: number): void {
-    const actor = options?.actor ?? this.options.actor
+    const actor = writeActor(options, this.options.actor)
     this.db
       .insert(schema.audit)
-      .values({ at, op: spec.audit, entity: spec.entity, entityId: auditEntityId(spec.entity, spec.entityId), actor: actor ?? null, revision: spec.revision ?? null })
+      .values({ at, op: spec.audit, entity: spec.entity, entityId: auditEntityId(spec.entity, spec.entityId), actor, revision: spec.revision ?? null })
       .run()
   }
 
   /** Record the audit row and the change-log row of a write, inside its transaction. */
   record(spec: ChangeSpec, options: WriteOptions | undefined, at = this.now()): void {
-    const actor = options?.actor ?? this.options.actor
-    if (actor !== null && actor !== undefined && (typeof actor !== 'string' || actor.length === 0 || actor.length > 200)) {
-      throw new MemoryStoreError('invalid-argument', 'actor must be a non-empty string of at most 200 characters')
-    }
-    this.stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES (?, ?, ?, ?, ?, ?)').run(at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor ?? null, spec.revision ?? null)
+    const actor = writeActor(options, this.options.actor)
+    this.stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES (?, ?, ?, ?, ?, ?)').run(at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor, spec.revision ?? null)
     this.stmt('INSERT INTO store_changes (entity, entity_id, op, at) VALUES (?, ?, ?, ?)').run(spec.entity, spec.entityId, spec.change, at)
   }
 

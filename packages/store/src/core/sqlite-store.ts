@@ -14,7 +14,7 @@ import Database from 'better-sqlite3'
 import { drizzle } from 'drizzle-orm/better-sqlite3'
 import { AUDIT_ID_SQL_FUNCTION, auditEntityId } from './audit-id.ts'
 import { MemoryStoreError } from './errors.ts'
-import { applyMigrations } from './migrations.ts'
+import { applyMigrations, packageMigrationSets } from './migrations.ts'
 import { type MemoryStoreOptions, resolveStoreOptions } from './options.ts'
 import {
   openPackageTables,
@@ -112,10 +112,7 @@ function assembleStore(s: SqliteSession): CoordinatedMemoryStore & PackageTables
     audit: (owner, entry, options) => s.audit({ entity: owner as EntityName, entityId: entry.entityId, audit: entry.op, revision: entry.revision ?? null }, options, s.now()),
   }
   const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => {
-    const list = Array.isArray(sets) ? [...(sets as readonly MigrationSet[])] : [sets as MigrationSet]
-    for (const set of list) {
-      if (set?.owner === 'store') throw new MemoryStoreError('invalid-argument', "migration owner 'store' is reserved for @dsh-memory/store")
-    }
+    const list = packageMigrationSets(sets)
     return s.call(!s.readonly, () => applyMigrations(s.sqlite, list, s.now(), { readonly: s.readonly }))
   }
   const store: CoordinatedMemoryStore & PackageTablesHost & AsyncDisposable = {

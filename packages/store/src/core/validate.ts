@@ -98,6 +98,10 @@ export function embeddingValue(value: unknown, field = 'embedding'): Float32Arra
   return value
 }
 
+/** Paging of every list method of every backend: default and largest page. */
+export const DEFAULT_PAGE = 100
+export const MAX_PAGE = 10_000
+
 /** A page size: `fallback` when undefined, otherwise an integer in 1..max. */
 export function pageSize(value: unknown, fallback: number, max: number, field = 'limit'): number {
   if (value === undefined) return fallback

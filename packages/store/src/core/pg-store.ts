@@ -1,0 +1,113 @@
+/**
+ * The PostgreSQL backend of {@link MemoryStore}: node-postgres (one client per store) with
+ * drizzle's pg dialect, behind the same contract as the SQLite backend. Callers never see SQL.
+ *
+ * This file opens the connection and assembles the store from its parts, one per job: the
+ * session (`pg-session.ts`: client, gate, transactions, writer lock, fencing, audit), the
+ * migrations (`pg-migrations.ts`), and one module per repository (`pg-meta.ts`,
+ * `pg-leases.ts`, …). Also {@link openStore}, which picks the backend from the options.
+ */
+import { MemoryStoreError } from './errors.ts'
+import { packageMigrationSets } from './migrations.ts'
+import { type MemoryStoreOptions, type PostgresStoreOptions, resolvePostgresOptions } from './options.ts'
+import { type PackageTables, type PackageTablesDeclaration, type PackageTablesHost, validateDeclaration } from './package-tables.ts'
+import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
+import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
+import { applyPgMigrations } from './pg-migrations.ts'
+import { connectPg, PgSession } from './pg-session.ts'
+import { openMemoryStore } from './sqlite-store.ts'
+import { postgresStoreMigrations } from './store-migrations.ts'
+import type { ConversationRepository, MessageRepository } from './types-conversations.ts'
+import type { MemoryRepository } from './types-memories.ts'
+import type { AppliedMigration, MigrationSet } from './types-meta.ts'
+import type { PersonaRepository } from './types-persona.ts'
+import type { SceneRepository } from './types-scenes.ts'
+import type { SearchService } from './types-search.ts'
+import type { StatsService } from './types-stats.ts'
+import type { CoordinatedMemoryStore, ImportResult } from './types-store.ts'
+
+/** What both openers return: the coordinated store plus the package-tables seam. */
+export type OpenedMemoryStore = CoordinatedMemoryStore & PackageTablesHost
+
+/**
+ * Open a memory store on a PostgreSQL database: connect, create the schema (namespace) when
+ * missing and bring its tables up to date (under a lock, so several processes may open one
+ * fresh database at once). The store's semantics match SQLite's: one caller at a time on its
+ * one connection, `store.transaction(fn)` holds it, writes are serialised per schema.
+ * @throws MemoryStoreError `invalid-argument` naming `databaseUrl` or `schema` (or refused
+ *   credentials); `unavailable` when the server cannot be reached (host:port in the message,
+ *   never the password); `not-found` (no such database; read-only and no store schema);
+ *   `schema-too-new`, `schema-too-old`, `migration-mismatch`, `migration-failed`, `busy`.
+ */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<OpenedMemoryStore> {
+  const resolved = resolvePostgresOptions(options)
+  const { client, lockKey } = await connectPg(resolved)
+  const s = new PgSession(client, resolved, lockKey)
+  try {
+    await applyPgMigrations(s, [postgresStoreMigrations(), ...resolved.store.extraMigrations], s.now(), '@dsh-memory/store')
+    return assembleStore(s)
+  } catch (error) {
+    await s.close()
+    throw error
+  }
+}
+
+/**
+ * Open a memory store on either backend: PostgreSQL when `options` has a `databaseUrl`,
+ * else SQLite at `options.path` (see `openMemoryStore`).
+ */
+export async function openStore(options: MemoryStoreOptions | PostgresStoreOptions): Promise<OpenedMemoryStore> {
+  if (options && typeof options === 'object' && 'databaseUrl' in options && options.databaseUrl !== undefined) return openPostgresStore(options)
+  return openMemoryStore(options as MemoryStoreOptions)
+}
+
+/**
+ * A repository not yet on PostgreSQL: every method rejects with `unsupported`. Phase 1 of the
+ * PostgreSQL backend lands in parts; each part replaces one of these lines in
+ * {@link assembleStore} with its repository.
+ */
+function notYetOnPostgres<T extends object>(what: string): T {
+  const refuse = () => Promise.reject(new MemoryStoreError('unsupported', `${what} are not on PostgreSQL yet`))
+  return new Proxy({} as T, { get: (_target, property) => (typeof property === 'string' ? refuse : undefined) })
+}
+
+/** The store: the repositories of one session, plus migrations and the package-tables seam. */
+function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
+  const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => applyPgMigrations(s, packageMigrationSets(sets), s.now())
+  const store: OpenedMemoryStore & AsyncDisposable = {
+    path: s.path,
+    readonly: s.readonly,
+    get closed() {
+      return s.closed
+    },
+    conversations: notYetOnPostgres<ConversationRepository>('conversations'),
+    messages: notYetOnPostgres<MessageRepository>('messages'),
+    memories: notYetOnPostgres<MemoryRepository>('memories'),
+    scenes: notYetOnPostgres<SceneRepository>('scenes'),
+    persona: notYetOnPostgres<PersonaRepository>('persona documents'),
+    audit: pgAuditLog(s),
+    meta: pgMetaRepository(s),
+    search: notYetOnPostgres<SearchService>('search'),
+    layers: pgLayerRepository(s),
+    leases: pgLeaseRepository(s),
+    stats: notYetOnPostgres<StatsService>('stats'),
+    transaction: (fn, options) => s.transaction(fn, options, store),
+    // Refuses on the first pull, like the repositories above.
+    exportJsonl: async function* () {
+      throw new MemoryStoreError('unsupported', 'exports are not on PostgreSQL yet')
+    },
+    importJsonl: async (): Promise<ImportResult> => {
+      throw new MemoryStoreError('unsupported', 'imports are not on PostgreSQL yet')
+    },
+    migrate,
+    async tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
+      s.assertOpen()
+      validateDeclaration(declaration)
+      // Phase 2 of the PostgreSQL backend ports the plugins' own tables.
+      throw new MemoryStoreError('unsupported', `package tables of '${declaration.migrations.owner}' are not on PostgreSQL yet`)
+    },
+    close: () => s.close(),
+    [Symbol.asyncDispose]: () => s.close(),
+  }
+  return store
+}
