@@ -2,14 +2,15 @@
  * L0 of the SQLite store: conversations (host sessions) and their messages. Every write
  * indexes (or unindexes) the messages for search in its own transaction.
  */
-import { and, asc, desc, eq, gt, gte, inArray, lte, sql, type SQL } from 'drizzle-orm'
+import { and, asc, eq, sql } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { newId } from './ids.ts'
+import { conversationListOf, messageConditions, type MessageColumns, messageListOf } from './record-conditions.ts'
+import { aroundArgsOf, conversationInputOf, conversationPatchOf, messageInputOf } from './record-values.ts'
 import { toConversation, toMessage } from './rows.ts'
 import * as schema from './schema.ts'
-import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
+import type { SqliteSession } from './sqlite-session.ts'
 import { readById } from './sqlite-values.ts'
-import { estimateTokens, prepareLabel, prepareText } from './text.ts'
 import type { WriteOptions } from './types-common.ts'
 import type {
   AppendMessageInput,
@@ -21,23 +22,25 @@ import type {
   MessageFilter,
   MessageRepository,
 } from './types-conversations.ts'
-import { flagsObject, idList, optionalTime, pageSize, requireCount, requireId, requireRole, requireTime } from './validate.ts'
+import { optionalTime, requireId } from './validate.ts'
 
 /** The prepared INSERT of one message (live appends and imports share it). */
 export const INSERT_MESSAGE_SQL =
   'INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
+
+const MESSAGE_COLUMNS: MessageColumns = {
+  ...schema.messages,
+  conversations: { table: schema.conversations, id: schema.conversations.id, workspace: schema.conversations.workspace },
+}
 
 export function conversationRepository(s: SqliteSession): ConversationRepository {
   const t = schema.conversations
   const getRow = (id: string) => s.db.select().from(t).where(eq(t.id, id)).get()
   return {
     ensure: async (input: EnsureConversationInput, options?: WriteOptions) => {
-      const id = requireId(input?.id, 'id')
-      const workspace = prepareLabel(input.workspace ?? '', 'workspace', s.options.limits.label, true)
-      const title = input.title === undefined || input.title === null ? undefined : prepareLabel(input.title, 'title', s.options.limits.label, true)
-      const startedAt = input.startedAt === undefined ? undefined : requireTime(input.startedAt, 'startedAt')
+      const { id, workspace, title, startedAt } = conversationInputOf(s.options.limits, input)
       const unchanged = (existing: typeof t.$inferSelect | undefined): boolean =>
-        existing !== undefined && (!workspace || workspace === existing.workspace) && (!title || title === existing.title)
+        existing !== undefined && Object.keys(conversationPatchOf({ workspace, title }, existing)).length === 0
       // Capture calls this before every message: when nothing would change, a read answers
       // without taking the write lock (the write path below re-checks under the lock).
       const current = await s.read(() => getRow(id))
@@ -53,10 +56,7 @@ export function conversationRepository(s: SqliteSession): ConversationRepository
           s.record({ entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.create' }, options, now)
           return { created: true, conversation: toConversation(getRow(id)!) }
         }
-        const patch: Partial<typeof t.$inferInsert> = {}
-        // An empty workspace means "unknown here", never "moved to nowhere".
-        if (workspace && workspace !== existing.workspace) patch.workspace = workspace
-        if (title && title !== existing.title) patch.title = title
+        const patch = conversationPatchOf({ workspace, title }, existing)
         if (Object.keys(patch).length === 0) return { created: false, conversation: toConversation(existing) }
         s.db.update(t).set({ ...patch, updatedAt: Math.max(now, existing.updatedAt) }).where(eq(t.id, id)).run()
         s.record({ entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.update' }, options, now)
@@ -65,23 +65,8 @@ export function conversationRepository(s: SqliteSession): ConversationRepository
     },
     get: readById(s, getRow, toConversation),
     list: async (filter: ConversationFilter = {}) => {
-      const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
-      const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
-      const conditions: SQL[] = []
-      if (filter.workspace !== undefined) conditions.push(eq(t.workspace, filter.workspace))
-      if (filter.since !== undefined) conditions.push(gte(t.updatedAt, requireTime(filter.since, 'since')))
-      if (filter.until !== undefined) conditions.push(lte(t.updatedAt, requireTime(filter.until, 'until')))
-      return s.read(() =>
-        s.db
-          .select()
-          .from(t)
-          .where(and(...conditions))
-          .orderBy(desc(t.updatedAt), desc(t.id))
-          .limit(limit)
-          .offset(offset)
-          .all()
-          .map(toConversation),
-      )
+      const q = conversationListOf(filter, t)
+      return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toConversation))
     },
     end: async (id: string, at?: number, options?: WriteOptions) => {
       requireId(id, 'id')
@@ -125,16 +110,7 @@ export function messageRepository(s: SqliteSession): MessageRepository {
       .get()
   return {
     append: async (input: AppendMessageInput, options?: WriteOptions): Promise<AppendMessageResult> => {
-      const conversationId = requireId(input?.conversationId, 'conversationId')
-      const hostMessageId = requireId(input.hostMessageId, 'hostMessageId')
-      const role = requireRole(input.role)
-      const prepared = prepareText(input.text, 'text', s.options.limits.message)
-      const turn = input.turn === undefined ? 0 : requireCount(input.turn, 'turn')
-      const seq = input.seq === undefined ? undefined : requireCount(input.seq, 'seq')
-      const sourceIds = idList(input.sourceIds, 'sourceIds')
-      const tokensEstimate = input.tokensEstimate === undefined ? estimateTokens(prepared.text) : requireCount(input.tokensEstimate, 'tokensEstimate')
-      const flags = flagsObject(input.flags)
-      const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
+      const { conversationId, hostMessageId, role, text, redactions, turn, seq, sourceIds, tokensEstimate, flags, createdAt } = messageInputOf(s.options.limits, input)
       return s.write(() => {
         const existingId = s.stmt('SELECT id FROM store_messages WHERE conversation_id = ? AND host_message_id = ?').pluck().get(conversationId, hostMessageId) as string | undefined
         if (existingId !== undefined) return { inserted: false, message: toMessage(getRow(existingId)!), redactions: 0 }
@@ -146,14 +122,14 @@ export function messageRepository(s: SqliteSession): MessageRepository {
         const at = createdAt ?? now
         const nextSeq = seq ?? ((s.stmt('SELECT max(seq) FROM store_messages WHERE conversation_id = ?').pluck().get(conversationId) as number | null) ?? 0) + 1
         const id = newId(at)
-        s.stmt(INSERT_MESSAGE_SQL).run(id, conversationId, hostMessageId, role, prepared.text, turn, nextSeq, JSON.stringify(sourceIds), tokensEstimate, at, JSON.stringify(flags))
-        s.fts.addMessage({ id, conversationId, role, createdAt: at, text: prepared.text })
+        s.stmt(INSERT_MESSAGE_SQL).run(id, conversationId, hostMessageId, role, text, turn, nextSeq, JSON.stringify(sourceIds), tokensEstimate, at, JSON.stringify(flags))
+        s.fts.addMessage({ id, conversationId, role, createdAt: at, text })
         // Keeps "recent conversations" ordering right; not a change the index cares about.
         if (at > conversationUpdatedAt) s.stmt('UPDATE store_conversations SET updated_at = ? WHERE id = ?').run(at, conversationId)
         s.record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.append' }, options, now)
         // The row as written (the same values a re-read would return).
-        const message: Message = { id, conversationId, hostMessageId, role, text: prepared.text, turn, seq: nextSeq, sourceIds: [...sourceIds], tokensEstimate, createdAt: at, flags }
-        return { inserted: true, message, redactions: prepared.redactions }
+        const message: Message = { id, conversationId, hostMessageId, role, text, turn, seq: nextSeq, sourceIds: [...sourceIds], tokensEstimate, createdAt: at, flags }
+        return { inserted: true, message, redactions }
       }, options)
     },
     get: readById(s, getRow, toMessage),
@@ -166,27 +142,11 @@ export function messageRepository(s: SqliteSession): MessageRepository {
       })
     },
     list: async (filter: MessageFilter = {}) => {
-      const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
-      const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
-      const conditions = messageConditions(s, filter)
-      if (filter.afterSeq !== undefined) conditions.push(gt(t.seq, requireCount(filter.afterSeq, 'afterSeq')))
-      const direction = filter.order === 'desc' ? desc : asc
-      return s.read(() =>
-        s.db
-          .select()
-          .from(t)
-          .where(and(...conditions))
-          .orderBy(direction(t.createdAt), direction(t.seq), direction(t.id))
-          .limit(limit)
-          .offset(offset)
-          .all()
-          .map(toMessage),
-      )
+      const q = messageListOf(filter, MESSAGE_COLUMNS)
+      return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toMessage))
     },
     around: async (ids: readonly string[], span: number) => {
-      const list = [...new Set(idList(ids, 'ids'))]
-      if (list.length > 1_000) throw new MemoryStoreError('invalid-argument', 'around() takes at most 1000 ids')
-      if (!Number.isSafeInteger(span) || span < 0 || span > 20) throw new MemoryStoreError('invalid-argument', 'span must be an integer between 0 and 20')
+      const list = aroundArgsOf(ids, span)
       if (list.length === 0) return []
       return s.read(() => {
         // One query: each hit's (conversation, seq ± span) window through the (conversation_id, seq) index.
@@ -207,7 +167,7 @@ export function messageRepository(s: SqliteSession): MessageRepository {
       })
     },
     count: async (filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'> = {}) => {
-      const conditions = messageConditions(s, filter)
+      const conditions = messageConditions(filter, MESSAGE_COLUMNS)
       return s.read(() => s.db.select({ n: sql<number>`count(*)` }).from(t).where(and(...conditions)).get()?.n ?? 0)
     },
     delete: async (id: string, options?: WriteOptions) => {
@@ -221,18 +181,4 @@ export function messageRepository(s: SqliteSession): MessageRepository {
       }, options)
     },
   }
-}
-
-/** The WHERE terms of message list and count (validated as they are built). */
-function messageConditions(s: SqliteSession, filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'>): SQL[] {
-  const t = schema.messages
-  const conditions: SQL[] = []
-  if (filter.conversationId !== undefined) conditions.push(eq(t.conversationId, requireId(filter.conversationId, 'conversationId')))
-  if (filter.role !== undefined) conditions.push(eq(t.role, requireRole(filter.role)))
-  if (filter.since !== undefined) conditions.push(gte(t.createdAt, requireTime(filter.since, 'since')))
-  if (filter.until !== undefined) conditions.push(lte(t.createdAt, requireTime(filter.until, 'until')))
-  if (filter.workspace !== undefined) {
-    conditions.push(inArray(t.conversationId, s.db.select({ id: schema.conversations.id }).from(schema.conversations).where(eq(schema.conversations.workspace, filter.workspace))))
-  }
-  return conditions
 }

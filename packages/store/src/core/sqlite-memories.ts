@@ -2,18 +2,28 @@
  * L1 of the SQLite store: atomic memories with their version history (supersede, merge),
  * their search index rows and their layer revisions.
  */
-import { asc, desc, eq, inArray, sql } from 'drizzle-orm'
-import { MemoryStoreError } from './errors.ts'
+import { asc, eq, inArray, sql } from 'drizzle-orm'
 import { newId } from './ids.ts'
 import { layerKeyOfRow } from './layers.ts'
+import { memoryListOf } from './record-conditions.ts'
+import {
+  assertNewest,
+  mergeArgsOf,
+  mergedSourceIds,
+  memoryPatchChangesLayer,
+  memoryPatchOf,
+  memoryValuesOf,
+  type MemoryValues,
+  supersedeArgsOf,
+  supersedingInputOf,
+} from './record-values.ts'
 import { toMemory } from './rows.ts'
 import * as schema from './schema.ts'
-import { DEFAULT_PAGE, MAX_PAGE, type SqliteSession } from './sqlite-session.ts'
-import { memoryScopeCondition, memoryValuesOf, readById, type MemoryValues, writeVersionedUpdate } from './sqlite-values.ts'
-import { prepareLabel, prepareText } from './text.ts'
+import type { SqliteSession } from './sqlite-session.ts'
+import { memoryScopeCondition, readById, writeVersionedUpdate } from './sqlite-values.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { AddMemoryInput, MemoryFilter, MemoryRepository, MemoryScopeFilter, UpdateMemoryPatch } from './types-memories.ts'
-import { embeddingToBuffer, embeddingValue, flagsObject, idList, optionalTime, pageSize, requireCount, requireFinite, requireId, requireTime, requireUpdate } from './validate.ts'
+import { idList, optionalTime, requireId, requireTime } from './validate.ts'
 
 export function memoryRepository(s: SqliteSession): MemoryRepository {
   const t = schema.memories
@@ -45,21 +55,7 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
     },
     get: readById(s, getRow, toMemory),
     update: async (id: string, patch: UpdateMemoryPatch, options?: WriteOptions) => {
-      requireUpdate(id, patch)
-      const set: Partial<typeof t.$inferInsert> = {}
-      if (patch.text !== undefined) set.text = prepareText(patch.text, 'text', s.options.limits.memory).text
-      if (patch.kind !== undefined) set.kind = prepareLabel(patch.kind, 'kind', s.options.limits.label)
-      if (patch.priority !== undefined) set.priority = requireFinite(patch.priority, 'priority')
-      if (patch.flags !== undefined) set.flags = flagsObject(patch.flags)
-      const embedding = embeddingValue(patch.embedding)
-      if (embedding !== undefined) {
-        set.embedding = embedding ? embeddingToBuffer(embedding) : null
-        set.embeddingDims = embedding ? embedding.length : null
-        if (!embedding) set.embeddingModel = null
-      }
-      if (patch.embeddingModel !== undefined) {
-        set.embeddingModel = patch.embeddingModel === null ? null : prepareLabel(patch.embeddingModel, 'embeddingModel', s.options.limits.label)
-      }
+      const set = memoryPatchOf(s.options.limits, id, patch)
       return writeVersionedUpdate(
         s,
         {
@@ -71,7 +67,7 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
             if (set.text !== undefined && set.text !== existing.text) s.fts.updateMemory(id, set.text)
           },
           // An embedding is derived data: attaching one does not change what the layer holds.
-          changesLayer: () => Object.keys(set).some((key) => key !== 'embedding' && key !== 'embeddingDims' && key !== 'embeddingModel'),
+          changesLayer: () => memoryPatchChangesLayer(set),
         },
         id,
         set,
@@ -79,27 +75,11 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
       )
     },
     supersede: async (oldId: string, input: Partial<AddMemoryInput> & { text: string }, options?: WriteOptions) => {
-      requireId(oldId, 'oldId')
-      if (!input || typeof input !== 'object') throw new MemoryStoreError('invalid-argument', 'input must be an object')
+      supersedeArgsOf(oldId, input)
       return s.write(() => {
         const old = getRow(oldId)
-        if (!old) throw new MemoryStoreError('not-found', `memory ${oldId} does not exist`)
-        if (old.supersededBy) {
-          throw new MemoryStoreError('conflict', `memory ${oldId} is already superseded by ${old.supersededBy}; supersede the newest version`)
-        }
-        const merged: AddMemoryInput = {
-          kind: input.kind ?? old.kind,
-          scope: input.scope ?? old.scope,
-          workspace: input.scope === undefined && input.workspace === undefined ? old.workspace : input.workspace,
-          sessionId: input.scope === undefined && input.sessionId === undefined ? old.sessionId : input.sessionId,
-          priority: input.priority ?? old.priority,
-          flags: input.flags ?? old.flags,
-          text: input.text,
-          sourceMessageIds: input.sourceMessageIds ?? [],
-          embedding: input.embedding,
-          embeddingModel: input.embeddingModel,
-          createdAt: input.createdAt,
-        }
+        assertNewest(old, oldId, 'supersede')
+        const merged = supersedingInputOf(old, input)
         const createdAt = merged.createdAt === undefined ? undefined : requireTime(merged.createdAt, 'createdAt')
         const newId = insertMemory(memoryValuesOf(s.options.limits, merged), createdAt, options)
         const now = s.now()
@@ -141,26 +121,8 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
       }, options)
     },
     list: async (filter: MemoryFilter = {}) => {
-      const limit = pageSize(filter.limit, DEFAULT_PAGE, MAX_PAGE)
-      const offset = filter.offset === undefined ? 0 : requireCount(filter.offset, 'offset')
-      const where = memoryScopeCondition(filter)
-      const order =
-        filter.orderBy === 'updated'
-          ? [desc(t.updatedAt), desc(t.id)]
-          : filter.orderBy === 'priority'
-            ? [desc(t.priority), desc(t.createdAt), desc(t.id)]
-            : [desc(t.createdAt), desc(t.id)]
-      return s.read(() =>
-        s.db
-          .select()
-          .from(t)
-          .where(where)
-          .orderBy(...order)
-          .limit(limit)
-          .offset(offset)
-          .all()
-          .map(toMemory),
-      )
+      const q = memoryListOf(filter, t)
+      return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toMemory))
     },
     count: async (filter: MemoryScopeFilter = {}) => {
       const where = memoryScopeCondition(filter)
@@ -184,18 +146,14 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
       }, options)
     },
     mergeInto: async (targetId: string, sourceIds: readonly string[], options?: WriteOptions) => {
-      requireId(targetId, 'targetId')
-      const sources = [...new Set(idList(sourceIds, 'sourceIds'))]
-      if (sources.includes(targetId)) throw new MemoryStoreError('invalid-argument', 'a memory cannot be merged into itself')
+      const sources = mergeArgsOf(targetId, sourceIds)
       return s.write(() => {
         const target = getRow(targetId)
-        if (!target) throw new MemoryStoreError('not-found', `memory ${targetId} does not exist`)
-        if (target.supersededBy) throw new MemoryStoreError('conflict', `memory ${targetId} is already superseded by ${target.supersededBy}; merge into the newest version`)
+        assertNewest(target, targetId, 'target')
         if (sources.length === 0) return toMemory(target)
         const rows = sources.map((sourceId) => {
           const row = getRow(sourceId)
-          if (!row) throw new MemoryStoreError('not-found', `memory ${sourceId} does not exist`)
-          if (row.supersededBy) throw new MemoryStoreError('conflict', `memory ${sourceId} is already superseded by ${row.supersededBy}`)
+          assertNewest(row, sourceId, 'source')
           return row
         })
         const now = s.now()
@@ -208,7 +166,7 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
             .run()
           s.record({ entity: 'memory', entityId: row.id, change: 'update', audit: 'memory.merge', revision }, options, now)
         }
-        const sourceMessageIds = [...new Set([...target.sourceMessageIds, ...rows.flatMap((row) => row.sourceMessageIds)])]
+        const sourceMessageIds = mergedSourceIds(target, rows)
         const revision = target.revision + 1
         s.db
           .update(t)

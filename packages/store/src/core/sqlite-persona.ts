@@ -1,11 +1,10 @@
 /** L3 of the SQLite store: one versioned persona document per key (global, or a workspace). */
 import { and, asc, eq } from 'drizzle-orm'
-import { MemoryStoreError } from './errors.ts'
 import { layerKeyOfRow } from './layers.ts'
+import { assertPersonaVersion, personaEntityId, personaKeyOf } from './record-values.ts'
 import { toPersona } from './rows.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
-import { personaEntityId, personaKeyOf } from './sqlite-values.ts'
 import { prepareText } from './text.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { PersonaKey, PersonaRepository, PutPersonaInput } from './types-persona.ts'
@@ -34,9 +33,7 @@ export function personaRepository(s: SqliteSession): PersonaRepository {
       return s.write(() => {
         const existing = getRow(key)
         const current = existing?.version ?? 0
-        if (expected !== undefined && expected !== current) {
-          throw new MemoryStoreError('conflict', `persona ${personaEntityId(key)} is at version ${current}, not ${expected}`)
-        }
+        assertPersonaVersion(key, current, expected)
         const now = s.now()
         const version = current + 1
         s.db

@@ -1,96 +1,24 @@
 /**
- * Input → column values shared by several repositories of the SQLite store (live writes and
- * import check input the same way), and the SQL scope filter that memory and scene reads and
- * memory search share.
+ * The SQLite side of what several repositories of the SQLite store share: `get(id)`, the
+ * versioned-update write of memories and scenes, and the SQL scope filter that memory and
+ * scene reads and memory search share. Backend-neutral input checks live in
+ * `record-values.ts`, other WHERE terms in `record-conditions.ts`.
  */
-import { and, eq, gte, inArray, isNull, lte, ne, or, type SQL } from 'drizzle-orm'
+import { eq, type SQL } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { layerKeyOfRow } from './layers.ts'
 import * as schema from './schema.ts'
+import { scopeCondition } from './scope-sql.ts'
 import type { SqliteSession } from './sqlite-session.ts'
-import { asArray } from './scope-filter.ts'
-import { prepareLabel, prepareText } from './text.ts'
-import type { TextLimits } from './text.ts'
-import type { Scope, WriteOptions } from './types-common.ts'
-import type { AddMemoryInput, MemoryScopeFilter } from './types-memories.ts'
-import type { PersonaKey } from './types-persona.ts'
-import { embeddingToBuffer, embeddingValue, flagsObject, idList, requireFinite, requireId, requireScope, requireTime } from './validate.ts'
+import type { WriteOptions } from './types-common.ts'
+import type { MemoryScopeFilter } from './types-memories.ts'
+import { requireId } from './validate.ts'
 
-/** Memory columns derived from input (all but id, revision and times). */
-export type MemoryValues = Omit<typeof schema.memories.$inferInsert, 'id' | 'revision' | 'createdAt' | 'updatedAt' | 'lastRecalledAt' | 'supersededBy'> & {
-  scope: Scope
-}
-
-/** The workspace/session columns for a scope, enforcing which are required or forbidden. */
-export function placementOf(limits: TextLimits, scope: Scope, workspaceInput: unknown, sessionInput: unknown): { workspace: string | null; sessionId: string | null } {
-  const workspace =
-    workspaceInput === undefined || workspaceInput === null || workspaceInput === '' ? null : prepareLabel(workspaceInput, 'workspace', limits.label)
-  const sessionId = sessionInput === undefined || sessionInput === null ? null : requireId(sessionInput, 'sessionId')
-  if (scope === 'global' && workspace !== null) {
-    throw new MemoryStoreError('invalid-argument', 'a global memory must not have a workspace (use scope "workspace")')
-  }
-  if (scope === 'workspace' && workspace === null) throw new MemoryStoreError('invalid-argument', 'a workspace memory needs a workspace')
-  if (scope === 'session' && sessionId === null) throw new MemoryStoreError('invalid-argument', 'a session memory needs a sessionId')
-  return { workspace, sessionId }
-}
-
-/** Validate and normalise memory input into column values (everything but ids and times). */
-export function memoryValuesOf(limits: TextLimits, input: AddMemoryInput): MemoryValues {
-  if (!input || typeof input !== 'object') throw new MemoryStoreError('invalid-argument', 'memory input must be an object')
-  const scope = requireScope(input.scope)
-  const placement = placementOf(limits, scope, input.workspace, input.sessionId)
-  const embedding = embeddingValue(input.embedding)
-  return {
-    kind: prepareLabel(input.kind, 'kind', limits.label),
-    text: prepareText(input.text, 'text', limits.memory).text,
-    scope,
-    ...placement,
-    sourceMessageIds: idList(input.sourceMessageIds, 'sourceMessageIds'),
-    priority: input.priority === undefined ? 0 : requireFinite(input.priority, 'priority'),
-    flags: flagsObject(input.flags),
-    embedding: embedding ? embeddingToBuffer(embedding) : null,
-    embeddingDims: embedding ? embedding.length : null,
-    embeddingModel:
-      embedding && input.embeddingModel !== undefined && input.embeddingModel !== null
-        ? prepareLabel(input.embeddingModel, 'embeddingModel', limits.label)
-        : null,
-  }
-}
-
-/** The row key of a persona document (`''` is the global persona's workspace). */
-export function personaKeyOf(limits: TextLimits, key: PersonaKey): { scope: 'global' | 'workspace'; workspace: string } {
-  if (!key || typeof key !== 'object') throw new MemoryStoreError('invalid-argument', 'persona key must be an object')
-  if (key.scope === 'global') {
-    if (key.workspace !== undefined && key.workspace !== null && key.workspace !== '') {
-      throw new MemoryStoreError('invalid-argument', 'the global persona has no workspace')
-    }
-    return { scope: 'global', workspace: '' }
-  }
-  if (key.scope === 'workspace') {
-    return { scope: 'workspace', workspace: prepareLabel(key.workspace, 'workspace', limits.label) }
-  }
-  throw new MemoryStoreError('invalid-argument', `persona scope must be 'global' or 'workspace', got ${JSON.stringify(key.scope)}`)
-}
-
-/** The audit/change-log id of a persona document. */
-export function personaEntityId(key: { scope: string; workspace: string }): string {
-  return key.scope === 'global' ? 'global' : `workspace:${key.workspace}`
-}
-
-/** SQL twin of `matchesScope` (scope-filter.ts); keep the two in step. */
+/** The scope filter of memory and scene reads and memory search (see {@link scopeCondition}). */
 export function memoryScopeCondition(filter: MemoryScopeFilter, table: typeof schema.memories | typeof schema.scenes = schema.memories): SQL | undefined {
   const t = table
-  const conditions: (SQL | undefined)[] = []
-  if (t === schema.memories && !filter.includeSuperseded) conditions.push(isNull(schema.memories.supersededBy))
-  if (filter.scope !== undefined) conditions.push(inArray(t.scope, asArray(filter.scope).map((s) => requireScope(s))))
-  if (t === schema.memories && filter.kind !== undefined) conditions.push(inArray(schema.memories.kind, [...asArray(filter.kind)]))
-  if (filter.since !== undefined) conditions.push(gte(t.createdAt, requireTime(filter.since, 'since')))
-  if (filter.until !== undefined) conditions.push(lte(t.createdAt, requireTime(filter.until, 'until')))
-  const local: (SQL | undefined)[] = [ne(t.scope, 'global')]
-  if (filter.workspace !== undefined) local.push(eq(t.workspace, filter.workspace))
-  if (filter.sessionId !== undefined) local.push(or(ne(t.scope, 'session'), eq(t.sessionId, filter.sessionId)))
-  conditions.push(filter.includeGlobal === false ? and(...local) : or(eq(t.scope, 'global'), and(...local)))
-  return and(...conditions)
+  const memoryOnly = t === schema.memories ? { kind: schema.memories.kind, supersededBy: schema.memories.supersededBy } : {}
+  return scopeCondition(filter, { scope: t.scope, workspace: t.workspace, sessionId: t.sessionId, createdAt: t.createdAt, ...memoryOnly })
 }
 
 /** A repository's `get(id)`: check the id, read the row, map it (`undefined` when absent). */
