@@ -1,10 +1,17 @@
-import { symlinkSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { type CoordinatedMemoryStore, openMemoryStore } from '@dsh-memory/store'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { DataSource } from '../src/data/data-dir.ts'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+// The cluster comes from the store project's globalSetup (see vitest.config.ts), as `inject('pgUrl')`.
+import { findPgBin } from '../../../packages/store/test/support/pg-cluster.ts'
+import type {} from '../../../packages/store/test/support/pg-global-setup.ts'
+import { type DataSource, postgresSource } from '../src/data/data-dir.ts'
 import { type MigrateReport, runMigrate } from '../src/data/migrate.ts'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
+
+const run = promisify(execFile)
 
 let fixture: Fixture
 let temp: ReturnType<typeof scratch>
@@ -213,5 +220,109 @@ describe('--database-url and DSH_MEMORY_DATABASE_URL', () => {
     expect(both.stderr).toBe('error: --database-url and --data-dir name two different stores; give one of them\n')
     const bench = await cli(['--database-url', url, 'bench', 'cjk'])
     expect(bench.stderr).toBe('error: --database-url does not apply to `bench cjk`\n')
+  })
+})
+
+describe('on PostgreSQL (the run’s throwaway cluster)', () => {
+  const adminUrl = () => inject('pgUrl')
+  const password = () => decodeURIComponent(new URL(adminUrl()).password)
+  let databases = 0
+
+  /** A fresh database on the cluster (each test its own), as the URL the CLI is given. */
+  async function freshDatabase(): Promise<string> {
+    const admin = new URL(adminUrl())
+    const name = `cli_${process.pid}_${++databases}`
+    const bin = findPgBin()
+    await run(bin ? join(bin, 'createdb') : 'createdb', ['-h', admin.hostname, '-p', admin.port, '-U', decodeURIComponent(admin.username), name], {
+      env: { ...process.env, PGPASSWORD: password() },
+    })
+    const url = new URL(admin.href)
+    url.pathname = `/${name}`
+    return url.href
+  }
+  const shown = (url: string) => url.replace(`:${encodeURIComponent(password())}@`, '@')
+
+  it('round-trips SQLite → PostgreSQL → SQLite, every record kept, no password printed', async () => {
+    const url = await freshDatabase()
+    const printed: string[] = []
+    const step = async (args: string[]) => {
+      const result = await cli(args)
+      printed.push(result.stdout, result.stderr)
+      return result
+    }
+    const into = await step(['migrate', '--from', fixture.dataDir, '--to', url, '--json'])
+    expect(into.code).toBe(0)
+    expect(json(into.stdout)).toMatchObject({ to: shown(url), ok: true, copied: FIXTURE_COUNTS })
+
+    const status = await step(['status', '--database-url', url, '--json'])
+    expect(status.code).toBe(0)
+    const report = JSON.parse(status.stdout)
+    expect(report).toMatchObject({ backend: 'postgres', dataDir: shown(url), counts: { conversations: 2, messages: { total: 6 }, memories: { current: 5, superseded: 1 } } })
+    expect(report.distill.error).toContain('not on PostgreSQL in this version')
+
+    const history = await step(['show', fixture.memories.deployDay, '--database-url', url, '--json'])
+    expect(JSON.parse(history.stdout).history.map((memory: { id: string }) => memory.id)).toEqual([fixture.memories.deployDayOld, fixture.memories.deployDay])
+
+    // The JSONL export of the PostgreSQL store is record for record the source's.
+    const exported = await step(['export', '--database-url', url, '--quiet'])
+    expect(exported.stdout.trim().split('\n').slice(1)).toEqual(await records(fixture.dataDir))
+
+    const back = freshDir()
+    const out = await step(['migrate', '--from', url, '--to', back, '--json'])
+    expect(out.code).toBe(0)
+    expect(json(out.stdout)).toMatchObject({ from: shown(url), ok: true, copied: FIXTURE_COUNTS, notMoved: [] })
+    expect(await records(back)).toEqual(await records(fixture.dataDir))
+    const again = await step(['search', 'PostgreSQL', '--data-dir', back, '--json'])
+    expect(JSON.parse(again.stdout).memories.length).toBeGreaterThan(0)
+    expect(printed.join('')).not.toContain(password())
+  })
+
+  it('resumes an interrupted copy into PostgreSQL and verifies the counts', async () => {
+    const url = await freshDatabase()
+    const controller = new AbortController()
+    const first = await runMigrate(sqlite(fixture.dataDir), postgresSource(url, '--to'), { pageSize: 1, signal: controller.signal, onPage: (pages) => pages === 10 && controller.abort() })
+    expect(first).toMatchObject({ completed: false, ok: false, copied: { conversations: 2, messages: 6, memories: 3, scenes: 0, persona: 0 } })
+    const check = await cli(['migrate', '--check', '--from', fixture.dataDir, '--to', url, '--json'])
+    expect(check.code).toBe(1)
+    expect(json(check.stdout).verified?.memories).toEqual({ source: 6, target: 3, missing: 3 })
+
+    const second = await cli(['migrate', '--from', fixture.dataDir, '--to', url, '--json'])
+    expect(second.code).toBe(0)
+    const report = json(second.stdout)
+    expect(report.alreadyPresent).toEqual({ conversations: 2, messages: 6, memories: 3, scenes: 0, persona: 0 })
+    expect(report.copied).toEqual({ conversations: 0, messages: 0, memories: 3, scenes: 1, persona: 1 })
+    for (const [type, count] of Object.entries(FIXTURE_COUNTS)) expect(report.verified?.[type as keyof typeof FIXTURE_COUNTS]).toEqual({ source: count, target: count, missing: 0 })
+  })
+
+  it('takes the password from PGPASSFILE when the URL has none', async () => {
+    const url = await freshDatabase()
+    const admin = new URL(url)
+    const bare = `postgres://${admin.username}@${admin.host}${admin.pathname}`
+    const passfile = join(temp.dir, 'pgpass')
+    writeFileSync(passfile, `${admin.hostname}:${admin.port}:*:${decodeURIComponent(admin.username)}:${password()}\n`, { mode: 0o600 })
+    const previous = process.env.PGPASSFILE
+    process.env.PGPASSFILE = passfile
+    try {
+      const into = await cli(['migrate', '--from', fixture.dataDir, '--to', bare, '--quiet'])
+      expect(into.code).toBe(0)
+      const status = await cli(['status', '--database-url', bare, '--json'])
+      expect(JSON.parse(status.stdout)).toMatchObject({ backend: 'postgres', dataDir: bare, counts: { conversations: 2 } })
+    } finally {
+      if (previous === undefined) delete process.env.PGPASSFILE
+      else process.env.PGPASSFILE = previous
+    }
+  })
+
+  it('says which server it cannot reach, without the password', async () => {
+    const admin = new URL(adminUrl())
+    // A port of the cluster's host that nothing listens on (the cluster's port + 1 is free or not;
+    // port 1 never is open to an unprivileged server).
+    const url = `postgres://${admin.username}:${admin.password}@127.0.0.1:1/nowhere`
+    const result = await cli(['status', '--database-url', url])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('127.0.0.1:1')
+    expect(result.stderr).toContain('(unavailable)')
+    expect(result.stderr).not.toContain(password())
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
   })
 })

@@ -7,11 +7,7 @@
  *   (`$DSH_HOME/memory`, else `~/.dsh/memory`), so it finds what the DSH plugins wrote.
  */
 import { join, resolve } from 'node:path'
-import { isMemoryStoreError, type MemoryStore, openMemoryStore } from '@dsh-memory/store'
-// PGINFRA-MERGE: replaced by the store's openStore once pginfra lands.
-const openStore = async (_options: { databaseUrl: string; readonly: boolean; actor: string }): Promise<MemoryStore> => {
-  throw new CliError('unsupported', 'PostgreSQL is not built in yet')
-}
+import { isMemoryStoreError, type MemoryStore, openMemoryStore, openStore } from '@dsh-memory/store'
 import { DATABASE_FILE, databaseOf, isWebError, locateDataDir } from '@dsh-memory/web'
 import { type Command, Option } from 'commander'
 import { CliError, CliUsageError } from '../io.ts'
