@@ -9,7 +9,7 @@
  * A command that prints numbers, not a test: timings vary by machine.
  */
 import Database from 'better-sqlite3'
-import { encodeTerm } from '../src/core/search-index.ts'
+import { encodeTerm } from '../src/core/search-plan.ts'
 import { tokenizeWith } from '../src/core/tokenizer.ts'
 import { DOCUMENTS, QUERIES } from './tokenizer-corpus.ts'
 

@@ -5,16 +5,13 @@
  * lives in the database rather than in memory.
  */
 import { and, asc, eq, gt, inArray, sql, type SQL } from 'drizzle-orm'
-import { MemoryStoreError } from './errors.ts'
 import { toMemory, toMessage } from './rows.ts'
 import * as schema from './schema.ts'
-import { asArray } from './scope-filter.ts'
-import { currentFtsManifest, FTS_META_KEY, type FtsState, MEMORY_TABLES, MESSAGE_TABLES, parseFtsState, RANK_CAP, sameManifest } from './search-index.ts'
+import { FTS_FORMAT, FTS_META_KEY, type FtsState, MEMORY_TABLES, MESSAGE_TABLES } from './search-index.ts'
+import { currentManifest, indexBuilt, inRankOrder, memorySearchOptions, messageSearchOptions, parseIndexState, queryText, RANK_CAP, sameManifest } from './search-plan.ts'
 import type { SqliteSession } from './sqlite-session.ts'
 import { memoryScopeCondition } from './sqlite-values.ts'
-import type { MemoryScopeFilter } from './types-memories.ts'
 import type { IndexBuildReason, MemoryHit, MemorySearchOptions, MessageHit, MessageSearchOptions, SearchIndexStatus, SearchService } from './types-search.ts'
-import { pageSize, requireId, requireRole, requireScope, requireTime } from './validate.ts'
 
 /** Meta key of the MiniSearch manifest written by versions before FTS5 (removed at open). */
 const LEGACY_INDEX_META_KEY = 'store.search-index'
@@ -22,11 +19,9 @@ const LEGACY_INDEX_META_KEY = 'store.search-index'
 const BACKFILL_BATCH = 5_000
 /** FTS5 pages merged per transaction after a backfill. */
 const MERGE_PAGES = 2_000
-const DEFAULT_HITS = 20
-const MAX_HITS = 1_000
 
 function readFtsState(s: SqliteSession): FtsState | undefined {
-  return parseFtsState(s.db.select().from(schema.meta).where(eq(schema.meta.key, FTS_META_KEY)).get()?.value)
+  return parseIndexState(s.db.select().from(schema.meta).where(eq(schema.meta.key, FTS_META_KEY)).get()?.value)
 }
 
 /** Record the FTS state (internal bookkeeping: no audit or change-log row). */
@@ -43,10 +38,10 @@ function writeFtsState(s: SqliteSession, state: FtsState): void {
  * starting over and other processes' writes are never blocked for long.
  */
 function syncSearchIndex(s: SqliteSession, force?: IndexBuildReason): IndexBuildReason | null {
-  const manifest = currentFtsManifest()
+  const manifest = currentManifest(FTS_FORMAT)
   const seen = readFtsState(s)
   // The common case takes no lock: the index is current.
-  if (!force && seen && sameManifest(seen, manifest) && seen.messagesAfter === null && seen.memoriesAfter === null) return null
+  if (!force && indexBuilt(seen, manifest)) return null
   let reason: IndexBuildReason | null = null
   s.immediate(() => {
     const state = readFtsState(s)
@@ -108,9 +103,9 @@ function backfillBatch(s: SqliteSession): boolean {
 
 function searchStatus(s: SqliteSession, reason: IndexBuildReason | null): SearchIndexStatus {
   const state = readFtsState(s)
-  const manifest = currentFtsManifest()
+  const manifest = currentManifest(FTS_FORMAT)
   return {
-    built: state !== undefined && sameManifest(state, manifest) && state.messagesAfter === null && state.memoriesAfter === null,
+    built: indexBuilt(state, manifest),
     reason,
     documents: { messages: s.fts.messages.count(), memories: s.fts.memories.count() },
     tokenizerVersion: manifest.tokenizer,
@@ -132,11 +127,7 @@ export function searchService(s: SqliteSession): SearchService {
   return {
     memories: async (text: string, options: MemorySearchOptions = {}): Promise<MemoryHit[]> => {
       const q = queryText(text)
-      const limit = pageSize(options.limit, DEFAULT_HITS, MAX_HITS)
-      const filter: MemoryScopeFilter = { ...options }
-      if (filter.scope !== undefined) asArray(filter.scope).forEach((scope) => requireScope(scope))
-      if (filter.since !== undefined) requireTime(filter.since, 'since')
-      if (filter.until !== undefined) requireTime(filter.until, 'until')
+      const { limit, filter } = memorySearchOptions(options)
       return s.read(() => {
         if (q.trim().length === 0) return []
         const planned = s.fts.memories.plan(q)
@@ -157,18 +148,14 @@ export function searchService(s: SqliteSession): SearchService {
     },
     messages: async (text: string, options: MessageSearchOptions = {}): Promise<MessageHit[]> => {
       const q = queryText(text)
-      const limit = pageSize(options.limit, DEFAULT_HITS, MAX_HITS)
-      const role = options.role === undefined ? undefined : requireRole(options.role)
-      const since = options.since === undefined ? undefined : requireTime(options.since, 'since')
-      const until = options.until === undefined ? undefined : requireTime(options.until, 'until')
-      const conversationId = options.conversationId === undefined ? undefined : requireId(options.conversationId, 'conversationId')
+      const { limit, workspace, conversationId, role, since, until } = messageSearchOptions(options)
       return s.read(() => {
         if (q.trim().length === 0) return []
         const planned = s.fts.messages.plan(q)
         if (planned.match === undefined) return []
         const fts = sql.raw(MESSAGE_TABLES.fts)
         const conditions: SQL[] = [sql`${fts} MATCH ${planned.match}`]
-        if (options.workspace !== undefined) conditions.push(sql`d.conversation_id IN (SELECT id FROM store_conversations WHERE workspace = ${String(options.workspace)})`)
+        if (workspace !== undefined) conditions.push(sql`d.conversation_id IN (SELECT id FROM store_conversations WHERE workspace = ${workspace})`)
         if (conversationId !== undefined) conditions.push(sql`d.conversation_id = ${conversationId}`)
         if (role !== undefined) conditions.push(sql`d.role = ${role}`)
         if (since !== undefined) conditions.push(sql`d.created_at >= ${since}`)
@@ -203,11 +190,6 @@ interface Hit {
   score: number
 }
 
-function queryText(value: unknown): string {
-  if (typeof value !== 'string') throw new MemoryStoreError('invalid-argument', 'query must be a string')
-  return value
-}
-
 /** Load the rows of `hits` in one query and map them in rank order (score as higher-is-better). */
 function rowsOfHits<TTable extends typeof schema.memories | typeof schema.messages, R>(
   s: SqliteSession,
@@ -216,11 +198,6 @@ function rowsOfHits<TTable extends typeof schema.memories | typeof schema.messag
   map: (row: TTable['$inferSelect'], score: number) => R,
 ): R[] {
   if (hits.length === 0) return []
-  const rows = new Map<string, TTable['$inferSelect']>(
-    (s.db.select().from(table as typeof schema.memories).where(inArray(table.id, hits.map((hit) => hit.id))).all() as TTable['$inferSelect'][]).map((row) => [row.id, row]),
-  )
-  return hits.flatMap((hit) => {
-    const row = rows.get(hit.id)
-    return row ? [map(row, -hit.score)] : []
-  })
+  const rows = s.db.select().from(table as typeof schema.memories).where(inArray(table.id, hits.map((hit) => hit.id))).all() as TTable['$inferSelect'][]
+  return inRankOrder(hits, rows, (row, score) => map(row, -score))
 }
