@@ -93,6 +93,10 @@ export class PgSession {
   readonly schema: string
   /** host:port, for messages. */
   readonly server: string
+  /** How this session connected: an export opens a second client the same way, for its snapshot. */
+  readonly connection: ResolvedPostgresOptions
+  /** Second clients of running exports, ended with the store (an abandoned export must not keep the process alive). */
+  readonly snapshots: Set<pg.Client> = new Set()
   readonly #gate = new ConnectionGate()
   readonly #tx: PgTx
   /** The key of the schema's writer lock (`pg_advisory_xact_lock`), a bigint literal. */
@@ -111,6 +115,7 @@ export class PgSession {
     this.path = resolved.store.path
     this.schema = resolved.schema
     this.server = resolved.server
+    this.connection = resolved
     this.#lockKey = lockKey
     this.#tx = {
       db: this.db,
@@ -258,11 +263,14 @@ export class PgSession {
     // Refuse new calls at once; let a running transaction finish first.
     this.#closed = true
     await this.#gate.idle()
-    try {
-      await this.client.end()
-    } catch {
-      // A connection the server already dropped is closed either way.
+    for (const client of [...this.snapshots, this.client]) {
+      try {
+        await client.end()
+      } catch {
+        // A connection the server already dropped is closed either way.
+      }
     }
+    this.snapshots.clear()
   }
 
   /** BEGIN plus the schema's writer lock, in one round trip. */

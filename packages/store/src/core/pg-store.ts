@@ -13,18 +13,21 @@ import { type MemoryStoreOptions, type PostgresStoreOptions, resolvePostgresOpti
 import { type PackageTables, type PackageTablesDeclaration, type PackageTablesHost, validateDeclaration } from './package-tables.ts'
 import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
 import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
+import { pgConversationRepository, pgMessageRepository } from './pg-conversations.ts'
+import { pgMemoryRepository } from './pg-memories.ts'
 import { applyPgMigrations } from './pg-migrations.ts'
+import { pgPersonaRepository } from './pg-persona.ts'
+import { pgSceneRepository } from './pg-scenes.ts'
 import { openPgSearchIndex, pgSearchService } from './pg-search.ts'
+import { searchVectorOf } from './pg-search-terms.ts'
+import { pgStatsService } from './pg-stats.ts'
+import { pgExportJsonl, pgImportJsonl } from './pg-transfer.ts'
 import { connectPg, PgSession } from './pg-session.ts'
+import type { PgSearchTerms } from './pg-values.ts'
 import { openMemoryStore } from './sqlite-store.ts'
 import { postgresStoreMigrations } from './store-migrations.ts'
-import type { ConversationRepository, MessageRepository } from './types-conversations.ts'
-import type { MemoryRepository } from './types-memories.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
-import type { PersonaRepository } from './types-persona.ts'
-import type { SceneRepository } from './types-scenes.ts'
-import type { StatsService } from './types-stats.ts'
-import type { CoordinatedMemoryStore, ImportResult } from './types-store.ts'
+import type { CoordinatedMemoryStore } from './types-store.ts'
 
 /** What both openers return: the coordinated store plus the package-tables seam. */
 export type OpenedMemoryStore = CoordinatedMemoryStore & PackageTablesHost
@@ -62,18 +65,11 @@ export async function openStore(options: MemoryStoreOptions | PostgresStoreOptio
   return openMemoryStore(options as MemoryStoreOptions)
 }
 
-/**
- * A repository not yet on PostgreSQL: every method rejects with `unsupported`. Phase 1 of the
- * PostgreSQL backend lands in parts; each part replaces one of these lines in
- * {@link assembleStore} with its repository.
- */
-function notYetOnPostgres<T extends object>(what: string): T {
-  const refuse = () => Promise.reject(new MemoryStoreError('unsupported', `${what} are not on PostgreSQL yet`))
-  return new Proxy({} as T, { get: (_target, property) => (typeof property === 'string' ? refuse : undefined) })
-}
-
 /** The store: the repositories of one session, plus migrations and the package-tables seam. */
 function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
+  // The search terms written with each message and memory, in the row's own statement
+  // (pg-search-terms.ts: a tsvector of the store tokenizer's terms, column search_terms of 0002_search).
+  const searchTerms: PgSearchTerms = { termsOf: searchVectorOf }
   const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => applyPgMigrations(s, packageMigrationSets(sets), s.now())
   const store: OpenedMemoryStore & AsyncDisposable = {
     path: s.path,
@@ -81,25 +77,20 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
     get closed() {
       return s.closed
     },
-    conversations: notYetOnPostgres<ConversationRepository>('conversations'),
-    messages: notYetOnPostgres<MessageRepository>('messages'),
-    memories: notYetOnPostgres<MemoryRepository>('memories'),
-    scenes: notYetOnPostgres<SceneRepository>('scenes'),
-    persona: notYetOnPostgres<PersonaRepository>('persona documents'),
+    conversations: pgConversationRepository(s),
+    messages: pgMessageRepository(s, searchTerms),
+    memories: pgMemoryRepository(s, searchTerms),
+    scenes: pgSceneRepository(s),
+    persona: pgPersonaRepository(s),
     audit: pgAuditLog(s),
     meta: pgMetaRepository(s),
     search: pgSearchService(s),
     layers: pgLayerRepository(s),
     leases: pgLeaseRepository(s),
-    stats: notYetOnPostgres<StatsService>('stats'),
+    stats: pgStatsService(s),
     transaction: (fn, options) => s.transaction(fn, options, store),
-    // Refuses on the first pull, like the repositories above.
-    exportJsonl: async function* () {
-      throw new MemoryStoreError('unsupported', 'exports are not on PostgreSQL yet')
-    },
-    importJsonl: async (): Promise<ImportResult> => {
-      throw new MemoryStoreError('unsupported', 'imports are not on PostgreSQL yet')
-    },
+    exportJsonl: () => pgExportJsonl(s),
+    importJsonl: (lines, options) => pgImportJsonl(s, lines, options, searchTerms),
     migrate,
     async tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
       s.assertOpen()

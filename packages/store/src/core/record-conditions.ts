@@ -4,16 +4,20 @@
  * SQLite and PostgreSQL filter by one definition (validated as they are built). The scope
  * filter of memories and scenes is `scope-sql.ts`.
  */
-import { desc, eq, gte, lte, sql, type Column, type SQL } from 'drizzle-orm'
-import { messageFilterOf } from './record-values.ts'
+import { and, asc, desc, eq, gt, gte, lte, sql, type Column, type SQL } from 'drizzle-orm'
+import { messageFilterOf, pageOf } from './record-values.ts'
+import { scopeCondition, type ScopeColumns } from './scope-sql.ts'
 import type { ConversationFilter, MessageFilter } from './types-conversations.ts'
 import type { MemoryFilter } from './types-memories.ts'
-import { requireTime } from './validate.ts'
+import type { SceneFilter } from './types-scenes.ts'
+import { requireCount, requireTime } from './validate.ts'
 
 /** The columns message list and count filter on, and the conversation table's for `workspace`. */
 export interface MessageColumns {
+  id: Column
   conversationId: Column
   role: Column
+  seq: Column
   createdAt: Column
   conversations: { table: unknown; id: Column; workspace: Column }
 }
@@ -33,18 +37,48 @@ export function messageConditions(filter: Pick<MessageFilter, 'workspace' | 'con
   return conditions
 }
 
-/** The WHERE terms of conversation list: workspace, and `since`/`until` on the last update. */
-export function conversationConditions(filter: ConversationFilter, t: { workspace: Column; updatedAt: Column }): SQL[] {
+/** The checked page, WHERE and ORDER BY of a list call. */
+export interface ListQuery {
+  where: SQL | undefined
+  orderBy: SQL[]
+  limit: number
+  offset: number
+}
+
+/** `conversations.list`: workspace, `since`/`until` on the last update; most recently updated first. */
+export function conversationListOf(filter: ConversationFilter, t: { id: Column; workspace: Column; updatedAt: Column }): ListQuery {
+  const { limit, offset } = pageOf(filter)
   const conditions: SQL[] = []
   if (filter.workspace !== undefined) conditions.push(eq(t.workspace, filter.workspace))
   if (filter.since !== undefined) conditions.push(gte(t.updatedAt, requireTime(filter.since, 'since')))
   if (filter.until !== undefined) conditions.push(lte(t.updatedAt, requireTime(filter.until, 'until')))
-  return conditions
+  return { where: and(...conditions), orderBy: [desc(t.updatedAt), desc(t.id)], limit, offset }
 }
 
-/** The ORDER BY of memory list: newest first, or by last update, or by priority; ties by id. */
-export function memoryOrder(orderBy: MemoryFilter['orderBy'], t: { createdAt: Column; updatedAt: Column; priority: Column; id: Column }): SQL[] {
-  if (orderBy === 'updated') return [desc(t.updatedAt), desc(t.id)]
-  if (orderBy === 'priority') return [desc(t.priority), desc(t.createdAt), desc(t.id)]
-  return [desc(t.createdAt), desc(t.id)]
+/** `scenes.list`: the scope filter; most recently updated first. */
+export function sceneListOf(filter: SceneFilter, t: ScopeColumns & { id: Column; updatedAt: Column }): ListQuery {
+  const { limit, offset } = pageOf(filter)
+  return { where: scopeCondition(filter, t), orderBy: [desc(t.updatedAt), desc(t.id)], limit, offset }
+}
+
+/** `memories.list`: the scope filter; newest first, or by last update, or by priority; ties by id. */
+export function memoryListOf(filter: MemoryFilter, t: ScopeColumns & { id: Column; createdAt: Column; updatedAt: Column; priority: Column }): ListQuery {
+  const { limit, offset } = pageOf(filter)
+  const where = scopeCondition(filter, t)
+  const orderBy =
+    filter.orderBy === 'updated'
+      ? [desc(t.updatedAt), desc(t.id)]
+      : filter.orderBy === 'priority'
+        ? [desc(t.priority), desc(t.createdAt), desc(t.id)]
+        : [desc(t.createdAt), desc(t.id)]
+  return { where, orderBy, limit, offset }
+}
+
+/** The checked page, WHERE and ORDER BY of `messages.list`: by time, then seq, then id, ascending unless `order: 'desc'`. */
+export function messageListOf(filter: MessageFilter, t: MessageColumns): ListQuery {
+  const { limit, offset } = pageOf(filter)
+  const conditions = messageConditions(filter, t)
+  if (filter.afterSeq !== undefined) conditions.push(gt(t.seq, requireCount(filter.afterSeq, 'afterSeq')))
+  const direction = filter.order === 'desc' ? desc : asc
+  return { where: and(...conditions), orderBy: [direction(t.createdAt), direction(t.seq), direction(t.id)], limit, offset }
 }

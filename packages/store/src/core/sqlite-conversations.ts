@@ -2,11 +2,11 @@
  * L0 of the SQLite store: conversations (host sessions) and their messages. Every write
  * indexes (or unindexes) the messages for search in its own transaction.
  */
-import { and, asc, desc, eq, gt, sql } from 'drizzle-orm'
+import { and, asc, eq, sql } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { newId } from './ids.ts'
-import { conversationConditions, messageConditions, type MessageColumns } from './record-conditions.ts'
-import { aroundArgsOf, conversationInputOf, conversationPatchOf, messageInputOf, pageOf } from './record-values.ts'
+import { conversationListOf, messageConditions, type MessageColumns, messageListOf } from './record-conditions.ts'
+import { aroundArgsOf, conversationInputOf, conversationPatchOf, messageInputOf } from './record-values.ts'
 import { toConversation, toMessage } from './rows.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
@@ -22,7 +22,7 @@ import type {
   MessageFilter,
   MessageRepository,
 } from './types-conversations.ts'
-import { optionalTime, requireCount, requireId } from './validate.ts'
+import { optionalTime, requireId } from './validate.ts'
 
 /** The prepared INSERT of one message (live appends and imports share it). */
 export const INSERT_MESSAGE_SQL =
@@ -65,19 +65,8 @@ export function conversationRepository(s: SqliteSession): ConversationRepository
     },
     get: readById(s, getRow, toConversation),
     list: async (filter: ConversationFilter = {}) => {
-      const { limit, offset } = pageOf(filter)
-      const conditions = conversationConditions(filter, t)
-      return s.read(() =>
-        s.db
-          .select()
-          .from(t)
-          .where(and(...conditions))
-          .orderBy(desc(t.updatedAt), desc(t.id))
-          .limit(limit)
-          .offset(offset)
-          .all()
-          .map(toConversation),
-      )
+      const q = conversationListOf(filter, t)
+      return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toConversation))
     },
     end: async (id: string, at?: number, options?: WriteOptions) => {
       requireId(id, 'id')
@@ -153,21 +142,8 @@ export function messageRepository(s: SqliteSession): MessageRepository {
       })
     },
     list: async (filter: MessageFilter = {}) => {
-      const { limit, offset } = pageOf(filter)
-      const conditions = messageConditions(filter, MESSAGE_COLUMNS)
-      if (filter.afterSeq !== undefined) conditions.push(gt(t.seq, requireCount(filter.afterSeq, 'afterSeq')))
-      const direction = filter.order === 'desc' ? desc : asc
-      return s.read(() =>
-        s.db
-          .select()
-          .from(t)
-          .where(and(...conditions))
-          .orderBy(direction(t.createdAt), direction(t.seq), direction(t.id))
-          .limit(limit)
-          .offset(offset)
-          .all()
-          .map(toMessage),
-      )
+      const q = messageListOf(filter, MESSAGE_COLUMNS)
+      return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toMessage))
     },
     around: async (ids: readonly string[], span: number) => {
       const list = aroundArgsOf(ids, span)

@@ -2,11 +2,10 @@
  * L1 of the SQLite store: atomic memories with their version history (supersede, merge),
  * their search index rows and their layer revisions.
  */
-import { asc, desc, eq, inArray, sql } from 'drizzle-orm'
-import { MemoryStoreError } from './errors.ts'
+import { asc, eq, inArray, sql } from 'drizzle-orm'
 import { newId } from './ids.ts'
 import { layerKeyOfRow } from './layers.ts'
-import { memoryOrder } from './record-conditions.ts'
+import { memoryListOf } from './record-conditions.ts'
 import {
   assertNewest,
   mergeArgsOf,
@@ -15,7 +14,6 @@ import {
   memoryPatchOf,
   memoryValuesOf,
   type MemoryValues,
-  pageOf,
   supersedeArgsOf,
   supersedingInputOf,
 } from './record-values.ts'
@@ -123,20 +121,8 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
       }, options)
     },
     list: async (filter: MemoryFilter = {}) => {
-      const { limit, offset } = pageOf(filter)
-      const where = memoryScopeCondition(filter)
-      const order = memoryOrder(filter.orderBy, t)
-      return s.read(() =>
-        s.db
-          .select()
-          .from(t)
-          .where(where)
-          .orderBy(...order)
-          .limit(limit)
-          .offset(offset)
-          .all()
-          .map(toMemory),
-      )
+      const q = memoryListOf(filter, t)
+      return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toMemory))
     },
     count: async (filter: MemoryScopeFilter = {}) => {
       const where = memoryScopeCondition(filter)

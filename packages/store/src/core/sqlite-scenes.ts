@@ -1,12 +1,13 @@
 /** L2 of the SQLite store: scenes grouping memories, with their layer revisions. */
-import { desc, eq } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import { newId } from './ids.ts'
 import { layerKeyOfRow } from './layers.ts'
-import { pageOf, scenePatchOf, sceneValuesOf } from './record-values.ts'
+import { sceneListOf } from './record-conditions.ts'
+import { scenePatchOf, sceneValuesOf } from './record-values.ts'
 import { toScene } from './rows.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
-import { memoryScopeCondition, readById, writeVersionedUpdate } from './sqlite-values.ts'
+import { readById, writeVersionedUpdate } from './sqlite-values.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { AddSceneInput, SceneFilter, SceneRepository, UpdateScenePatch } from './types-scenes.ts'
 import { optionalTime, requireId } from './validate.ts'
@@ -47,11 +48,8 @@ export function sceneRepository(s: SqliteSession): SceneRepository {
       }, options)
     },
     list: async (filter: SceneFilter = {}) => {
-      const { limit, offset } = pageOf(filter)
-      const where = memoryScopeCondition(filter, t)
-      return s.read(() =>
-        s.db.select().from(t).where(where).orderBy(desc(t.updatedAt), desc(t.id)).limit(limit).offset(offset).all().map(toScene),
-      )
+      const q = sceneListOf(filter, t)
+      return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toScene))
     },
   }
 }

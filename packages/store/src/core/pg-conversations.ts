@@ -1,0 +1,199 @@
+/**
+ * L0 of the PostgreSQL store: conversations (host sessions) and their messages, the same
+ * contract as `sqlite-conversations.ts`. A message's search terms are written by the very
+ * statement that inserts it: capture appends one message per host event, so `append` is one
+ * INSERT (with the conversation's `updated_at` bump in the same statement) plus the audit and
+ * change-log rows.
+ */
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
+import { MemoryStoreError } from './errors.ts'
+import { newId } from './ids.ts'
+import * as pg from './pg-schema.ts'
+import type { PgSession, PgTx } from './pg-session.ts'
+import { firstRow, pgReadById, type PgSearchTerms } from './pg-values.ts'
+import { conversationListOf, messageConditions, type MessageColumns, messageListOf } from './record-conditions.ts'
+import { aroundArgsOf, conversationInputOf, conversationPatchOf, messageInputOf } from './record-values.ts'
+import { toConversation, toMessage } from './rows.ts'
+import type { AppendMessageResult, ConversationFilter, ConversationRepository, Message, MessageFilter, MessageRepository } from './types-conversations.ts'
+import { optionalTime, requireId } from './validate.ts'
+
+/** The message columns of the shared filters (list, count, search). */
+export const MESSAGE_COLUMNS: MessageColumns = {
+  ...pg.messages,
+  conversations: { table: pg.conversations, id: pg.conversations.id, workspace: pg.conversations.workspace },
+}
+
+const getConversation = (tx: PgTx, id: string) => firstRow(tx.db.select().from(pg.conversations).where(eq(pg.conversations.id, id)))
+const getMessage = (tx: PgTx, id: string) => firstRow(tx.db.select().from(pg.messages).where(eq(pg.messages.id, id)))
+
+export function pgConversationRepository(s: PgSession): ConversationRepository {
+  const t = pg.conversations
+  return {
+    ensure: async (input, options) => {
+      const { id, workspace, title, startedAt } = conversationInputOf(s.options.limits, input)
+      // Capture calls this before every message: when nothing would change, a snapshot read
+      // answers without the writer lock (the write below re-checks under it).
+      const current = await s.read((tx) => getConversation(tx, id))
+      if (current && Object.keys(conversationPatchOf({ workspace, title }, current)).length === 0) return { created: false, conversation: toConversation(current) }
+      return s.write(async (tx) => {
+        const now = s.now()
+        const [created] = await tx.db
+          .insert(t)
+          .values({ id, workspace, title: title || null, startedAt: startedAt ?? now, updatedAt: now, flags: {} })
+          .onConflictDoNothing({ target: t.id })
+          .returning()
+        if (created) {
+          await s.record(tx, { entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.create' }, options, now)
+          return { created: true, conversation: toConversation(created) }
+        }
+        const existing = (await getConversation(tx, id))!
+        const patch = conversationPatchOf({ workspace, title }, existing)
+        if (Object.keys(patch).length === 0) return { created: false, conversation: toConversation(existing) }
+        const [updated] = await tx.db
+          .update(t)
+          .set({ ...patch, updatedAt: Math.max(now, existing.updatedAt) })
+          .where(eq(t.id, id))
+          .returning()
+        await s.record(tx, { entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.update' }, options, now)
+        return { created: false, conversation: toConversation(updated!) }
+      }, options)
+    },
+    get: pgReadById(s, getConversation, toConversation),
+    list: async (filter: ConversationFilter = {}) => {
+      const q = conversationListOf(filter, t)
+      return s.read(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toConversation))
+    },
+    end: async (id, at, options) => {
+      requireId(id, 'id')
+      return s.write(async (tx) => {
+        const now = s.now()
+        const endedAt = optionalTime(at, 'at', now)
+        const existing = await getConversation(tx, id)
+        if (!existing) throw new MemoryStoreError('not-found', `conversation ${id} does not exist`)
+        const [updated] = await tx.db
+          .update(t)
+          .set({ endedAt, updatedAt: Math.max(now, existing.updatedAt) })
+          .where(eq(t.id, id))
+          .returning()
+        await s.record(tx, { entity: 'conversation', entityId: id, change: 'update', audit: 'conversation.end' }, options, now)
+        return toConversation(updated!)
+      }, options)
+    },
+    delete: async (id, options) => {
+      requireId(id, 'id')
+      return s.write(async (tx) => {
+        const now = s.now()
+        // The cascade removes the messages (and their search terms with them); derived views
+        // learn about each from the change log, written first while the rows still exist.
+        await tx.query("INSERT INTO store_changes (entity, entity_id, op, at) SELECT 'message', id, 'delete', $2 FROM store_messages WHERE conversation_id = $1", [id, now])
+        const deleted = await tx.query('DELETE FROM store_conversations WHERE id = $1 RETURNING id', [id])
+        if (deleted.length === 0) return false
+        await s.record(tx, { entity: 'conversation', entityId: id, change: 'delete', audit: 'conversation.delete' }, options, now)
+        return true
+      }, options)
+    },
+  }
+}
+
+/**
+ * The append statement: insert unless `(conversation_id, host_message_id)` exists, with the
+ * next seq when none is given, and move the conversation's `updated_at` forward; answers the
+ * new seq (null when the message existed) and whether the conversation exists.
+ */
+function appendSql(withTerms: boolean): string {
+  return `WITH conv AS (SELECT id FROM store_conversations WHERE id = $2::text),
+  ins AS (
+    INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags${withTerms ? ', search_terms' : ''})
+    SELECT $1::text, conv.id, $3::text, $4::text, $5::text, $6::integer,
+      coalesce($7::integer, (SELECT coalesce(max(m.seq), 0) + 1 FROM store_messages m WHERE m.conversation_id = $2::text)),
+      $8::jsonb, $9::integer, $10::bigint, $11::jsonb${withTerms ? ', $12::tsvector' : ''}
+    FROM conv
+    ON CONFLICT (conversation_id, host_message_id) DO NOTHING
+    RETURNING seq),
+  touch AS (UPDATE store_conversations SET updated_at = $10::bigint WHERE id = $2::text AND updated_at < $10::bigint AND EXISTS (SELECT 1 FROM ins))
+  SELECT (SELECT seq FROM ins) AS seq, EXISTS (SELECT 1 FROM conv) AS conversation`
+}
+
+export function pgMessageRepository(s: PgSession, search?: PgSearchTerms): MessageRepository {
+  const t = pg.messages
+  const append = appendSql(search !== undefined)
+  const byHostId = (tx: PgTx, conversationId: string, hostMessageId: string) =>
+    firstRow(
+      tx.db
+        .select()
+        .from(t)
+        .where(and(eq(t.conversationId, conversationId), eq(t.hostMessageId, hostMessageId))),
+    )
+  return {
+    append: async (input, options): Promise<AppendMessageResult> => {
+      const m = messageInputOf(s.options.limits, input)
+      const terms = search ? [search.termsOf(m.text)] : []
+      return s.write(async (tx) => {
+        const now = s.now()
+        const at = m.createdAt ?? now
+        const id = newId(at)
+        const params = [id, m.conversationId, m.hostMessageId, m.role, m.text, m.turn, m.seq ?? null, JSON.stringify(m.sourceIds), m.tokensEstimate, at, JSON.stringify(m.flags), ...terms]
+        const [result] = await tx.query<{ seq: number | null; conversation: boolean }>(append, params)
+        if (!result?.conversation) {
+          throw new MemoryStoreError('not-found', `conversation ${m.conversationId} does not exist; call conversations.ensure() first`)
+        }
+        if (result.seq === null) return { inserted: false, message: toMessage((await byHostId(tx, m.conversationId, m.hostMessageId))!), redactions: 0 }
+        await s.record(tx, { entity: 'message', entityId: id, change: 'insert', audit: 'message.append' }, options, now)
+        // The row as written (the same values a re-read would return).
+        const message: Message = {
+          id,
+          conversationId: m.conversationId,
+          hostMessageId: m.hostMessageId,
+          role: m.role,
+          text: m.text,
+          turn: m.turn,
+          seq: Number(result.seq),
+          sourceIds: [...m.sourceIds],
+          tokensEstimate: m.tokensEstimate,
+          createdAt: at,
+          flags: m.flags,
+        }
+        return { inserted: true, message, redactions: m.redactions }
+      }, options)
+    },
+    get: pgReadById(s, getMessage, toMessage),
+    getByHostId: async (conversationId, hostMessageId) => {
+      requireId(conversationId, 'conversationId')
+      requireId(hostMessageId, 'hostMessageId')
+      return s.read(async (tx) => {
+        const row = await byHostId(tx, conversationId, hostMessageId)
+        return row ? toMessage(row) : undefined
+      })
+    },
+    list: async (filter: MessageFilter = {}) => {
+      const q = messageListOf(filter, MESSAGE_COLUMNS)
+      return s.read(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toMessage))
+    },
+    around: async (ids, span) => {
+      const list = aroundArgsOf(ids, span)
+      if (list.length === 0) return []
+      // One query: each hit's (conversation, seq ± span) window through the (conversation_id, seq) index.
+      const window = sql`${t.id} IN (SELECT w.id FROM store_messages h JOIN store_messages w ON w.conversation_id = h.conversation_id AND w.seq BETWEEN h.seq - ${span}::integer AND h.seq + ${span}::integer WHERE h.id = ANY(${sql.param(list)}::text[]))`
+      return s.read(async (tx) => (await tx.db.select().from(t).where(window).orderBy(asc(t.conversationId), asc(t.seq), asc(t.id))).map(toMessage))
+    },
+    count: async (filter = {}) => {
+      const conditions = messageConditions(filter, MESSAGE_COLUMNS)
+      return s.read(async (tx) => Number((await firstRow(tx.db.select({ n: sql<number>`count(*)` }).from(t).where(and(...conditions))))?.n ?? 0))
+    },
+    delete: async (id, options) => {
+      requireId(id, 'id')
+      return s.write(async (tx) => {
+        const deleted = await tx.query('DELETE FROM store_messages WHERE id = $1 RETURNING id', [id])
+        if (deleted.length === 0) return false
+        await s.record(tx, { entity: 'message', entityId: id, change: 'delete', audit: 'message.delete' }, options)
+        return true
+      }, options)
+    },
+  }
+}
+
+/** The messages of `ids`, in no particular order (absent ids are skipped): search loads its hits with this. */
+export async function messagesByIds(tx: PgTx, ids: readonly string[]) {
+  if (ids.length === 0) return []
+  return (await tx.db.select().from(pg.messages).where(inArray(pg.messages.id, [...ids]))).map(toMessage)
+}

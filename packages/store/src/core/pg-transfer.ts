@@ -1,0 +1,204 @@
+/**
+ * Export and import of the PostgreSQL store: the same versioned JSONL as SQLite (`transfer.ts`
+ * holds the neutral half: order, paging, counts, record checks). Export reads one consistent
+ * snapshot; import is one transaction that checks every record as a live write would.
+ */
+import { and, asc, eq } from 'drizzle-orm'
+import { drizzle } from 'drizzle-orm/node-postgres'
+import { layerKeyOfRow } from './layers.ts'
+import { readPgAppliedMigrations } from './pg-migrations.ts'
+import * as pg from './pg-schema.ts'
+import { connectPg, type PgDb, type PgSession, type PgTx, translatePgError } from './pg-session.ts'
+import { firstRow, type PgSearchTerms, writeMemoryTerms } from './pg-values.ts'
+import { personaEntityId } from './record-values.ts'
+import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
+import {
+  danglingImportError,
+  type ExportedRecords,
+  exportLines,
+  importedConversation,
+  importedMemory,
+  importedMessage,
+  importedMessageKeys,
+  importedPersona,
+  importedPersonaKey,
+  importedScene,
+  type ImportedRecord,
+  importLines,
+  importSourceOf,
+  orphanMessageError,
+} from './transfer.ts'
+import type { WriteOptions } from './types-common.ts'
+import type { ImportResult } from './types-store.ts'
+import { requireId } from './validate.ts'
+
+/** One page of each record type in export order. */
+const EXPORT_PAGES: { [K in keyof ExportedRecords]: (db: PgDb, offset: number, limit: number) => Promise<ExportedRecords[K][]> } = {
+  conversation: async (db, offset, limit) => {
+    const c = pg.conversations
+    return (await db.select().from(c).orderBy(asc(c.startedAt), asc(c.id)).limit(limit).offset(offset)).map(toConversation)
+  },
+  message: async (db, offset, limit) => {
+    const m = pg.messages
+    return (await db.select().from(m).orderBy(asc(m.conversationId), asc(m.seq), asc(m.id)).limit(limit).offset(offset)).map(toMessage)
+  },
+  memory: async (db, offset, limit) => {
+    const m = pg.memories
+    return (await db.select().from(m).orderBy(asc(m.createdAt), asc(m.id)).limit(limit).offset(offset)).map(toMemory)
+  },
+  scene: async (db, offset, limit) => {
+    const sc = pg.scenes
+    return (await db.select().from(sc).orderBy(asc(sc.createdAt), asc(sc.id)).limit(limit).offset(offset)).map(toScene)
+  },
+  persona: async (db, offset, limit) => {
+    const p = pg.persona
+    return (await db.select().from(p).orderBy(asc(p.scope), asc(p.workspace)).limit(limit).offset(offset)).map(toPersona)
+  },
+}
+
+/** The store as versioned JSONL lines (see `MemoryStore.exportJsonl`). */
+export function pgExportJsonl(s: PgSession): AsyncIterable<string> {
+  s.assertOpen()
+  return exportRecords(s)
+}
+
+async function* exportRecords(s: PgSession): AsyncGenerator<string> {
+  s.assertOpen()
+  // A second client in a REPEATABLE READ READ ONLY transaction sees one consistent snapshot
+  // and never blocks (or waits for) this store's own calls between the pages it yields.
+  const { client } = await connectPg(s.connection)
+  s.snapshots.add(client)
+  try {
+    // The store may have closed while this client connected.
+    s.assertOpen()
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+    const db = drizzle({ client, schema: pg.pgSchema })
+    const tx: PgTx = { db, query: async (text, params) => (await client.query(text, params as unknown[])).rows }
+    yield* exportLines({
+      now: () => s.now(),
+      schemaVersion: async () => (await readPgAppliedMigrations(tx)).filter((m) => m.owner === 'store').reduce((max, m) => Math.max(max, m.version), 0),
+      page: (type, offset, limit) => {
+        s.assertOpen()
+        return EXPORT_PAGES[type](db, offset, limit)
+      },
+    })
+    await client.query('COMMIT')
+  } catch (error) {
+    throw translatePgError(error, 'export failed', s.server)
+  } finally {
+    s.snapshots.delete(client)
+    await client.end().catch(() => {})
+  }
+}
+
+/** Imported memories whose successor may come later in the file: linked once every record is in. */
+type PendingLinks = Map<string, string>
+
+export async function pgImportJsonl(
+  s: PgSession,
+  lines: string | Iterable<string> | AsyncIterable<string>,
+  options: WriteOptions | undefined,
+  search: PgSearchTerms | undefined,
+): Promise<ImportResult> {
+  s.assertOpen()
+  s.assertWritable()
+  const source = importSourceOf(lines)
+  return s.transaction(async () =>
+    s.write(async (tx) => {
+      const links: PendingLinks = new Map()
+      const result = await importLines(source, (record) => importRecord(s, tx, record, options, search, links))
+      await linkSuccessors(tx, links)
+      return result
+    }, options),
+  )
+}
+
+/**
+ * Point imported memories at their successors. The foreign key is checked per statement on
+ * PostgreSQL (SQLite defers it to the commit), so the links wait until every row is in.
+ */
+async function linkSuccessors(tx: PgTx, links: PendingLinks): Promise<void> {
+  if (links.size === 0) return
+  const ids = [...links.keys()]
+  const successors = [...links.values()]
+  const [missing] = await tx.query<{ n: number }>(
+    'SELECT count(*) AS n FROM unnest($1::text[]) AS l(successor) WHERE NOT EXISTS (SELECT 1 FROM store_memories m WHERE m.id = l.successor)',
+    [successors],
+  )
+  if (Number(missing?.n ?? 0) > 0) throw danglingImportError(Number(missing!.n))
+  await tx.query('UPDATE store_memories m SET superseded_by = l.successor FROM unnest($1::text[], $2::text[]) AS l(id, successor) WHERE m.id = l.id', [ids, successors])
+}
+
+/** Insert one imported record unless its id (or key) exists. @returns true when inserted. */
+async function importRecord(
+  s: PgSession,
+  tx: PgTx,
+  record: ImportedRecord,
+  options: WriteOptions | undefined,
+  search: PgSearchTerms | undefined,
+  links: PendingLinks,
+): Promise<boolean> {
+  const limits = s.options.limits
+  const now = s.now()
+  switch (record.type) {
+    case 'conversation': {
+      const id = requireId(record.data.id, 'id')
+      const c = pg.conversations
+      if (await firstRow(tx.db.select({ id: c.id }).from(c).where(eq(c.id, id)))) return false
+      await tx.db.insert(c).values(importedConversation(limits, record.data))
+      await s.record(tx, { entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.import' }, options, now)
+      return true
+    }
+    case 'message': {
+      const { id, conversationId, hostMessageId } = importedMessageKeys(record.data)
+      const [state] = await tx.query<{ message: boolean; conversation: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM store_messages WHERE id = $1 OR (conversation_id = $2 AND host_message_id = $3)) AS message,
+          EXISTS (SELECT 1 FROM store_conversations WHERE id = $2) AS conversation`,
+        [id, conversationId, hostMessageId],
+      )
+      if (state?.message) return false
+      if (!state?.conversation) throw orphanMessageError(id, conversationId)
+      const m = importedMessage(limits, record.data)
+      const terms = search ? search.termsOf(m.text) : null
+      await tx.query(
+        `INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags${search ? ', search_terms' : ''})
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb${search ? ', $12::tsvector' : ''})`,
+        [id, conversationId, hostMessageId, m.role, m.text, m.turn, m.seq, JSON.stringify(m.sourceIds), m.tokensEstimate, m.createdAt, JSON.stringify(m.flags), ...(search ? [terms] : [])],
+      )
+      await s.record(tx, { entity: 'message', entityId: id, change: 'insert', audit: 'message.import' }, options, now)
+      return true
+    }
+    case 'memory': {
+      const id = requireId(record.data.id, 'id')
+      const t = pg.memories
+      if (await firstRow(tx.db.select({ id: t.id }).from(t).where(eq(t.id, id)))) return false
+      const { supersededBy, ...values } = importedMemory(limits, record.data)
+      await tx.db.insert(t).values({ ...values, supersededBy: null })
+      if (supersededBy !== null) links.set(id, supersededBy)
+      await writeMemoryTerms(tx, search, id, values.text)
+      await s.record(tx, { entity: 'memory', entityId: id, change: 'insert', audit: 'memory.import', revision: values.revision }, options, now)
+      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace)], options, now)
+      return true
+    }
+    case 'scene': {
+      const id = requireId(record.data.id, 'id')
+      const sc = pg.scenes
+      if (await firstRow(tx.db.select({ id: sc.id }).from(sc).where(eq(sc.id, id)))) return false
+      const values = importedScene(limits, record.data)
+      await tx.db.insert(sc).values(values)
+      await s.record(tx, { entity: 'scene', entityId: id, change: 'insert', audit: 'scene.import', revision: values.revision }, options, now)
+      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace)], options, now)
+      return true
+    }
+    case 'persona': {
+      const key = importedPersonaKey(limits, record.data)
+      const p = pg.persona
+      if (await firstRow(tx.db.select({ v: p.version }).from(p).where(and(eq(p.scope, key.scope), eq(p.workspace, key.workspace))))) return false
+      const values = importedPersona(limits, record.data)
+      await tx.db.insert(p).values(values)
+      await s.record(tx, { entity: 'persona', entityId: personaEntityId(key), change: 'insert', audit: 'persona.import', revision: values.version }, options, now)
+      await s.bumpLayers(tx, [layerKeyOfRow(key.scope, key.workspace)], options, now)
+      return true
+    }
+  }
+}
