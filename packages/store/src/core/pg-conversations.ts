@@ -18,7 +18,8 @@ import { toConversation, toMessage } from './rows.ts'
 import type { AppendMessageResult, ConversationFilter, ConversationRepository, Message, MessageFilter, MessageRepository } from './types-conversations.ts'
 import { optionalTime, requireId } from './validate.ts'
 
-const MESSAGE_COLUMNS: MessageColumns = {
+/** The message columns of the shared filters (list, count, search). */
+export const MESSAGE_COLUMNS: MessageColumns = {
   ...pg.messages,
   conversations: { table: pg.conversations, id: pg.conversations.id, workspace: pg.conversations.workspace },
 }
