@@ -5,9 +5,8 @@
  * @module @dsh-memory/store
  */
 export { openMemoryStore } from './core/sqlite-store.ts'
-export { openPostgresStore, openStore } from './core/pg-store.ts'
-export type { OpenedMemoryStore } from './core/pg-store.ts'
-export { CHANGES_CHANNEL } from './core/pg-session.ts'
+export { openPostgresStore, openStore } from './core/open-store.ts'
+export { CHANGES_CHANNEL } from './core/change-spec.ts'
 export type {
   PackageAuditEntry,
   PackageDatabase,
@@ -55,4 +54,4 @@ export type { Persona, PersonaKey, PersonaRepository, PutPersonaInput } from './
 export type { AddSceneInput, Scene, SceneFilter, SceneRepository, UpdateScenePatch } from './core/types-scenes.ts'
 export type { IndexBuildReason, MemoryHit, MemorySearchOptions, MessageHit, MessageSearchOptions, SearchIndexStatus, SearchService } from './core/types-search.ts'
 export type { DayCounts, StatsService, StoreCounts, WorkspaceCounts } from './core/types-stats.ts'
-export type { CoordinatedMemoryStore, ImportResult, MemoryStore, RecordCounts } from './core/types-store.ts'
+export type { CoordinatedMemoryStore, ImportResult, MemoryStore, OpenedMemoryStore, RecordCounts } from './core/types-store.ts'

@@ -20,6 +20,12 @@ export interface ChangeSpec {
 /** An audit row without a change-log row (layers, leases and package tables are not indexed). */
 export type AuditSpec = Omit<ChangeSpec, 'change'>
 
+/**
+ * The channel a PostgreSQL store notifies (at commit, payload: its schema name) after a write
+ * that recorded a change, so another process's store can wake and catch up from `store_changes`.
+ */
+export const CHANGES_CHANNEL = 'dsh_memory_changes'
+
 const MAX_ACTOR = 200
 
 /**

@@ -16,7 +16,7 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
 import { auditEntityId } from './audit-id.ts'
 import { retryWhileBusy } from './busy-retry.ts'
-import { type AuditSpec, type ChangeSpec, writeActor } from './change-spec.ts'
+import { type AuditSpec, CHANGES_CHANNEL, type ChangeSpec, writeActor } from './change-spec.ts'
 import { isMemoryStoreError, MemoryStoreError } from './errors.ts'
 import { ConnectionGate } from './gate.ts'
 import { fenceRefusal, leaseFence, leaseName } from './lease-rules.ts'
@@ -34,11 +34,6 @@ export interface PgTx {
   query<R extends Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<R[]>
 }
 
-/**
- * The channel a store notifies (at commit, payload: its schema) after a write that recorded a
- * change, so another process's store can wake and catch up from `store_changes`.
- */
-export const CHANGES_CHANNEL = 'dsh_memory_changes'
 
 const INT8_OID = 20
 /**
@@ -280,7 +275,9 @@ export class PgSession {
 
   /** Run `body` between `begin` and COMMIT (the caller holds the gate); roll back on failure. */
   async #transaction<T>(begin: string, body: () => Promise<T>, context: string): Promise<T> {
-    this.assertOpen()
+    // A call that queued for the client while close() began is new work: refuse it (inside the
+    // gate assertOpen() would let it through, as it does for the transaction close waits for).
+    if (this.#closed) throw new MemoryStoreError('closed', 'the memory store is closed')
     this.#changed = false
     try {
       await this.client.query(begin)

@@ -5,11 +5,12 @@
  * This file opens the connection and assembles the store from its parts, one per job: the
  * session (`pg-session.ts`: client, gate, transactions, writer lock, fencing, audit), the
  * migrations (`pg-migrations.ts`), and one module per repository (`pg-meta.ts`,
- * `pg-leases.ts`, …). Also {@link openStore}, which picks the backend from the options.
+ * `pg-leases.ts`, …). Loaded on the first PostgreSQL open (`open-store.ts` holds the
+ * public openers), so SQLite users never load node-postgres.
  */
 import { MemoryStoreError } from './errors.ts'
 import { packageMigrationSets } from './migrations.ts'
-import { type MemoryStoreOptions, type PostgresStoreOptions, resolvePostgresOptions } from './options.ts'
+import { type PostgresStoreOptions, resolvePostgresOptions } from './options.ts'
 import { type PackageTables, type PackageTablesDeclaration, type PackageTablesHost, validateDeclaration } from './package-tables.ts'
 import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
 import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
@@ -22,26 +23,13 @@ import { pgStatsService } from './pg-stats.ts'
 import { pgExportJsonl, pgImportJsonl } from './pg-transfer.ts'
 import { connectPg, PgSession } from './pg-session.ts'
 import type { PgSearchTerms } from './pg-values.ts'
-import { openMemoryStore } from './sqlite-store.ts'
 import { postgresStoreMigrations } from './store-migrations.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
 import type { SearchService } from './types-search.ts'
-import type { CoordinatedMemoryStore } from './types-store.ts'
+import type { OpenedMemoryStore } from './types-store.ts'
 
-/** What both openers return: the coordinated store plus the package-tables seam. */
-export type OpenedMemoryStore = CoordinatedMemoryStore & PackageTablesHost
-
-/**
- * Open a memory store on a PostgreSQL database: connect, create the schema (namespace) when
- * missing and bring its tables up to date (under a lock, so several processes may open one
- * fresh database at once). The store's semantics match SQLite's: one caller at a time on its
- * one connection, `store.transaction(fn)` holds it, writes are serialised per schema.
- * @throws MemoryStoreError `invalid-argument` naming `databaseUrl` or `schema` (or refused
- *   credentials); `unavailable` when the server cannot be reached (host:port in the message,
- *   never the password); `not-found` (no such database; read-only and no store schema);
- *   `schema-too-new`, `schema-too-old`, `migration-mismatch`, `migration-failed`, `busy`.
- */
-export async function openPostgresStore(options: PostgresStoreOptions): Promise<OpenedMemoryStore> {
+/** {@link openPostgresStore}'s work, loaded on first use (see `open-store.ts`). */
+export async function openPostgres(options: PostgresStoreOptions): Promise<OpenedMemoryStore> {
   const resolved = resolvePostgresOptions(options)
   const { client, lockKey } = await connectPg(resolved)
   const s = new PgSession(client, resolved, lockKey)
@@ -52,15 +40,6 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     await s.close()
     throw error
   }
-}
-
-/**
- * Open a memory store on either backend: PostgreSQL when `options` has a `databaseUrl`,
- * else SQLite at `options.path` (see `openMemoryStore`).
- */
-export async function openStore(options: MemoryStoreOptions | PostgresStoreOptions): Promise<OpenedMemoryStore> {
-  if (options && typeof options === 'object' && 'databaseUrl' in options && options.databaseUrl !== undefined) return openPostgresStore(options)
-  return openMemoryStore(options as MemoryStoreOptions)
 }
 
 /**

@@ -90,3 +90,6 @@ export interface CoordinatedMemoryStore extends MemoryStore {
   readonly leases: LeaseRepository
   transaction<T>(fn: (store: CoordinatedMemoryStore) => Promise<T> | T, options?: TransactionOptions): Promise<T>
 }
+
+/** What `openMemoryStore`, `openPostgresStore` and `openStore` return: the coordinated store plus the package-tables seam. */
+export type OpenedMemoryStore = CoordinatedMemoryStore & PackageTablesHost

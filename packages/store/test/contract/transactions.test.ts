@@ -91,6 +91,26 @@ describe.each(backends)('transactions and the session ($name)', (backend) => {
     expect((await other.meta.list('')).map((entry) => entry.key).filter((key) => !key.startsWith('store.'))).toEqual(['first', 'second', 'third'])
   })
 
+  it('a writer that waits longer than busyTimeoutMs for another store’s transaction fails with busy, writing nothing', async () => {
+    const store = await backend.open()
+    const other = await backend.reopen(store, { busyTimeoutMs: 100 })
+    const hold = latch()
+    const entered = latch()
+    const tx = store.transaction(async (inside) => {
+      await inside.meta.set('held', '1')
+      entered.open()
+      await hold.promise
+    })
+    await entered.promise
+    const refused = await rejectionOf(other.meta.set('waited', '1'))
+    hold.open()
+    await tx
+    expect(refused.code).toBe('busy')
+    expect(await other.meta.get('waited')).toBeUndefined()
+    await other.meta.set('waited', '2')
+    expect(await store.meta.get('waited')).toBe('2')
+  })
+
   it('a fenced transaction checks the lease when it starts; the fence holds until it ends', async () => {
     let t = Date.UTC(2025, 0, 1)
     const store = await backend.open({ now: () => t })
@@ -106,16 +126,19 @@ describe.each(backends)('transactions and the session ($name)', (backend) => {
     expect((await rejectionOf(store.transaction('not a function' as never))).code).toBe('invalid-argument')
   })
 
-  it('close waits for a running transaction; later calls fail with closed', async () => {
+  it('close waits for a running transaction; queued and later calls fail with closed', async () => {
     const store = await backend.open()
     const hold = latch()
     const tx = store.transaction(async (inside) => {
       await hold.promise
       await inside.meta.set('finished', 'yes')
     })
+    // Queued behind the transaction when close() begins: new work, refused.
+    const queued = rejectionOf(store.meta.get('finished'))
     const closing = store.close()
     hold.open()
     await Promise.all([tx, closing])
+    expect((await queued).code).toBe('closed')
     expect(store.closed).toBe(true)
     for (const call of [() => store.meta.get('k'), () => store.leases.get('k'), () => store.audit.list(), () => store.transaction(() => 1)]) {
       expect((await rejectionOf(call)).code).toBe('closed')
