@@ -19,13 +19,14 @@ import { pgMemoryRepository } from './pg-memories.ts'
 import { applyPgMigrations } from './pg-migrations.ts'
 import { pgPersonaRepository } from './pg-persona.ts'
 import { pgSceneRepository } from './pg-scenes.ts'
+import { openPgSearchIndex, pgSearchService } from './pg-search.ts'
+import { searchVectorOf } from './pg-search-terms.ts'
 import { pgStatsService } from './pg-stats.ts'
 import { pgExportJsonl, pgImportJsonl } from './pg-transfer.ts'
 import { connectPg, PgSession } from './pg-session.ts'
 import type { PgSearchTerms } from './pg-values.ts'
 import { postgresStoreMigrations } from './store-migrations.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
-import type { SearchService } from './types-search.ts'
 import type { OpenedMemoryStore } from './types-store.ts'
 
 /** {@link openPostgresStore}'s work, loaded on first use (see `open-store.ts`). */
@@ -35,6 +36,7 @@ export async function openPostgres(options: PostgresStoreOptions): Promise<Opene
   const s = new PgSession(client, resolved, lockKey)
   try {
     await applyPgMigrations(s, [postgresStoreMigrations(), ...resolved.store.extraMigrations], s.now(), '@dsh-memory/store')
+    await openPgSearchIndex(s)
     return assembleStore(s)
   } catch (error) {
     await s.close()
@@ -42,21 +44,11 @@ export async function openPostgres(options: PostgresStoreOptions): Promise<Opene
   }
 }
 
-/**
- * A repository not yet on PostgreSQL: every method rejects with `unsupported`. Phase 1 of the
- * PostgreSQL backend lands in parts; each part replaces one of these lines in
- * {@link assembleStore} with its repository.
- */
-function notYetOnPostgres<T extends object>(what: string): T {
-  const refuse = () => Promise.reject(new MemoryStoreError('unsupported', `${what} are not on PostgreSQL yet`))
-  return new Proxy({} as T, { get: (_target, property) => (typeof property === 'string' ? refuse : undefined) })
-}
-
 /** The store: the repositories of one session, plus migrations and the package-tables seam. */
 function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
-  // The search terms written with each message and memory (pg-search.ts's tsvector of the store
-  // tokenizer's terms, column search_terms of 0002_search): none until search is on PostgreSQL.
-  const searchTerms: PgSearchTerms | undefined = undefined
+  // The search terms written with each message and memory in the same statement as its text
+  // (pg-search-terms.ts: a tsvector of the store tokenizer's terms, column search_terms of 0002_search).
+  const searchTerms: PgSearchTerms = { termsOf: searchVectorOf }
   const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => applyPgMigrations(s, packageMigrationSets(sets), s.now())
   const store: OpenedMemoryStore & AsyncDisposable = {
     path: s.path,
@@ -71,7 +63,7 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
     persona: pgPersonaRepository(s),
     audit: pgAuditLog(s),
     meta: pgMetaRepository(s),
-    search: notYetOnPostgres<SearchService>('search'),
+    search: pgSearchService(s),
     layers: pgLayerRepository(s),
     leases: pgLeaseRepository(s),
     stats: pgStatsService(s),
