@@ -5,5 +5,7 @@ export default defineProject({
     name: 'cli',
     include: ['test/**/*.test.ts'],
     testTimeout: 120_000,
+    // One throwaway PostgreSQL cluster per run (the store project's), for migrate and --database-url.
+    globalSetup: ['../../packages/store/test/support/pg-global-setup.ts'],
   },
 })

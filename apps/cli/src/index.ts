@@ -1,6 +1,6 @@
 /**
  * `dsh-memory` as a library: the program (for embedding and tests), the data commands (status,
- * search, show, forget, export, import, doctor) and the benchmarks.
+ * search, show, forget, export, import, doctor, migrate) and the benchmarks.
  *
  * @module dsh-memory
  */
@@ -26,7 +26,12 @@ export { FULL_SIZES, formatScaleReport, latencyStats, parseSizes, QUICK_SIZES, r
 export type { LatencyStats, ScaleBenchOptions, ScaleKind, ScaleReport, ScaleSize } from './bench/scale.ts'
 export { formatTokenCostReport, runTokenCostBench, scriptedDistillModel, TOKEN_COST_FACTS, TOKEN_COST_REFERENCE, tokenCostConversation } from './bench/token-cost.ts'
 export type { LayerCost, ScriptedFact, ScriptedTurn, TokenCostBenchOptions, TokenCostReport } from './bench/token-cost.ts'
-export { DATABASE_FILE, openDataStore, resolveCliDataDir } from './data/data-dir.ts'
+export { DATABASE_FILE, openDataStore, openSourceStore, requireDataDir, resolveCliDataDir, resolveDataSource } from './data/data-dir.ts'
+export type { DataSource, DataSourceOptions } from './data/data-dir.ts'
+export { checkDatabaseUrl, DATABASE_URL_ENV, isDatabaseUrl, redactDatabaseUrl } from './data/database-url.ts'
+export { DEFAULT_PAGE_SIZE, migrateEndpoint, NOT_MOVED_REASON, RECORD_TYPES, runMigrate } from './data/migrate.ts'
+export type { MigrateOptions, MigrateReport, NotMoved, RecordType, VerifiedCount } from './data/migrate.ts'
+export { formatMigrate } from './commands/migrate.ts'
 export { collectStatus, formatStatus } from './commands/status.ts'
 export type { CostReport, DistillReport, StatusReport } from './commands/status.ts'
 export { findRecord } from './commands/records.ts'

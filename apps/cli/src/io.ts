@@ -19,8 +19,12 @@ export interface CliIO {
  */
 export const EXIT = Object.freeze({ ok: 0, failure: 1, usage: 2, notFound: 3, problems: 4 } as const)
 
-/** Stable codes of {@link CliError}. */
-export type CliErrorCode = 'invalid-argument' | 'not-found' | 'problems' | 'failed'
+/**
+ * Stable codes of {@link CliError}. `unsupported`: the command cannot work on the chosen
+ * backend (a SQLite-only command given a PostgreSQL URL); it exits 2 like bad usage.
+ * `mismatch`: `migrate` copied, but the target lacks records of the source (exit 1).
+ */
+export type CliErrorCode = 'invalid-argument' | 'unsupported' | 'not-found' | 'problems' | 'mismatch' | 'failed'
 
 /** An error the CLI prints as `error: <message>` and exits with its `exitCode`. */
 export class CliError extends Error {
@@ -30,7 +34,7 @@ export class CliError extends Error {
   constructor(code: CliErrorCode, message: string, exitCode?: number, options?: { cause?: unknown }) {
     super(message, options)
     this.code = code
-    this.exitCode = exitCode ?? (code === 'invalid-argument' ? EXIT.usage : code === 'not-found' ? EXIT.notFound : code === 'problems' ? EXIT.problems : EXIT.failure)
+    this.exitCode = exitCode ?? (code === 'invalid-argument' || code === 'unsupported' ? EXIT.usage : code === 'not-found' ? EXIT.notFound : code === 'problems' ? EXIT.problems : EXIT.failure)
   }
 }
 

@@ -3,7 +3,7 @@
  * exports one `register…(program, io)` function; adding a command is adding a file and one
  * line in {@link COMMANDS}.
  */
-import { Command, CommanderError } from 'commander'
+import { Command, CommanderError, Option } from 'commander'
 import { registerBench } from './commands/bench.ts'
 import { registerDoctor } from './commands/doctor.ts'
 import { registerExport } from './commands/export.ts'
@@ -13,10 +13,12 @@ import { registerRecords } from './commands/records.ts'
 import { registerServe } from './commands/serve.ts'
 import { registerReembed } from './commands/reembed.ts'
 import { registerStatus } from './commands/status.ts'
-import { CliError, type CliIO, EXIT, processIO } from './io.ts'
+import { registerMigrate } from './commands/migrate.ts'
+import { DATABASE_URL_ENV, redactDatabaseUrl } from './data/database-url.ts'
+import { CliError, type CliIO, CliUsageError, EXIT, processIO } from './io.ts'
 
 /** Registration functions of every command group, in help order. */
-export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerReembed, registerDoctor, registerBench, registerServe, registerInstall]
+export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerMigrate, registerReembed, registerDoctor, registerBench, registerServe, registerInstall]
 
 /** Build the program; `io` receives every byte it prints. */
 export function createProgram(io: CliIO = processIO()): Command {
@@ -29,10 +31,29 @@ export function createProgram(io: CliIO = processIO()): Command {
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
     })
+  program.addOption(
+    new Option('--database-url <url>', `work on this PostgreSQL database (postgres://user@host:5432/db) instead of a data dir (default: $${DATABASE_URL_ENV}); put the password in ~/.pgpass, not in the URL`),
+  )
+  // The URL is the program's option, so it goes before or after the command name; every
+  // command that opens a store (those taking --data-dir) reads it from its own options.
+  program.hook('preAction', (_program, command) => {
+    const databaseUrl = program.opts<{ databaseUrl?: string }>().databaseUrl
+    if (databaseUrl === undefined) return
+    if (!command.options.some((option) => option.long === '--data-dir')) {
+      throw new CliUsageError(`--database-url does not apply to \`${commandPath(command)}\`${command.name() === 'migrate' ? ' (it takes --from and --to)' : ''}`)
+    }
+    command.setOptionValue('databaseUrl', databaseUrl)
+  })
   for (const register of COMMANDS) register(program, io)
   // Subcommands inherit the overrides so errors surface as exceptions, not process.exit.
   for (const command of allCommands(program)) command.exitOverride().configureOutput(program.configureOutput())
   return program
+}
+
+function commandPath(command: Command): string {
+  const names: string[] = []
+  for (let at: Command | null = command; at?.parent; at = at.parent) names.unshift(at.name())
+  return names.join(' ')
 }
 
 function allCommands(command: Command): Command[] {
@@ -54,11 +75,12 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO()): 
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 0
       return error.exitCode === 0 ? 0 : 2
     }
+    // Whatever failed, a database URL in the message loses its password before it is printed.
     if (error instanceof CliError) {
-      io.stderr.write(`error: ${error.message}\n`)
+      io.stderr.write(`error: ${redactDatabaseUrl(error.message)}\n`)
       return error.exitCode
     }
-    io.stderr.write(`error: ${describeFailure(error)}\n`)
+    io.stderr.write(`error: ${redactDatabaseUrl(describeFailure(error))}\n`)
     return EXIT.failure
   }
 }

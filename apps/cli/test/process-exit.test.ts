@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { openMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { scratch } from './helpers.ts'
+import { cli, scratch } from './helpers.ts'
 
 // The real executable, as `npx dsh-memory` starts it (the committed shim, then dist/bin.js).
 const BIN = fileURLToPath(new URL('../bin/dsh-memory.js', import.meta.url))
@@ -25,10 +25,11 @@ function pipedIntoHead(args: string): { status: number; stderr: string; head: st
 }
 
 /** Start the CLI, wait for `ready` on stderr or stdout (or a second), send SIGINT, and collect the end. */
-function interrupt(args: string[], ready: RegExp | 'after-a-second', env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+function interrupt(args: string[], ready: RegExp | 'after-a-second', env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env })
     let seen = ''
+    let stdout = ''
     let stderr = ''
     let sent = false
     const check = (chunk: string) => {
@@ -38,13 +39,16 @@ function interrupt(args: string[], ready: RegExp | 'after-a-second', env: NodeJS
         child.kill('SIGINT')
       }
     }
-    child.stdout.setEncoding('utf8').on('data', check)
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+      check(chunk)
+    })
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
       stderr += chunk
       check(chunk)
     })
     if (ready === 'after-a-second') child.once('spawn', () => setTimeout(() => child.kill('SIGINT'), 1000))
-    child.on('exit', (code, signal) => resolve({ code, signal, stderr }))
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
   })
 }
 
@@ -93,5 +97,18 @@ describe('the dsh-memory process and its terminal', () => {
     const serve = await interrupt(['serve', '--port', '0', '--data-dir', dataDir], /dsh-memory web: http/)
     expect(serve.stderr).not.toMatch(STACK_FRAME)
     expect(serve.code).toBe(130)
+
+    // migrate finishes the page in flight, says where it stands and exits 130; run again, it completes.
+    const target = join(temp.dir, 'migrated')
+    const migrate = await interrupt(['migrate', '--from', dataDir, '--to', target, '--page-size', '1'], /migrate: copy: 0\/1500/)
+    expect(migrate.stderr).not.toMatch(STACK_FRAME)
+    expect(migrate.code).toBe(130)
+    expect(migrate.stdout).toContain('interrupted: every page copied so far is committed; run the same command again to copy the rest')
+    const copied = Number(/copied \d+ conversations, \d+ messages, (\d+) memories/.exec(migrate.stdout)?.[1])
+    expect(copied).toBeGreaterThan(0)
+    expect(copied).toBeLessThan(1500)
+    const resumed = await cli(['migrate', '--from', dataDir, '--to', target, '--json'])
+    expect(resumed.code).toBe(0)
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ ok: true, copied: { memories: 1500 - copied }, alreadyPresent: { memories: copied }, verified: { memories: { source: 1500, target: 1500, missing: 0 } } })
   })
 })

@@ -18,7 +18,7 @@
 import type { Command } from 'commander'
 import { DistillStateRepository } from '@dsh-memory/distill'
 import { type ForeignKeyViolation, isMemoryStoreError, type MemoryStore, openMemoryStore, openStoreMaintenance, type SceneOrphans } from '@dsh-memory/store'
-import { existingDatabase, resolveCliDataDir, withDataDir } from '../data/data-dir.ts'
+import { existingDatabase, requireDataDir, resolveDataSource, withDataDir } from '../data/data-dir.ts'
 import { CliError, type CliIO, EXIT, printJson, println } from '../io.ts'
 
 /** One check's outcome. */
@@ -293,8 +293,8 @@ export function registerDoctor(program: Command, io: CliIO): void {
     .description('Check schema version, database integrity, orphan rows and search-index consistency; --fix repairs what it can. Exits 4 while problems remain.')
     .option('--fix', 'apply the repairs (migrations, REINDEX, orphan rows, index rebuild)')
     .option('--json', 'print the report as one JSON object')
-    .action(async (options: { dataDir?: string; fix?: boolean; json?: boolean }) => {
-      const report = await runDoctor(resolveCliDataDir(options.dataDir), { fix: options.fix === true })
+    .action(async (options: { dataDir?: string; databaseUrl?: string; fix?: boolean; json?: boolean }) => {
+      const report = await runDoctor(requireDataDir(resolveDataSource(options), 'doctor'), { fix: options.fix === true })
       if (options.json) printJson(io, report)
       else println(io, formatDoctor(report))
       if (report.problems > 0) throw new CliError('problems', `${report.problems} problem${report.problems > 1 ? 's' : ''} found${options.fix ? ' that --fix could not repair' : ''}`, EXIT.problems)

@@ -8,7 +8,7 @@ import { once } from 'node:events'
 import type { Command } from 'commander'
 import { Option } from 'commander'
 import type { Memory, MemoryStore, Persona, Scene } from '@dsh-memory/store'
-import { existingDatabase, resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
+import { existingDatabase, resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
 import type { CliIO } from '../io.ts'
 import { createProgress } from '../progress.ts'
 
@@ -135,16 +135,16 @@ async function writeMarkdown(store: MemoryStore, sink: Sink, options: { messages
 /** Register `export`. */
 export function registerExport(program: Command, io: CliIO): void {
   withDataDir(program.command('export'))
-    .description('Write the data dir as versioned JSONL (re-importable with `dsh-memory import`) or as Markdown for reading.')
+    .description('Write the data dir (or PostgreSQL database) as versioned JSONL (re-importable with `dsh-memory import`) or as Markdown for reading.')
     .addOption(new Option('--format <format>', 'jsonl or markdown').choices(['jsonl', 'markdown']).default('jsonl'))
     .option('--out <file>', 'write to this file instead of stdout')
     .option('--messages', 'markdown: also the conversations (L0 messages); JSONL always has everything')
     .option('--quiet', 'no progress output')
-    .action(async (options: { dataDir?: string; format: 'jsonl' | 'markdown'; out?: string; messages?: boolean; quiet?: boolean }) => {
-      const dataDir = resolveCliDataDir(options.dataDir)
-      const path = existingDatabase(dataDir)
+    .action(async (options: { dataDir?: string; databaseUrl?: string; format: 'jsonl' | 'markdown'; out?: string; messages?: boolean; quiet?: boolean }) => {
+      const source = resolveDataSource(options)
+      const path = source.kind === 'sqlite' ? existingDatabase(source.dataDir) : source.label
       const progress = createProgress(io, options.quiet === true)
-      await withStore(dataDir, { readonly: true }, async (store) => {
+      await withStore(source, { readonly: true }, async (store) => {
         const counts = await store.stats.counts()
         const sink = sinkFor(io, options.out)
         try {

@@ -21,7 +21,7 @@ import { ArchiveIndex, isPalaceError, PalaceWorkspace, resolvePalaceOptions } fr
 import { autoMemoryItem, importInstructionItems, type InstructionItem, type PlannedImport, splitInstructions } from '@dsh-memory/recall'
 import { isMemoryStoreError, type MemoryStore, type RecordCounts } from '@dsh-memory/store'
 import { importReferenceTree, isTreeError, openMemoryTree, type ReferenceImportReport } from '@dsh-memory/tree'
-import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
+import { requireDataDir, resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
 import { type CliIO, CliUsageError, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
 import { detectFormat, type ImportFormat, IMPORT_FORMATS, instructionFiles, instructionTarget } from '../import/sources.ts'
@@ -50,6 +50,7 @@ export type ImportReport =
 
 interface ImportOptions {
   dataDir?: string
+  databaseUrl?: string
   format: ImportFormat | 'auto'
   scope?: 'global' | 'workspace'
   workspace?: string
@@ -269,7 +270,10 @@ export function registerImport(program: Command, io: CliIO): void {
       const format = options.format === 'auto' ? detectFormat(path) : options.format
       if (!existsSync(path)) throw new CliUsageError(`cannot read ${path}: no such file or directory`)
       const progress = createProgress(io, options.quiet === true)
-      const report = await withStore(resolveCliDataDir(options.dataDir), { create: true }, (store) => runImport(store, path, format, options, progress))
+      const source = resolveDataSource(options)
+      // The cue bank, the palace and the memory tree write their own package tables: SQLite only for now.
+      if (format !== 'jsonl' && format !== 'instructions') requireDataDir(source, `import --format ${format}`)
+      const report = await withStore(source, { create: true }, (store) => runImport(store, path, format, options, progress))
       if (options.json) printJson(io, report)
       else println(io, formatImport(report))
     })

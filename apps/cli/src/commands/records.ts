@@ -7,7 +7,7 @@ import type { Command } from 'commander'
 import { Option } from 'commander'
 import type { Conversation, Memory, MemoryScopeFilter, MemoryStore, Message, Scene, Scope } from '@dsh-memory/store'
 import { didYouMean, loadVocabulary, SUGGEST_LIMITS } from '@dsh-memory/web'
-import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
+import { resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
 import { CliError, type CliIO, CliUsageError, printJson, println } from '../io.ts'
 
 const SCOPES: readonly Scope[] = ['global', 'workspace', 'session']
@@ -69,6 +69,7 @@ function memoryJson(memory: Memory): Record<string, unknown> {
 
 interface SearchOptions {
   dataDir?: string
+  databaseUrl?: string
   in: 'memories' | 'messages' | 'all'
   scope?: string
   kind?: string
@@ -99,8 +100,7 @@ export function registerRecords(program: Command, io: CliIO): void {
       const limit = parseCount('--limit', options.limit, 1000)
       const scope = parseScopes(options.scope)
       const kind = options.kind?.split(',').map((part) => part.trim()).filter(Boolean)
-      const dataDir = resolveCliDataDir(options.dataDir)
-      await withStore(dataDir, { readonly: true }, async (store) => {
+      await withStore(resolveDataSource(options), { readonly: true }, async (store) => {
         const filter: MemoryScopeFilter = {
           ...(scope ? { scope } : {}),
           ...(kind?.length ? { kind } : {}),
@@ -153,8 +153,8 @@ export function registerRecords(program: Command, io: CliIO): void {
     .description('Show one memory (with its version history), message, conversation (with its messages) or scene, by id.')
     .argument('<id>', 'a memory, message, conversation or scene id')
     .option('--json', 'print {type, …} as one JSON object')
-    .action(async (id: string, options: { dataDir?: string; json?: boolean }) => {
-      await withStore(resolveCliDataDir(options.dataDir), { readonly: true }, async (store) => {
+    .action(async (id: string, options: { dataDir?: string; databaseUrl?: string; json?: boolean }) => {
+      await withStore(resolveDataSource(options), { readonly: true }, async (store) => {
         const found = await findRecord(store, id)
         if (!found) throw new CliError('not-found', `no memory, message, conversation or scene with id ${id}`)
         if (found.type === 'memory') {
@@ -215,8 +215,8 @@ export function registerRecords(program: Command, io: CliIO): void {
     .description('Delete one record for good: a memory (with every older version it replaced), a message, a conversation (with its messages) or a scene.')
     .argument('<id>', 'a memory, message, conversation or scene id')
     .option('--json', 'print {type, id, deleted} as one JSON object')
-    .action(async (id: string, options: { dataDir?: string; json?: boolean }) => {
-      await withStore(resolveCliDataDir(options.dataDir), {}, async (store) => {
+    .action(async (id: string, options: { dataDir?: string; databaseUrl?: string; json?: boolean }) => {
+      await withStore(resolveDataSource(options), {}, async (store) => {
         const found = await findRecord(store, id)
         if (!found) throw new CliError('not-found', `no memory, message, conversation or scene with id ${id}`)
         let deleted: number

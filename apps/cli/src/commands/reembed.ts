@@ -27,7 +27,7 @@ import {
   type Scope,
 } from '@dsh-memory/store'
 import type { BenchProgress } from '../bench/locomo.ts'
-import { resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
+import { requireDataDir, resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
 import { CliError, type CliIO, CliUsageError, EXIT, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
 import { parseCount } from './records.ts'
@@ -339,6 +339,7 @@ export function formatReembed(report: ReembedReport): string {
 /** Raw flags of the command. */
 export interface ReembedFlags {
   dataDir?: string
+  databaseUrl?: string
   url?: string
   model?: string
   dimensions?: string
@@ -375,9 +376,12 @@ export function registerReembed(program: Command, io: CliIO): void {
     .option('--quiet', 'no progress output')
     .action(async (flags: ReembedFlags) => {
       const settings = resolveReembedSettings(flags)
-      const dataDir = resolveCliDataDir(flags.dataDir)
+      const source = resolveDataSource(flags)
+      // Cues live in the cue bank's package tables, which are not on PostgreSQL yet (there a
+      // default run finds no cue bank and embeds memories only).
+      if (flags.only === 'cues') requireDataDir(source, 'reembed --only cues')
       const progress = createProgress(io, flags.quiet === true || settings.dryRun)
-      const report = await withStore(dataDir, {}, (store) => runReembed(store, settings, progress, dataDir))
+      const report = await withStore(source, {}, (store) => runReembed(store, settings, progress, source.label))
       if (flags.json) printJson(io, report)
       else println(io, formatReembed(report))
       if (!report.completed) {

@@ -4,12 +4,13 @@
  */
 import type { Command } from 'commander'
 import { DEFAULT_PORT, isWebError, startMemoryBrowser } from '@dsh-memory/web'
-import { existingDatabase, resolveCliDataDir, withDataDir } from '../data/data-dir.ts'
+import { existingDatabase, requireDataDir, resolveDataSource, withDataDir } from '../data/data-dir.ts'
 import { CliError, type CliIO, CliUsageError, println } from '../io.ts'
 import { onInterrupt } from '../process-exit.ts'
 
 interface ServeOptions {
   dataDir?: string
+  databaseUrl?: string
   host: string
   port: string
   allowRemote?: boolean
@@ -27,7 +28,8 @@ export function registerServe(program: Command, io: CliIO): void {
     .action(async (options: ServeOptions) => {
       const port = /^\d+$/.test(options.port) ? Number(options.port) : Number.NaN
       if (!Number.isSafeInteger(port) || port > 65_535) throw new CliUsageError(`--port expects an integer from 0 to 65535, got ${JSON.stringify(options.port)}`)
-      const dataDir = resolveCliDataDir(options.dataDir)
+      // The browser also shows the cue bank, palace and tree tables, so it needs the SQLite data dir.
+      const dataDir = requireDataDir(resolveDataSource(options), 'serve')
       existingDatabase(dataDir)
       let running
       try {

@@ -6,7 +6,7 @@ import { existsSync, statSync } from 'node:fs'
 import type { Command } from 'commander'
 import { type ConversationState, DistillStateRepository, describeError, type LedgerRow } from '@dsh-memory/distill'
 import type { AppliedMigration, MemoryStore, StoreCounts } from '@dsh-memory/store'
-import { existingDatabase, resolveCliDataDir, withDataDir, withStore } from '../data/data-dir.ts'
+import { type DataSource, existingDatabase, resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
 import { type CliIO, printJson, println } from '../io.ts'
 
 /** Where distillation stands, from its persisted state. */
@@ -36,7 +36,11 @@ export interface CostReport {
 
 /** Everything `status` prints. */
 export interface StatusReport {
+  /** Which backend holds the data. */
+  readonly backend: 'sqlite' | 'postgres'
+  /** The data dir; on PostgreSQL the database URL without its password. */
   readonly dataDir: string
+  /** On PostgreSQL `path` is the URL without its password and the file sizes are 0. */
   readonly database: { readonly path: string; readonly bytes: number; readonly walBytes: number; readonly searchIndexBytes: number }
   readonly schema: readonly { readonly owner: string; readonly version: number }[]
   readonly counts: StoreCounts
@@ -52,6 +56,11 @@ function schemaVersions(migrations: readonly AppliedMigration[]): { owner: strin
   for (const migration of migrations) latest.set(migration.owner, Math.max(latest.get(migration.owner) ?? 0, migration.version))
   return [...latest.entries()].map(([owner, version]) => ({ owner, version })).sort((a, b) => a.owner.localeCompare(b.owner))
 }
+
+/** Said instead of the distill state and ledger on PostgreSQL, where package tables are not yet. */
+const DISTILL_NOT_ON_POSTGRES = 'distillation state and cost ledger are package tables, which are not on PostgreSQL in this version (the store core only)'
+
+const noDistill = (error: string): DistillReport => ({ lastRunAt: null, lastScanAt: null, pending: { conversations: 0, messages: 0 }, failing: [], skippedRanges: 0, error })
 
 /** Read the distill state of every conversation (through `@dsh-memory/distill`'s own repository). */
 export async function distillReport(store: MemoryStore): Promise<DistillReport> {
@@ -81,7 +90,7 @@ export async function distillReport(store: MemoryStore): Promise<DistillReport> 
       error: null,
     }
   } catch (error) {
-    return { lastRunAt: null, lastScanAt: null, pending: { conversations: 0, messages: 0 }, failing: [], skippedRanges: 0, error: describeError(error) }
+    return noDistill(describeError(error))
   }
 }
 
@@ -104,18 +113,24 @@ export async function costReport(store: MemoryStore): Promise<CostReport> {
   return { rows, total }
 }
 
-/** Collect the status of a data dir (read-only). @throws CliError `not-found` when there is no database */
-export async function collectStatus(dataDir: string): Promise<StatusReport> {
-  const path = existingDatabase(dataDir)
-  return withStore(dataDir, { readonly: true }, async (store) => {
+/**
+ * Collect the status of a data dir or a PostgreSQL database (read-only).
+ * @throws CliError `not-found` when a data dir has no database
+ */
+export async function collectStatus(source: DataSource | string): Promise<StatusReport> {
+  const from: DataSource = typeof source === 'string' ? { kind: 'sqlite', dataDir: source, label: source } : source
+  const path = from.kind === 'sqlite' ? existingDatabase(from.dataDir) : from.label
+  return withStore(from, { readonly: true }, async (store) => {
     const counts: StoreCounts = await store.stats.counts()
+    const sqlite = from.kind === 'sqlite'
     return {
-      dataDir,
-      database: { path, bytes: fileSize(path), walBytes: fileSize(`${path}-wal`), searchIndexBytes: await store.stats.searchIndexBytes() },
+      backend: from.kind,
+      dataDir: from.label,
+      database: { path, bytes: sqlite ? fileSize(path) : 0, walBytes: sqlite ? fileSize(`${path}-wal`) : 0, searchIndexBytes: await store.stats.searchIndexBytes() },
       schema: schemaVersions(await store.meta.migrations()),
       counts,
-      distill: await distillReport(store),
-      cost: await costReport(store),
+      distill: sqlite ? await distillReport(store) : noDistill(DISTILL_NOT_ON_POSTGRES),
+      cost: sqlite ? await costReport(store) : { rows: [], total: { calls: 0, failures: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0 } },
     }
   })
 }
@@ -144,9 +159,14 @@ const time = (at: number | null) => (at === null ? 'never' : new Date(at).toISOS
 /** The text form of a status report. */
 export function formatStatus(report: StatusReport): string {
   const { counts, distill, cost } = report
+  const index = `search index ${report.database.searchIndexBytes ? formatBytes(report.database.searchIndexBytes) : 'not built'}`
   const lines = [
-    `data dir  ${report.dataDir}`,
-    `database  ${report.database.path}  ${formatBytes(report.database.bytes)}${report.database.walBytes ? ` (+ ${formatBytes(report.database.walBytes)} WAL)` : ''}, search index ${report.database.searchIndexBytes ? formatBytes(report.database.searchIndexBytes) : 'not built'}`,
+    ...(report.backend === 'postgres'
+      ? [`database  ${report.database.path} (PostgreSQL), ${index}`]
+      : [
+          `data dir  ${report.dataDir}`,
+          `database  ${report.database.path}  ${formatBytes(report.database.bytes)}${report.database.walBytes ? ` (+ ${formatBytes(report.database.walBytes)} WAL)` : ''}, ${index}`,
+        ]),
     `schema    ${report.schema.map((entry) => `${entry.owner} v${entry.version}`).join(', ')}`,
     '',
     `L0 conversations ${n(counts.conversations)}, messages ${n(counts.messages.total)} (user ${n(counts.messages.user)}, assistant ${n(counts.messages.assistant)})`,
@@ -162,6 +182,10 @@ export function formatStatus(report: StatusReport): string {
     if (counts.workspaces.length > 20) lines.push(`  … and ${counts.workspaces.length - 20} more (--json lists all)`)
   }
   lines.push('', 'distillation')
+  if (report.backend === 'postgres') {
+    lines.push(`  ${distill.error ?? DISTILL_NOT_ON_POSTGRES}`)
+    return lines.join('\n')
+  }
   if (distill.error) lines.push(`  state unreadable: ${distill.error}`)
   lines.push(`  last run ${time(distill.lastRunAt)}; last start-up scan ${time(distill.lastScanAt)}`)
   lines.push(`  pending ${n(distill.pending.conversations)} conversations, ${n(distill.pending.messages)} undistilled messages`)
@@ -188,10 +212,10 @@ export function formatStatus(report: StatusReport): string {
 /** Register `status`. */
 export function registerStatus(program: Command, io: CliIO): void {
   withDataDir(program.command('status'))
-    .description('Counts per layer and scope, database size, schema, last distillation, pending work and token cost of a data dir.')
+    .description('Counts per layer and scope, database size, schema, last distillation, pending work and token cost of a data dir (or of a PostgreSQL database: the store core only).')
     .option('--json', 'print the report as one JSON object')
-    .action(async (options: { dataDir?: string; json?: boolean }) => {
-      const report = await collectStatus(resolveCliDataDir(options.dataDir))
+    .action(async (options: { dataDir?: string; databaseUrl?: string; json?: boolean }) => {
+      const report = await collectStatus(resolveDataSource(options))
       if (options.json) printJson(io, report)
       else println(io, formatStatus(report))
     })

@@ -1,13 +1,17 @@
 /**
- * Where the data lives and how a command opens it. The CLI works on a data dir without a
- * running host: `--data-dir`, else `DSH_MEMORY_DIR`, else the plugin's own default
- * (`$DSH_HOME/memory`, else `~/.dsh/memory`), so it finds what the DSH plugins wrote.
+ * Where the data lives and how a command opens it. The CLI works without a running host on
+ * either backend:
+ * - a PostgreSQL database: `--database-url`, else `DSH_MEMORY_DATABASE_URL` (unless `--data-dir`
+ *   is given: an explicit flag beats the environment);
+ * - a SQLite data dir: `--data-dir`, else `DSH_MEMORY_DIR`, else the plugin's own default
+ *   (`$DSH_HOME/memory`, else `~/.dsh/memory`), so it finds what the DSH plugins wrote.
  */
 import { join, resolve } from 'node:path'
-import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { isMemoryStoreError, type MemoryStore, openMemoryStore, openStore } from '@dsh-memory/store'
 import { DATABASE_FILE, databaseOf, isWebError, locateDataDir } from '@dsh-memory/web'
 import { type Command, Option } from 'commander'
-import { CliError } from '../io.ts'
+import { CliError, CliUsageError } from '../io.ts'
+import { checkDatabaseUrl, DATABASE_URL_ENV, redactDatabaseUrl } from './database-url.ts'
 
 // One rule for where data lives, shared with the memory browser (`dsh-memory serve`).
 export { DATABASE_FILE }
@@ -50,9 +54,81 @@ export function openDataStore(dataDir: string, options: { readonly?: boolean; cr
   return openMemoryStore({ path, readonly: options.readonly === true, actor: 'cli' })
 }
 
+/** The store a command works on: a SQLite data dir or a PostgreSQL database. */
+export type DataSource =
+  | { readonly kind: 'sqlite'; readonly dataDir: string; readonly label: string }
+  | {
+      readonly kind: 'postgres'
+      readonly databaseUrl: string
+      /** The URL without its password: what is printed. */
+      readonly label: string
+      /** How the user named it (`--database-url` or the environment variable), for errors. */
+      readonly origin: string
+    }
+
+/** The options a data command reads its source from (`--database-url` is the program's, copied in by `program.ts`). */
+export interface DataSourceOptions {
+  readonly dataDir?: string
+  readonly databaseUrl?: string
+}
+
+/** A PostgreSQL source of a checked URL. */
+export function postgresSource(databaseUrl: string, origin: string): DataSource {
+  return { kind: 'postgres', databaseUrl: checkDatabaseUrl(databaseUrl, origin), label: redactDatabaseUrl(databaseUrl.trim()), origin }
+}
+
+/**
+ * The source a command works on (see the module comment for the order).
+ * @throws CliUsageError for a bad URL (naming the flag or the variable) or both flags at once
+ */
+export function resolveDataSource(options: DataSourceOptions, env: Record<string, string | undefined> = process.env): DataSource {
+  const flag = options.databaseUrl
+  if (flag !== undefined) {
+    if (options.dataDir !== undefined) throw new CliUsageError('--database-url and --data-dir name two different stores; give one of them')
+    return postgresSource(flag, '--database-url')
+  }
+  const fromEnv = env[DATABASE_URL_ENV]?.trim()
+  if (fromEnv && options.dataDir === undefined) return postgresSource(fromEnv, DATABASE_URL_ENV)
+  const dataDir = resolveCliDataDir(options.dataDir, env)
+  return { kind: 'sqlite', dataDir, label: dataDir }
+}
+
+/**
+ * The data dir of a command that reads SQLite files or package tables directly (doctor, serve,
+ * the tree/palace/cue-bank imports). PostgreSQL holds only the store core in this version, so
+ * such a command refuses a PostgreSQL source with one line instead of failing half-way.
+ * @param what - the command, as the user typed it (`doctor`, `import --format palace`).
+ * @throws CliError `unsupported` (exit 2) on a PostgreSQL source
+ */
+export function requireDataDir(source: DataSource, what: string): string {
+  if (source.kind === 'sqlite') return source.dataDir
+  throw new CliError(
+    'unsupported',
+    `${what} works on a SQLite data dir only: ${source.origin} names a PostgreSQL database, which holds only the store core (conversations, messages, memories, scenes, persona) in this version; pass --data-dir${source.origin === DATABASE_URL_ENV ? ` or unset ${DATABASE_URL_ENV}` : ''}`,
+  )
+}
+
+/**
+ * Open a source's store (see {@link openDataStore} for the SQLite options; on PostgreSQL
+ * `create` changes nothing: the store creates its schema when opened writable).
+ * @throws CliUsageError for a URL the store rejects (naming the flag or variable); CliError
+ *   `not-found` for a missing SQLite database; the store's error (`unavailable`, `schema-too-old`, …) otherwise
+ */
+export async function openSourceStore(source: DataSource, options: { readonly?: boolean; create?: boolean } = {}): Promise<MemoryStore> {
+  if (source.kind === 'sqlite') return openDataStore(source.dataDir, options)
+  try {
+    return await openStore({ databaseUrl: source.databaseUrl, readonly: options.readonly === true, actor: 'cli' })
+  } catch (error) {
+    if (isMemoryStoreError(error, 'invalid-argument')) {
+      throw new CliUsageError(`${source.origin}: ${redactDatabaseUrl((error as Error).message)}`, { cause: error })
+    }
+    throw error
+  }
+}
+
 /** Run `fn` with an open store and close it afterwards, whatever happens. */
-export async function withStore<T>(dataDir: string, options: { readonly?: boolean; create?: boolean }, fn: (store: MemoryStore) => Promise<T>): Promise<T> {
-  const store = openDataStore(dataDir, options)
+export async function withStore<T>(source: DataSource, options: { readonly?: boolean; create?: boolean }, fn: (store: MemoryStore) => Promise<T>): Promise<T> {
+  const store = await openSourceStore(source, options)
   try {
     return await fn(store)
   } finally {

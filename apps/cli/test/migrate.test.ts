@@ -1,0 +1,328 @@
+import { execFile } from 'node:child_process'
+import { symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { type CoordinatedMemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+// The cluster comes from the store project's globalSetup (see vitest.config.ts), as `inject('pgUrl')`.
+import { findPgBin } from '../../../packages/store/test/support/pg-cluster.ts'
+import type {} from '../../../packages/store/test/support/pg-global-setup.ts'
+import { type DataSource, postgresSource } from '../src/data/data-dir.ts'
+import { type MigrateReport, runMigrate } from '../src/data/migrate.ts'
+import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
+
+const run = promisify(execFile)
+
+let fixture: Fixture
+let temp: ReturnType<typeof scratch>
+let serial = 0
+
+beforeAll(async () => {
+  temp = scratch('migrate')
+  fixture = await buildFixture(join(temp.dir, 'source'))
+})
+afterAll(() => temp.cleanup())
+
+/** A fresh, not yet existing data dir. */
+const freshDir = () => join(temp.dir, `target-${++serial}`)
+const sqlite = (dataDir: string): DataSource => ({ kind: 'sqlite', dataDir, label: dataDir })
+
+/** The fixture's records per type (two memory versions of the deploy day, so 6 memories). */
+const FIXTURE_COUNTS = { conversations: 2, messages: 6, memories: 6, scenes: 1, persona: 1 }
+
+/** The export of a data dir without its header line (which carries the export time). */
+async function records(dataDir: string): Promise<string[]> {
+  const store = openMemoryStore({ path: join(dataDir, 'memory.db'), readonly: true })
+  try {
+    const lines: string[] = []
+    for await (const line of store.exportJsonl()) lines.push(line)
+    return lines.slice(1)
+  } finally {
+    await store.close()
+  }
+}
+
+async function withTarget<T>(dataDir: string, fn: (store: CoordinatedMemoryStore) => Promise<T>): Promise<T> {
+  const store = openMemoryStore({ path: join(dataDir, 'memory.db'), actor: 'test' })
+  try {
+    return await fn(store)
+  } finally {
+    await store.close()
+  }
+}
+
+const json = (stdout: string): MigrateReport => JSON.parse(stdout) as MigrateReport
+
+describe('dsh-memory migrate between two data dirs', () => {
+  it('copies every record, keeps ids, history and text, verifies, and names the package tables it left behind', async () => {
+    const target = freshDir()
+    const result = await cli(['migrate', '--from', fixture.dataDir, '--to', target, '--json'])
+    expect(result.stderr).toContain('migrate: copy')
+    expect(result.code).toBe(0)
+    const report = json(result.stdout)
+    expect(report).toMatchObject({ from: fixture.dataDir, to: target, completed: true, ok: true, copied: FIXTURE_COUNTS })
+    for (const [type, count] of Object.entries(FIXTURE_COUNTS)) expect(report.verified?.[type as keyof typeof FIXTURE_COUNTS]).toEqual({ source: count, target: count, missing: 0 })
+    // The fixture's distill state and ledger are package tables: named, with their rows, not dropped silently.
+    const distill = report.notMoved.find((entry) => entry.owner === 'distill')
+    expect(distill?.tables).toEqual(expect.arrayContaining([{ name: 'distill_conversations', rows: 2 }, { name: 'distill_calls', rows: expect.any(Number) }]))
+    expect(report.notMovedReason).toContain('store core only')
+
+    // Record for record the same (ids, times, revisions, supersededBy, Chinese and Japanese text).
+    expect(await records(target)).toEqual(await records(fixture.dataDir))
+    const history = await cli(['show', fixture.memories.deployDay, '--data-dir', target, '--json'])
+    expect(JSON.parse(history.stdout).history.map((memory: { id: string }) => memory.id)).toEqual([fixture.memories.deployDayOld, fixture.memories.deployDay])
+    const zh = JSON.parse((await cli(['search', '数据库', '--data-dir', target, '--json'])).stdout)
+    expect(zh.memories.map((hit: { memory: { id: string } }) => hit.memory.id)).toContain(fixture.memories.database)
+    const ja = JSON.parse((await cli(['search', 'デプロイ', '--in', 'messages', '--data-dir', target, '--json'])).stdout)
+    expect(ja.messages.map((hit: { message: { id: string } }) => hit.message.id)).toContain(fixture.messages.ja)
+    // Layer revisions moved on, so a reader of the target sees its layers changed.
+    const layers = await withTarget(target, (store) => store.layers.list())
+    expect(layers.length).toBeGreaterThan(0)
+    expect(layers.every((layer) => layer.revision > 0)).toBe(true)
+
+    // The text report says the same.
+    const again = await cli(['migrate', '--from', fixture.dataDir, '--to', target])
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('copied 0 conversations, 0 messages, 0 memories, 0 scenes, 0 persona')
+    expect(again.stdout).toContain('verified: every record of the source is in the target')
+    expect(again.stdout).toMatch(/not moved \(.*\):\n {2}distill: distill_conversations 2 rows/)
+  })
+
+  it('resumes an interrupted run: the second run skips what is there and copies the rest', async () => {
+    const target = freshDir()
+    const controller = new AbortController()
+    // One record per page, stopped after ten pages (the conversations, the messages, two memory
+    // pages): the old deploy-day version waited for the page of its successor and went with it.
+    const first = await runMigrate(sqlite(fixture.dataDir), sqlite(target), { pageSize: 1, signal: controller.signal, onPage: (pages) => pages === 10 && controller.abort() })
+    expect(first).toMatchObject({ completed: false, verified: null, ok: false })
+    expect(first.copied).toEqual({ conversations: 2, messages: 6, memories: 3, scenes: 0, persona: 0 })
+    expect((await cli(['migrate', '--check', '--from', fixture.dataDir, '--to', target])).code).toBe(1)
+
+    const second = await cli(['migrate', '--from', fixture.dataDir, '--to', target, '--page-size', '1', '--json'])
+    expect(second.code).toBe(0)
+    const report = json(second.stdout)
+    expect(report.ok).toBe(true)
+    for (const [type, count] of Object.entries(FIXTURE_COUNTS)) {
+      const key = type as keyof typeof FIXTURE_COUNTS
+      expect(report.copied[key] + report.alreadyPresent[key]).toBe(count)
+      expect(first.copied[key] + report.copied[key]).toBe(count)
+    }
+    expect(await records(target)).toEqual(await records(fixture.dataDir))
+  })
+
+  it('exits 1 and names what is missing when the target lacks source records', async () => {
+    const target = freshDir()
+    // The target already holds the shop conversation's first host message under another id:
+    // the copy skips the source's (one message per host id), and the verification sees it missing.
+    await withTarget(target, async (store) => {
+      await store.conversations.ensure({ id: fixture.conversations.shop, workspace: fixture.shop })
+      await store.messages.append({ conversationId: fixture.conversations.shop, hostMessageId: `h-${fixture.conversations.shop}-0`, role: 'user', text: 'captured on another machine', seq: 0 })
+    })
+    const result = await cli(['migrate', '--from', fixture.dataDir, '--to', target, '--json'])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('error: the target lacks records of the source')
+    const report = json(result.stdout)
+    expect(report.ok).toBe(false)
+    expect(report.verified?.messages).toEqual({ source: 6, target: 6, missing: 1 })
+    expect(report.verified?.memories).toEqual({ source: 6, target: 6, missing: 0 })
+
+    // --check verifies without copying: a record forgotten in the target shows up as missing.
+    const whole = freshDir()
+    expect((await cli(['migrate', '--from', fixture.dataDir, '--to', whole, '--quiet'])).code).toBe(0)
+    expect((await cli(['forget', fixture.memories.editor, '--data-dir', whole])).code).toBe(0)
+    const check = await cli(['migrate', '--check', '--from', fixture.dataDir, '--to', whole])
+    expect(check.code).toBe(1)
+    expect(check.stdout).toMatch(/memories\s+6\s+5\s+1/)
+    expect(check.stdout).toContain('copied 0 conversations')
+  })
+
+  it('refuses to copy a database onto itself, under any of its names', async () => {
+    const alias = join(temp.dir, 'alias')
+    symlinkSync(fixture.dataDir, alias)
+    for (const to of [fixture.dataDir, alias, `${fixture.dataDir}/`]) {
+      const result = await cli(['migrate', '--from', fixture.dataDir, '--to', to])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toBe(`error: --from and --to name the same database (${fixture.dataDir}); there is nothing to move\n`)
+    }
+    // Two URLs of one PostgreSQL database (another user, localhost for 127.0.0.1): refused before connecting.
+    const same = await cli(['migrate', '--from', 'postgres://alice:s3cret@localhost:5432/team', '--to', 'postgresql://bob@127.0.0.1/team'])
+    expect(same.code).toBe(2)
+    expect(same.stderr).toBe('error: --from and --to name the same database (postgres://alice@localhost:5432/team); there is nothing to move\n')
+  })
+
+  it('needs both ends and rejects a bad URL by its flag, without printing the password', async () => {
+    expect((await cli(['migrate', '--from', fixture.dataDir])).stderr).toContain("required option '--to <target>' not specified")
+    const bad = await cli(['migrate', '--from', fixture.dataDir, '--to', 'postgres://alice:s3cret@/'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toBe('error: --to expects a URL such as postgres://user@host:5432/database, got "postgres://alice@/"\n')
+    const noDatabase = await cli(['migrate', '--from', 'postgres://alice:s3cret@db.example:5432/', '--to', fixture.dataDir])
+    expect(noDatabase.stderr).toBe('error: --from names no database: expected postgres://user@host:5432/database, got "postgres://alice@db.example:5432/"\n')
+    const global = await cli(['--database-url', 'postgres://alice:s3cret@db.example/team', 'migrate', '--from', fixture.dataDir, '--to', freshDir()])
+    expect(global.code).toBe(2)
+    expect(global.stderr).toBe('error: --database-url does not apply to `migrate` (it takes --from and --to)\n')
+  })
+})
+
+describe('--database-url and DSH_MEMORY_DATABASE_URL', () => {
+  const STACK_FRAME = /\n\s+at .+:\d+:\d+/
+
+  async function withEnv<T>(value: string | undefined, fn: () => Promise<T>): Promise<T> {
+    const previous = process.env.DSH_MEMORY_DATABASE_URL
+    if (value === undefined) delete process.env.DSH_MEMORY_DATABASE_URL
+    else process.env.DSH_MEMORY_DATABASE_URL = value
+    try {
+      return await fn()
+    } finally {
+      if (previous === undefined) delete process.env.DSH_MEMORY_DATABASE_URL
+      else process.env.DSH_MEMORY_DATABASE_URL = previous
+    }
+  }
+
+  it('names the flag or the variable for a bad URL and never prints the password', async () => {
+    const flag = await cli(['status', '--database-url', 'mysql://alice:s3cret@db.example/team'])
+    expect(flag.code).toBe(2)
+    expect(flag.stderr).toBe('error: --database-url expects a postgres:// or postgresql:// URL, got "mysql://alice@db.example/team"\n')
+    // Before or after the command name alike.
+    const before = await cli(['--database-url', 'postgres://alice:s3cret@db.example', 'search', 'x'])
+    expect(before.stderr).toBe('error: --database-url names no database: expected postgres://user@host:5432/database, got "postgres://alice@db.example"\n')
+    const env = await withEnv('postgres://alice:s3cret@db.example:99999/team?password=s3cret&sslmode=require', () => cli(['status']))
+    expect(env.code).toBe(2)
+    expect(env.stderr).toBe('error: DSH_MEMORY_DATABASE_URL expects a URL such as postgres://user@host:5432/database, got "postgres://alice@db.example:99999/team?password=***&sslmode=require"\n')
+    for (const result of [flag, before, env]) {
+      expect(result.stderr + result.stdout).not.toContain('s3cret')
+      expect(result.stderr).not.toMatch(STACK_FRAME)
+    }
+  })
+
+  it('makes SQLite-only commands refuse a PostgreSQL database with one line', async () => {
+    const url = 'postgres://alice:s3cret@db.example/team'
+    const cases: [string[], string][] = [
+      [['doctor'], 'doctor'],
+      [['serve', '--port', '0'], 'serve'],
+      [['import', fixture.dataDir, '--format', 'palace'], 'import --format palace'],
+      [['reembed', '--only', 'cues', '--url', 'http://127.0.0.1:9', '--model', 'm'], 'reembed --only cues'],
+    ]
+    for (const [args, what] of cases) {
+      const result = await cli([...args, '--database-url', url])
+      expect(result.code).toBe(2)
+      expect(result.stderr).toBe(
+        `error: ${what} works on a SQLite data dir only: --database-url names a PostgreSQL database, which holds only the store core (conversations, messages, memories, scenes, persona) in this version; pass --data-dir\n`,
+      )
+    }
+    const fromEnv = await withEnv(url, () => cli(['doctor']))
+    expect(fromEnv.stderr).toContain('DSH_MEMORY_DATABASE_URL names a PostgreSQL database')
+    expect(fromEnv.stderr).toContain('pass --data-dir or unset DSH_MEMORY_DATABASE_URL')
+    // An explicit --data-dir beats the variable; both flags at once are a usage error.
+    const explicit = await withEnv(url, () => cli(['status', '--data-dir', fixture.dataDir, '--json']))
+    expect(explicit.code).toBe(0)
+    expect(JSON.parse(explicit.stdout)).toMatchObject({ backend: 'sqlite', dataDir: fixture.dataDir })
+    const both = await cli(['status', '--data-dir', fixture.dataDir, '--database-url', url])
+    expect(both.stderr).toBe('error: --database-url and --data-dir name two different stores; give one of them\n')
+    const bench = await cli(['--database-url', url, 'bench', 'cjk'])
+    expect(bench.stderr).toBe('error: --database-url does not apply to `bench cjk`\n')
+  })
+})
+
+describe('on PostgreSQL (the run’s throwaway cluster)', () => {
+  const adminUrl = () => inject('pgUrl')
+  const password = () => decodeURIComponent(new URL(adminUrl()).password)
+  let databases = 0
+
+  /** A fresh database on the cluster (each test its own), as the URL the CLI is given. */
+  async function freshDatabase(): Promise<string> {
+    const admin = new URL(adminUrl())
+    const name = `cli_${process.pid}_${++databases}`
+    const bin = findPgBin()
+    await run(bin ? join(bin, 'createdb') : 'createdb', ['-h', admin.hostname, '-p', admin.port, '-U', decodeURIComponent(admin.username), name], {
+      env: { ...process.env, PGPASSWORD: password() },
+    })
+    const url = new URL(admin.href)
+    url.pathname = `/${name}`
+    return url.href
+  }
+  const shown = (url: string) => url.replace(`:${encodeURIComponent(password())}@`, '@')
+
+  it('round-trips SQLite → PostgreSQL → SQLite, every record kept, no password printed', async () => {
+    const url = await freshDatabase()
+    const printed: string[] = []
+    const step = async (args: string[]) => {
+      const result = await cli(args)
+      printed.push(result.stdout, result.stderr)
+      return result
+    }
+    const into = await step(['migrate', '--from', fixture.dataDir, '--to', url, '--json'])
+    expect(into.code).toBe(0)
+    expect(json(into.stdout)).toMatchObject({ to: shown(url), ok: true, copied: FIXTURE_COUNTS })
+
+    const status = await step(['status', '--database-url', url, '--json'])
+    expect(status.code).toBe(0)
+    const report = JSON.parse(status.stdout)
+    expect(report).toMatchObject({ backend: 'postgres', dataDir: shown(url), counts: { conversations: 2, messages: { total: 6 }, memories: { current: 5, superseded: 1 } } })
+    expect(report.distill.error).toContain('not on PostgreSQL in this version')
+
+    const history = await step(['show', fixture.memories.deployDay, '--database-url', url, '--json'])
+    expect(JSON.parse(history.stdout).history.map((memory: { id: string }) => memory.id)).toEqual([fixture.memories.deployDayOld, fixture.memories.deployDay])
+
+    // The JSONL export of the PostgreSQL store is record for record the source's.
+    const exported = await step(['export', '--database-url', url, '--quiet'])
+    expect(exported.stdout.trim().split('\n').slice(1)).toEqual(await records(fixture.dataDir))
+
+    const back = freshDir()
+    const out = await step(['migrate', '--from', url, '--to', back, '--json'])
+    expect(out.code).toBe(0)
+    expect(json(out.stdout)).toMatchObject({ from: shown(url), ok: true, copied: FIXTURE_COUNTS, notMoved: [] })
+    expect(await records(back)).toEqual(await records(fixture.dataDir))
+    const again = await step(['search', 'PostgreSQL', '--data-dir', back, '--json'])
+    expect(JSON.parse(again.stdout).memories.length).toBeGreaterThan(0)
+    expect(printed.join('')).not.toContain(password())
+  })
+
+  it('resumes an interrupted copy into PostgreSQL and verifies the counts', async () => {
+    const url = await freshDatabase()
+    const controller = new AbortController()
+    const first = await runMigrate(sqlite(fixture.dataDir), postgresSource(url, '--to'), { pageSize: 1, signal: controller.signal, onPage: (pages) => pages === 10 && controller.abort() })
+    expect(first).toMatchObject({ completed: false, ok: false, copied: { conversations: 2, messages: 6, memories: 3, scenes: 0, persona: 0 } })
+    const check = await cli(['migrate', '--check', '--from', fixture.dataDir, '--to', url, '--json'])
+    expect(check.code).toBe(1)
+    expect(json(check.stdout).verified?.memories).toEqual({ source: 6, target: 3, missing: 3 })
+
+    const second = await cli(['migrate', '--from', fixture.dataDir, '--to', url, '--json'])
+    expect(second.code).toBe(0)
+    const report = json(second.stdout)
+    expect(report.alreadyPresent).toEqual({ conversations: 2, messages: 6, memories: 3, scenes: 0, persona: 0 })
+    expect(report.copied).toEqual({ conversations: 0, messages: 0, memories: 3, scenes: 1, persona: 1 })
+    for (const [type, count] of Object.entries(FIXTURE_COUNTS)) expect(report.verified?.[type as keyof typeof FIXTURE_COUNTS]).toEqual({ source: count, target: count, missing: 0 })
+  })
+
+  it('takes the password from PGPASSFILE when the URL has none', async () => {
+    const url = await freshDatabase()
+    const admin = new URL(url)
+    const bare = `postgres://${admin.username}@${admin.host}${admin.pathname}`
+    const passfile = join(temp.dir, 'pgpass')
+    writeFileSync(passfile, `${admin.hostname}:${admin.port}:*:${decodeURIComponent(admin.username)}:${password()}\n`, { mode: 0o600 })
+    const previous = process.env.PGPASSFILE
+    process.env.PGPASSFILE = passfile
+    try {
+      const into = await cli(['migrate', '--from', fixture.dataDir, '--to', bare, '--quiet'])
+      expect(into.code).toBe(0)
+      const status = await cli(['status', '--database-url', bare, '--json'])
+      expect(JSON.parse(status.stdout)).toMatchObject({ backend: 'postgres', dataDir: bare, counts: { conversations: 2 } })
+    } finally {
+      if (previous === undefined) delete process.env.PGPASSFILE
+      else process.env.PGPASSFILE = previous
+    }
+  })
+
+  it('says which server it cannot reach, without the password', async () => {
+    const admin = new URL(adminUrl())
+    // A port of the cluster's host that nothing listens on (the cluster's port + 1 is free or not;
+    // port 1 never is open to an unprivileged server).
+    const url = `postgres://${admin.username}:${admin.password}@127.0.0.1:1/nowhere`
+    const result = await cli(['status', '--database-url', url])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('127.0.0.1:1')
+    expect(result.stderr).toContain('(unavailable)')
+    expect(result.stderr).not.toContain(password())
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+  })
+})
