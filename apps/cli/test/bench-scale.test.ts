@@ -77,7 +77,9 @@ describe('dsh-memory bench scale', () => {
 })
 
 describe('dsh-memory bench scale --database-url (the run’s throwaway PostgreSQL cluster)', () => {
-  const args = ['bench', 'scale', '--quick', '--sizes', 'memories:100,messages:200', '--runs', '2']
+  const args = ['bench', 'scale', '--quick', '--sizes', 'memories:50,messages:100', '--runs', '2']
+  // Two backends, each building, timing recall and capturing 3 × 200 events per store: slow on a busy 2-core machine.
+  const SLOW = 300_000
 
   it('--json measures both backends in one run: {sqlite, postgres}, the same keys, each naming its backend; the schemas are dropped', async () => {
     const { code, stdout, stderr } = await cli([...args, '--json', '--database-url', benchDatabaseUrl()])
@@ -91,7 +93,7 @@ describe('dsh-memory bench scale --database-url (the run’s throwaway PostgreSQ
       expect(report.errors).toEqual({})
       // Every phase ran on both: the store core (search, capture, recall's store reads) is on PostgreSQL.
       expect(report.skipped).toEqual({})
-      for (const key of ['memories_100', 'messages_200']) {
+      for (const key of ['memories_50', 'messages_100']) {
         expect(report.recall_ms![key]).toMatchObject(stats)
         expect(report.store_search_ms![key]).toMatchObject(stats)
         expect(report.recall_considered![key]).toBeGreaterThan(0)
@@ -100,27 +102,27 @@ describe('dsh-memory bench scale --database-url (the run’s throwaway PostgreSQ
       }
     }
     // A SQLite-only figure is null on PostgreSQL, with its reason; never a missing key.
-    expect(sqlite.db_bytes.memories_100).toBeGreaterThan(0)
-    expect(postgres.db_bytes).toEqual({ memories_100: null, messages_200: null })
+    expect(sqlite.db_bytes.memories_50).toBeGreaterThan(0)
+    expect(postgres.db_bytes).toEqual({ memories_50: null, messages_100: null })
     expect(postgres.not_measured.db_bytes).toMatch(/no file of its own on PostgreSQL/)
-    expect(stderr).toMatch(/^\[postgres\] memories_100: postgres store at schema dshm_bench_/m)
+    expect(stderr).toMatch(/^\[postgres\] memories_50: postgres store at schema dshm_bench_/m)
     expect(stderr).not.toContain(new URL(benchDatabaseUrl()).password)
     expect(await benchSchemasLeft()).toEqual([])
-  })
+  }, SLOW)
 
   it('prints one column per backend, says why a figure is missing, and --keep leaves the schema', async () => {
-    const { code, stdout, stderr } = await cli([...args, '--sizes', 'memories:100', '--keep', '--database-url', benchDatabaseUrl()])
+    const { code, stdout, stderr } = await cli([...args, '--sizes', 'memories:50', '--keep', '--database-url', benchDatabaseUrl()])
     expect(code).toBe(0)
-    expect(stdout).toMatch(/^memories_100 +sqlite +postgres$/m)
+    expect(stdout).toMatch(/^memories_50 +sqlite +postgres$/m)
     expect(stdout).toMatch(/^ {2}recall p50\/p95 \(ms\) +[\d.]+ \/ [\d.]+ +[\d.]+ \/ [\d.]+$/m)
     expect(stdout).toMatch(/^ {2}db MiB +[\d.]+ +-$/m)
     expect(stdout).toContain('postgres: db_bytes not measured: no file of its own on PostgreSQL')
     const kept = await benchSchemasLeft()
     expect(kept).toHaveLength(1)
-    expect(stderr).toContain(`memories_100: kept schema ${kept[0]}`)
+    expect(stderr).toContain(`memories_50: kept schema ${kept[0]}`)
     await dropPostgresStore({ databaseUrl: benchDatabaseUrl(), schema: kept[0]! })
     expect(await benchSchemasLeft()).toEqual([])
-  })
+  }, SLOW)
 
   it('refuses --keep without --database-url and a bad URL, with status 2', async () => {
     const keep = await cli(['bench', 'scale', '--quick', '--keep'])
