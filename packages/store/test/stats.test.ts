@@ -1,87 +1,16 @@
 import { describe, expect, it } from 'vitest'
 import { openStoreMaintenance } from '../src/index.ts'
-import { fakeClock, onCleanup, openTemp, rejectionOf, reopen } from './helpers.ts'
+import { fakeClock, onCleanup, openTemp } from './helpers.ts'
 import { withRawDatabase } from './support/raw-database.ts'
+import { seedTwoDays } from './support/seed.ts'
 
-const DAY = 86_400_000
-const WS_SHOP = '/home/ユーザー/店舗'
-const WS_BLOG = '/srv/博客'
-
-/** A small store spread over two days and two workspaces (CJK paths and text). */
+/** The contract suite's two-day store (`contract/stats.test.ts`), on a SQLite file. */
 async function seeded() {
   const clock = fakeClock(Date.UTC(2026, 10, 30, 12))
   const opened = openTemp({ now: clock.now })
-  const { store } = opened
-  await store.conversations.ensure({ id: 's1', workspace: WS_SHOP })
-  await store.conversations.ensure({ id: 's2', workspace: WS_BLOG })
-  await store.conversations.ensure({ id: 's3', workspace: '' })
-  await store.messages.append({ conversationId: 's1', hostMessageId: 'h1', role: 'user', text: '周三发布商店 API' })
-  await store.messages.append({ conversationId: 's1', hostMessageId: 'h2', role: 'assistant', text: '了解しました' })
-  await store.messages.append({ conversationId: 's2', hostMessageId: 'h3', role: 'user', text: 'ブログは R2 でホストする' })
-  const old = await store.memories.add({ kind: 'fact', text: 'Shop API deploys on Wednesdays', scope: 'workspace', workspace: WS_SHOP })
-  await store.memories.supersede(old.id, { text: '商店 API 周三发布' })
-  await store.memories.add({ kind: 'preference', text: 'Prefers small pull requests', scope: 'global' })
-  clock.set(Date.UTC(2026, 11, 1, 9))
-  await store.memories.add({ kind: 'fact', text: 'ブログは R2', scope: 'workspace', workspace: WS_BLOG })
-  await store.memories.add({ kind: 'fact', text: 'session note', scope: 'session', sessionId: 's3' })
-  await store.messages.append({ conversationId: 's2', hostMessageId: 'h4', role: 'assistant', text: 'R2 に置きます' })
-  await store.scenes.add({ title: '发布', summary: '周三发布', scope: 'workspace', workspace: WS_SHOP })
-  await store.persona.put({ scope: 'global', text: '# 用户\n简洁' })
+  await seedTwoDays(opened.store, clock)
   return opened
 }
-
-describe('store.stats', () => {
-  it('counts rows per layer, scope, kind and workspace without loading them', async () => {
-    const { store } = await seeded()
-    const counts = await store.stats.counts()
-    expect(counts).toMatchObject({
-      conversations: 3,
-      messages: { total: 4, user: 2, assistant: 2 },
-      memories: { current: 4, superseded: 1, byScope: { global: 1, session: 1, workspace: 2 }, byKind: { fact: 3, preference: 1 } },
-      scenes: { total: 1, byScope: { workspace: 1 } },
-      persona: { total: 1, byScope: { global: 1 } },
-    })
-    // Busiest workspace first (messages + current memories), ties by path, the unknown one (`''`) included.
-    expect(counts.workspaces).toEqual([
-      { workspace: WS_SHOP, conversations: 1, messages: 2, memories: 1 },
-      { workspace: WS_BLOG, conversations: 1, messages: 2, memories: 1 },
-      { workspace: '', conversations: 1, messages: 0, memories: 0 },
-    ])
-    expect(counts.auditEntries).toBe((await store.audit.list({ limit: 10_000 })).length)
-  })
-
-  it('groups what was written per UTC day, oldest first, and lists kinds by use', async () => {
-    const { store } = await seeded()
-    const first = Math.floor(Date.UTC(2026, 10, 30, 12) / DAY)
-    expect(await store.stats.daily()).toEqual([
-      // The superseded memory is history, not counted; its successor is.
-      { day: first, memories: { workspace: 1, global: 1 }, scenes: 0, messages: 3 },
-      { day: first + 1, memories: { workspace: 1, session: 1 }, scenes: 1, messages: 1 },
-    ])
-    expect(await store.stats.kinds()).toEqual(['fact', 'preference'])
-    expect(await store.stats.searchIndexBytes()).toBeGreaterThan(0)
-  })
-
-  it('answers on a read-only store while the owner keeps writing, and an empty store counts zero', async () => {
-    const { store, path } = await seeded()
-    const reader = reopen(path, { readonly: true })
-    await store.messages.append({ conversationId: 's1', hostMessageId: 'h5', role: 'user', text: 'one more' })
-    expect((await reader.stats.counts()).messages.total).toBe(5)
-    const { store: empty } = openTemp()
-    expect(await empty.stats.counts()).toEqual({
-      conversations: 0,
-      messages: { total: 0, user: 0, assistant: 0 },
-      memories: { current: 0, superseded: 0, byScope: {}, byKind: {} },
-      scenes: { total: 0, byScope: {} },
-      persona: { total: 0, byScope: {} },
-      workspaces: [],
-      auditEntries: 0,
-    })
-    expect(await empty.stats.daily()).toEqual([])
-    await store.close()
-    expect((await rejectionOf(() => store.stats.counts())).code).toBe('closed')
-  })
-})
 
 describe('openStoreMaintenance', () => {
   it('finds rows written behind the store’s back and repairs them only when opened for repair', async () => {

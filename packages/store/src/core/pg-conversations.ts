@@ -5,19 +5,21 @@
  * INSERT (with the conversation's `updated_at` bump in the same statement) plus the audit and
  * change-log rows.
  */
-import { and, asc, eq, inArray, sql } from 'drizzle-orm'
+import { and, asc, eq, sql } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { newId } from './ids.ts'
 import * as pg from './pg-schema.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
-import { firstRow, pgReadById, type PgSearchTerms } from './pg-values.ts'
+import { searchVectorOf } from './pg-search-terms.ts'
+import { firstRow, pgReadById } from './pg-values.ts'
 import { conversationListOf, messageConditions, type MessageColumns, messageListOf } from './record-conditions.ts'
 import { aroundArgsOf, conversationInputOf, conversationPatchOf, messageInputOf } from './record-values.ts'
 import { toConversation, toMessage } from './rows.ts'
 import type { AppendMessageResult, ConversationFilter, ConversationRepository, Message, MessageFilter, MessageRepository } from './types-conversations.ts'
 import { optionalTime, requireId } from './validate.ts'
 
-const MESSAGE_COLUMNS: MessageColumns = {
+/** The message columns of the shared filters (list, count, search). */
+export const MESSAGE_COLUMNS: MessageColumns = {
   ...pg.messages,
   conversations: { table: pg.conversations, id: pg.conversations.id, workspace: pg.conversations.workspace },
 }
@@ -96,26 +98,24 @@ export function pgConversationRepository(s: PgSession): ConversationRepository {
 
 /**
  * The append statement: insert unless `(conversation_id, host_message_id)` exists, with the
- * next seq when none is given, and move the conversation's `updated_at` forward; answers the
- * new seq (null when the message existed) and whether the conversation exists.
+ * next seq when none is given and the text's search terms, and move the conversation's
+ * `updated_at` forward; answers the new seq (null when the message existed) and whether the
+ * conversation exists.
  */
-function appendSql(withTerms: boolean): string {
-  return `WITH conv AS (SELECT id FROM store_conversations WHERE id = $2::text),
+const APPEND_SQL = `WITH conv AS (SELECT id FROM store_conversations WHERE id = $2::text),
   ins AS (
-    INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags${withTerms ? ', search_terms' : ''})
+    INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, search_terms)
     SELECT $1::text, conv.id, $3::text, $4::text, $5::text, $6::integer,
       coalesce($7::integer, (SELECT coalesce(max(m.seq), 0) + 1 FROM store_messages m WHERE m.conversation_id = $2::text)),
-      $8::jsonb, $9::integer, $10::bigint, $11::jsonb${withTerms ? ', $12::tsvector' : ''}
+      $8::jsonb, $9::integer, $10::bigint, $11::jsonb, $12::tsvector
     FROM conv
     ON CONFLICT (conversation_id, host_message_id) DO NOTHING
     RETURNING seq),
   touch AS (UPDATE store_conversations SET updated_at = $10::bigint WHERE id = $2::text AND updated_at < $10::bigint AND EXISTS (SELECT 1 FROM ins))
   SELECT (SELECT seq FROM ins) AS seq, EXISTS (SELECT 1 FROM conv) AS conversation`
-}
 
-export function pgMessageRepository(s: PgSession, search?: PgSearchTerms): MessageRepository {
+export function pgMessageRepository(s: PgSession): MessageRepository {
   const t = pg.messages
-  const append = appendSql(search !== undefined)
   const byHostId = (tx: PgTx, conversationId: string, hostMessageId: string) =>
     firstRow(
       tx.db
@@ -126,13 +126,13 @@ export function pgMessageRepository(s: PgSession, search?: PgSearchTerms): Messa
   return {
     append: async (input, options): Promise<AppendMessageResult> => {
       const m = messageInputOf(s.options.limits, input)
-      const terms = search ? [search.termsOf(m.text)] : []
+      const terms = searchVectorOf(m.text)
       return s.write(async (tx) => {
         const now = s.now()
         const at = m.createdAt ?? now
         const id = newId(at)
-        const params = [id, m.conversationId, m.hostMessageId, m.role, m.text, m.turn, m.seq ?? null, JSON.stringify(m.sourceIds), m.tokensEstimate, at, JSON.stringify(m.flags), ...terms]
-        const [result] = await tx.query<{ seq: number | null; conversation: boolean }>(append, params)
+        const params = [id, m.conversationId, m.hostMessageId, m.role, m.text, m.turn, m.seq ?? null, JSON.stringify(m.sourceIds), m.tokensEstimate, at, JSON.stringify(m.flags), terms]
+        const [result] = await tx.query<{ seq: number | null; conversation: boolean }>(APPEND_SQL, params)
         if (!result?.conversation) {
           throw new MemoryStoreError('not-found', `conversation ${m.conversationId} does not exist; call conversations.ensure() first`)
         }
@@ -189,10 +189,4 @@ export function pgMessageRepository(s: PgSession, search?: PgSearchTerms): Messa
       }, options)
     },
   }
-}
-
-/** The messages of `ids`, in no particular order (absent ids are skipped): search loads its hits with this. */
-export async function messagesByIds(tx: PgTx, ids: readonly string[]) {
-  if (ids.length === 0) return []
-  return (await tx.db.select().from(pg.messages).where(inArray(pg.messages.id, [...ids]))).map(toMessage)
 }

@@ -7,7 +7,7 @@ import { newId } from './ids.ts'
 import { layerKeyOfRow } from './layers.ts'
 import * as pg from './pg-schema.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
-import { firstRow, pgReadById, pgWriteVersionedUpdate, type PgSearchTerms, writeMemoryTerms } from './pg-values.ts'
+import { firstRow, pgReadById, pgWriteVersionedUpdate, writeMemoryTerms } from './pg-values.ts'
 import { memoryListOf } from './record-conditions.ts'
 import {
   assertNewest,
@@ -29,7 +29,7 @@ import { idList, optionalTime, requireId, requireTime } from './validate.ts'
 const t = pg.memories
 const getRow = (tx: PgTx, id: string) => firstRow(tx.db.select().from(t).where(eq(t.id, id)))
 
-export function pgMemoryRepository(s: PgSession, search?: PgSearchTerms): MemoryRepository {
+export function pgMemoryRepository(s: PgSession): MemoryRepository {
   const insertMemory = async (tx: PgTx, values: MemoryValues, createdAtInput: number | undefined, options: WriteOptions | undefined) => {
     const now = s.now()
     const createdAt = createdAtInput ?? now
@@ -38,7 +38,7 @@ export function pgMemoryRepository(s: PgSession, search?: PgSearchTerms): Memory
       .insert(t)
       .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
       .returning()
-    await writeMemoryTerms(tx, search, id, values.text)
+    await writeMemoryTerms(tx, id, values.text)
     await s.record(tx, { entity: 'memory', entityId: id, change: 'insert', audit: 'memory.add', revision: 1 }, options, now)
     return row!
   }
@@ -65,7 +65,7 @@ export function pgMemoryRepository(s: PgSession, search?: PgSearchTerms): Memory
           getRow,
           map: toMemory,
           afterWrite: async (tx, existing) => {
-            if (set.text !== undefined && set.text !== existing.text) await writeMemoryTerms(tx, search, id, set.text)
+            if (set.text !== undefined && set.text !== existing.text) await writeMemoryTerms(tx, id, set.text)
           },
           // An embedding is derived data: attaching one does not change what the layer holds.
           changesLayer: () => memoryPatchChangesLayer(set),
@@ -217,10 +217,4 @@ async function pruneSceneReferences(s: PgSession, tx: PgTx, deleted: string[], o
     layers.push(layerKeyOfRow(scene.scope, scene.workspace))
   }
   return layers
-}
-
-/** The memories of `ids`, in no particular order (absent ids are skipped): search loads its hits with this. */
-export async function memoriesByIds(tx: PgTx, ids: readonly string[]) {
-  if (ids.length === 0) return []
-  return (await tx.db.select().from(t).where(inArray(t.id, [...ids]))).map(toMemory)
 }

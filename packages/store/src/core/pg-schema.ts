@@ -18,10 +18,12 @@ const epochMs = (name: string) => bigint(name, { mode: 'number' })
  * The embedding as `real[]` in SQL, as the float32 bytes of `schema.ts`'s BLOB in TS, so
  * `toMemory` reads both backends' rows alike. `real` is float32: values round-trip exactly.
  */
-const embeddingColumn = customType<{ data: Buffer; driverData: number[] }>({
+const embeddingColumn = customType<{ data: Buffer; driverData: string | number[] }>({
   dataType: () => 'real[]',
-  toDriver: (value) => Array.from(bufferToEmbedding(value)),
-  fromDriver: (value) => embeddingToBuffer(Float32Array.from(value)),
+  // Sent as an array literal, not a JS array: node-postgres writes -0 as "0", and the float32
+  // bytes must come back exactly as SQLite's BLOB returns them.
+  toDriver: (value) => `{${Array.from(bufferToEmbedding(value), (x) => (Object.is(x, -0) ? '-0' : String(x))).join(',')}}`,
+  fromDriver: (value) => embeddingToBuffer(Float32Array.from(value as number[])),
 })
 
 /** Key/value settings; keys under `store.` are the store's own (instance id, search manifest). */

@@ -24,6 +24,7 @@
  * contends on); `N` is counted below 100 000 rows and PostgreSQL's row estimate above.
  */
 import { inArray, sql, type SQL } from 'drizzle-orm'
+import { MESSAGE_COLUMNS } from './pg-conversations.ts'
 import { messageConditions } from './record-conditions.ts'
 import { toMemory, toMessage } from './rows.ts'
 import { pgSchema } from './pg-schema.ts'
@@ -286,7 +287,7 @@ export function pgSearchService(s: PgSession): SearchService {
         const planned = await plan(tx, MESSAGES, q)
         if (planned.forms.length === 0) return []
         const t = pgSchema.messages
-        const conditions = messageConditions(filter, { id: t.id, seq: t.seq, conversationId: t.conversationId, role: t.role, createdAt: t.createdAt, conversations: { table: pgSchema.conversations, id: pgSchema.conversations.id, workspace: pgSchema.conversations.workspace } })
+        const conditions = messageConditions(filter, MESSAGE_COLUMNS)
         const hits = await rank(tx, MESSAGES, planned, conditions.length === 0 ? undefined : sql.join(conditions, sql` AND `), limit)
         if (hits.length === 0) return []
         const rows = await tx.db.select().from(t).where(inArray(t.id, hits.map((hit) => hit.id)))

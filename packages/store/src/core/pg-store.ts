@@ -11,7 +11,7 @@
 import { MemoryStoreError } from './errors.ts'
 import { packageMigrationSets } from './migrations.ts'
 import { type PostgresStoreOptions, resolvePostgresOptions } from './options.ts'
-import { type PackageTables, type PackageTablesDeclaration, type PackageTablesHost, validateDeclaration } from './package-tables.ts'
+import { type PackageTables, type PackageTablesDeclaration, validateDeclaration } from './package-tables.ts'
 import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
 import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
 import { pgConversationRepository, pgMessageRepository } from './pg-conversations.ts'
@@ -20,11 +20,9 @@ import { applyPgMigrations } from './pg-migrations.ts'
 import { pgPersonaRepository } from './pg-persona.ts'
 import { pgSceneRepository } from './pg-scenes.ts'
 import { openPgSearchIndex, pgSearchService } from './pg-search.ts'
-import { searchVectorOf } from './pg-search-terms.ts'
 import { pgStatsService } from './pg-stats.ts'
 import { pgExportJsonl, pgImportJsonl } from './pg-transfer.ts'
 import { connectPg, PgSession } from './pg-session.ts'
-import type { PgSearchTerms } from './pg-values.ts'
 import { postgresStoreMigrations } from './store-migrations.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
 import type { OpenedMemoryStore } from './types-store.ts'
@@ -46,9 +44,6 @@ export async function openPostgres(options: PostgresStoreOptions): Promise<Opene
 
 /** The store: the repositories of one session, plus migrations and the package-tables seam. */
 function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
-  // The search terms written with each message and memory in the same statement as its text
-  // (pg-search-terms.ts: a tsvector of the store tokenizer's terms, column search_terms of 0002_search).
-  const searchTerms: PgSearchTerms = { termsOf: searchVectorOf }
   const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => applyPgMigrations(s, packageMigrationSets(sets), s.now())
   const store: OpenedMemoryStore & AsyncDisposable = {
     path: s.path,
@@ -57,8 +52,8 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
       return s.closed
     },
     conversations: pgConversationRepository(s),
-    messages: pgMessageRepository(s, searchTerms),
-    memories: pgMemoryRepository(s, searchTerms),
+    messages: pgMessageRepository(s),
+    memories: pgMemoryRepository(s),
     scenes: pgSceneRepository(s),
     persona: pgPersonaRepository(s),
     audit: pgAuditLog(s),
@@ -69,7 +64,7 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
     stats: pgStatsService(s),
     transaction: (fn, options) => s.transaction(fn, options, store),
     exportJsonl: () => pgExportJsonl(s),
-    importJsonl: (lines, options) => pgImportJsonl(s, lines, options, searchTerms),
+    importJsonl: (lines, options) => pgImportJsonl(s, lines, options),
     migrate,
     async tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
       s.assertOpen()

@@ -9,7 +9,8 @@ import { layerKeyOfRow } from './layers.ts'
 import { readPgAppliedMigrations } from './pg-migrations.ts'
 import * as pg from './pg-schema.ts'
 import { connectPg, type PgDb, type PgSession, type PgTx, translatePgError } from './pg-session.ts'
-import { firstRow, type PgSearchTerms, writeMemoryTerms } from './pg-values.ts'
+import { searchVectorOf } from './pg-search-terms.ts'
+import { firstRow, writeMemoryTerms } from './pg-values.ts'
 import { personaEntityId } from './record-values.ts'
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
 import {
@@ -98,7 +99,6 @@ export async function pgImportJsonl(
   s: PgSession,
   lines: string | Iterable<string> | AsyncIterable<string>,
   options: WriteOptions | undefined,
-  search: PgSearchTerms | undefined,
 ): Promise<ImportResult> {
   s.assertOpen()
   s.assertWritable()
@@ -106,7 +106,7 @@ export async function pgImportJsonl(
   return s.transaction(async () =>
     s.write(async (tx) => {
       const links: PendingLinks = new Map()
-      const result = await importLines(source, (record) => importRecord(s, tx, record, options, search, links))
+      const result = await importLines(source, (record) => importRecord(s, tx, record, options, links))
       await linkSuccessors(tx, links)
       return result
     }, options),
@@ -135,7 +135,6 @@ async function importRecord(
   tx: PgTx,
   record: ImportedRecord,
   options: WriteOptions | undefined,
-  search: PgSearchTerms | undefined,
   links: PendingLinks,
 ): Promise<boolean> {
   const limits = s.options.limits
@@ -159,11 +158,10 @@ async function importRecord(
       if (state?.message) return false
       if (!state?.conversation) throw orphanMessageError(id, conversationId)
       const m = importedMessage(limits, record.data)
-      const terms = search ? search.termsOf(m.text) : null
       await tx.query(
-        `INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags${search ? ', search_terms' : ''})
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb${search ? ', $12::tsvector' : ''})`,
-        [id, conversationId, hostMessageId, m.role, m.text, m.turn, m.seq, JSON.stringify(m.sourceIds), m.tokensEstimate, m.createdAt, JSON.stringify(m.flags), ...(search ? [terms] : [])],
+        `INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, search_terms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb, $12::tsvector)`,
+        [id, conversationId, hostMessageId, m.role, m.text, m.turn, m.seq, JSON.stringify(m.sourceIds), m.tokensEstimate, m.createdAt, JSON.stringify(m.flags), searchVectorOf(m.text)],
       )
       await s.record(tx, { entity: 'message', entityId: id, change: 'insert', audit: 'message.import' }, options, now)
       return true
@@ -175,7 +173,7 @@ async function importRecord(
       const { supersededBy, ...values } = importedMemory(limits, record.data)
       await tx.db.insert(t).values({ ...values, supersededBy: null })
       if (supersededBy !== null) links.set(id, supersededBy)
-      await writeMemoryTerms(tx, search, id, values.text)
+      await writeMemoryTerms(tx, id, values.text)
       await s.record(tx, { entity: 'memory', entityId: id, change: 'insert', audit: 'memory.import', revision: values.revision }, options, now)
       await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace)], options, now)
       return true

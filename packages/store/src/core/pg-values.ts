@@ -1,31 +1,23 @@
 /**
  * The PostgreSQL side of what several repositories of the PostgreSQL store share (the twin of
  * `sqlite-values.ts`): `get(id)`, the versioned-update write of memories and scenes, and the
- * search-terms hook of rows that carry text. Input checks live in `record-values.ts`.
+ * search terms of a memory's text. Input checks live in `record-values.ts`.
  */
 import { eq } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { layerKeyOfRow } from './layers.ts'
 import * as pg from './pg-schema.ts'
+import { searchVectorOf } from './pg-search-terms.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import type { WriteOptions } from './types-common.ts'
 import { requireId } from './validate.ts'
 
 /**
- * Search-index maintenance of the PostgreSQL store's writes. The index is a column of the
- * row itself (`search_terms`, a tsvector of the store tokenizer's terms), written by the same
- * statement (messages, the capture hot path) or the same transaction (memories) as the text.
- * `pg-search.ts` supplies it when the store is assembled; without it no terms are written.
+ * Write the search terms of a memory's (new) text inside the caller's write: the index is a
+ * column of the row itself (`search_terms`, see `pg-search-terms.ts`), so it commits with it.
  */
-export interface PgSearchTerms {
-  /** The `search_terms` value of a text, sent as a parameter cast `::tsvector`. */
-  termsOf(text: string): string
-}
-
-/** Write the search terms of a memory's (new) text, inside the caller's write. */
-export async function writeMemoryTerms(tx: PgTx, search: PgSearchTerms | undefined, id: string, text: string): Promise<void> {
-  if (!search) return
-  await tx.query('UPDATE store_memories SET search_terms = $2::tsvector WHERE id = $1', [id, search.termsOf(text)])
+export async function writeMemoryTerms(tx: PgTx, id: string, text: string): Promise<void> {
+  await tx.query('UPDATE store_memories SET search_terms = $2::tsvector WHERE id = $1', [id, searchVectorOf(text)])
 }
 
 /** A repository's `get(id)`: check the id, read the row, map it (`undefined` when absent). */

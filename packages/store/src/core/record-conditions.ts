@@ -12,18 +12,22 @@ import type { MemoryFilter } from './types-memories.ts'
 import type { SceneFilter } from './types-scenes.ts'
 import { requireCount, requireTime } from './validate.ts'
 
-/** The columns message list and count filter on, and the conversation table's for `workspace`. */
-export interface MessageColumns {
-  id: Column
+/** The columns message list, count and search filter on, and the conversation table's for `workspace`. */
+export interface MessageFilterColumns {
   conversationId: Column
   role: Column
-  seq: Column
   createdAt: Column
   conversations: { table: unknown; id: Column; workspace: Column }
 }
 
+/** The columns of `messages.list`: the filter's, and those it pages and orders by. */
+export interface MessageColumns extends MessageFilterColumns {
+  id: Column
+  seq: Column
+}
+
 /** The WHERE terms of message list and count (validated as they are built). */
-export function messageConditions(filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'>, t: MessageColumns): SQL[] {
+export function messageConditions(filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'>, t: MessageFilterColumns): SQL[] {
   const checked = messageFilterOf(filter)
   const conditions: SQL[] = []
   if (checked.conversationId !== undefined) conditions.push(eq(t.conversationId, checked.conversationId))

@@ -256,6 +256,18 @@ describe.each(backends)('search ($name)', (backend) => {
     expect(memoryIds(await first.search.memories('dublin'))).toEqual([mine.id])
   })
 
+  it('returns embeddings bit-exact with hits, so vector ranking over them is the same on both backends', async () => {
+    const store = await backend.open()
+    // float32 edge values: the largest finite, the smallest subnormal, a negative zero, a CJK-labelled model.
+    const embedding = new Float32Array([0.1, -2.5, 3.4028234663852886e38, 1e-45, -0])
+    const memory = await store.memories.add({ kind: 'fact', text: 'Vectors ride along with 向量 hits', scope: 'global', embedding, embeddingModel: 'bge-m3@5' })
+    const [hit] = await store.search.memories('向量 vectors')
+    expect(hit!.memory.id).toBe(memory.id)
+    expect(hit!.memory.embedding).toEqual(embedding)
+    expect(Object.is(hit!.memory.embedding![4], -0)).toBe(true)
+    expect(hit!.memory.embeddingModel).toBe('bge-m3@5')
+  })
+
   it('rebuild() and warm() report status', async () => {
     const store = await backend.open()
     await store.memories.add({ kind: 'fact', text: 'one', scope: 'global' })

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { openTemp, rejectionOf } from './helpers.ts'
+import { rejectionOf } from '../helpers.ts'
+import { backends } from './backends.ts'
 
-describe('scenes', () => {
+describe.each(backends)('scenes ($name)', (backend) => {
   it('add / get / update / list / delete', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     const m = await store.memories.add({ kind: 'fact', text: 'Uses Postgres', scope: 'workspace', workspace: '/w' })
     const scene = await store.scenes.add({ title: 'Database choices', summary: 'Postgres for OLTP.', scope: 'workspace', workspace: '/w', memoryIds: [m.id] })
     expect(scene).toMatchObject({ title: 'Database choices', summary: 'Postgres for OLTP.', scope: 'workspace', workspace: '/w', memoryIds: [m.id], revision: 1 })
@@ -22,9 +23,9 @@ describe('scenes', () => {
   })
 })
 
-describe('persona', () => {
+describe.each(backends)('persona ($name)', (backend) => {
   it('one versioned document per (scope, workspace)', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     expect(await store.persona.get({ scope: 'global' })).toBeUndefined()
     const v1 = await store.persona.put({ scope: 'global', text: '# User\n- prefers TypeScript' })
     expect(v1).toMatchObject({ scope: 'global', workspace: null, version: 1, text: '# User\n- prefers TypeScript' })

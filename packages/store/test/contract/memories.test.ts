@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { MemoryStore } from '../src/index.ts'
-import { fakeClock, openTemp, rejectionOf } from './helpers.ts'
+import type { MemoryStore } from '../../src/index.ts'
+import { fakeClock, rejectionOf } from '../helpers.ts'
+import { backends } from './backends.ts'
 
 async function seed(store: MemoryStore) {
   const g = await store.memories.add({ kind: 'preference', text: 'Prefers concise answers', scope: 'global', priority: 1 })
@@ -14,10 +15,10 @@ async function seed(store: MemoryStore) {
 
 const ids = (list: { id: string }[]) => list.map((m) => m.id).sort()
 
-describe('memories', () => {
+describe.each(backends)('memories ($name)', (backend) => {
   it('add / get / update with revisions', async () => {
     const clock = fakeClock(5_000, 100)
-    const { store } = openTemp({ now: clock.now })
+    const store = await backend.open({ now: clock.now })
     const memory = await store.memories.add({
       kind: 'fact',
       text: 'The API lives at api.example.com',
@@ -38,7 +39,7 @@ describe('memories', () => {
   })
 
   it('stores embeddings as float32 and clears them', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     const vector = new Float32Array([0.25, -1.5, 3.125])
     const memory = await store.memories.add({ kind: 'fact', text: 'vector', scope: 'global', embedding: vector, embeddingModel: 'test-embed-3' })
     expect(Array.from(memory.embedding!)).toEqual([0.25, -1.5, 3.125])
@@ -51,7 +52,7 @@ describe('memories', () => {
   })
 
   it('enforces where each scope lives', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     const cases = [
       { kind: 'fact', text: 'x', scope: 'workspace' },
       { kind: 'fact', text: 'x', scope: 'global', workspace: '/w' },
@@ -65,7 +66,7 @@ describe('memories', () => {
   })
 
   it('supersede keeps history; list and search hide superseded versions', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     const v1 = await store.memories.add({ kind: 'preference', text: 'Likes light theme', scope: 'workspace', workspace: '/w', priority: 2 })
     const v2 = await store.memories.supersede(v1.id, { text: 'Likes dark theme' })
     expect(v2).toMatchObject({ kind: 'preference', scope: 'workspace', workspace: '/w', priority: 2, supersededBy: null, revision: 1 })
@@ -86,7 +87,7 @@ describe('memories', () => {
   })
 
   it('delete removes a memory with the versions it replaced and unlinks scenes', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     const a = await store.memories.add({ kind: 'fact', text: 'v1', scope: 'global' })
     const b = await store.memories.supersede(a.id, { text: 'v2' })
     const c = await store.memories.supersede(b.id, { text: 'v3' })
@@ -105,7 +106,7 @@ describe('memories', () => {
 
   it('list applies scope, workspace, session, kind and time filters', async () => {
     const clock = fakeClock(1_000, 1_000)
-    const { store } = openTemp({ now: clock.now })
+    const store = await backend.open({ now: clock.now })
     const { g, w1, w2, s1, s2, s3 } = await seed(store)
     expect(ids(await store.memories.list())).toEqual(ids([g, w1, w2, s1, s2, s3]))
     expect(ids(await store.memories.list({ workspace: '/one' }))).toEqual(ids([g, w1, s1, s2]))
@@ -123,7 +124,7 @@ describe('memories', () => {
   })
 
   it('touchRecalled stamps lastRecalledAt on existing memories', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     const a = await store.memories.add({ kind: 'fact', text: 'a', scope: 'global' })
     const b = await store.memories.add({ kind: 'fact', text: 'b', scope: 'global' })
     expect(await store.memories.touchRecalled([a.id, b.id, 'missing', a.id], 77_000)).toBe(2)
@@ -134,7 +135,7 @@ describe('memories', () => {
   })
 
   it('counts memories under a scope filter', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     await store.memories.add({ kind: 'fact', text: 'g', scope: 'global' })
     const old = await store.memories.add({ kind: 'fact', text: 'w1', scope: 'workspace', workspace: '/w' })
     await store.memories.supersede(old.id, { text: 'w2' })

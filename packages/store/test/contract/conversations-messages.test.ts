@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { TRUNCATION_MARKER } from '../src/core/text.ts'
-import { fakeClock, openTemp, rejectionOf } from './helpers.ts'
+import { TRUNCATION_MARKER } from '../../src/core/text.ts'
+import { fakeClock, rejectionOf } from '../helpers.ts'
+import { backends } from './backends.ts'
 
-describe('conversations', () => {
+describe.each(backends)('conversations ($name)', (backend) => {
   it('ensure creates once, then updates in place without clobbering the workspace with an empty one', async () => {
     const clock = fakeClock(1_000, 10)
-    const { store } = openTemp({ now: clock.now })
+    const store = await backend.open({ now: clock.now })
     const first = await store.conversations.ensure({ id: 'session-a', workspace: '/repo', startedAt: 500 })
     expect(first.created).toBe(true)
     expect(first.conversation).toMatchObject({ id: 'session-a', workspace: '/repo', title: null, startedAt: 500, endedAt: null })
@@ -28,7 +29,7 @@ describe('conversations', () => {
 
   it('lists by recency and workspace, ends and deletes', async () => {
     const clock = fakeClock(1_000, 10)
-    const { store } = openTemp({ now: clock.now })
+    const store = await backend.open({ now: clock.now })
     await store.conversations.ensure({ id: 'a', workspace: '/one' })
     await store.conversations.ensure({ id: 'b', workspace: '/two' })
     await store.conversations.ensure({ id: 'c', workspace: '/one' })
@@ -48,16 +49,16 @@ describe('conversations', () => {
   })
 
   it('rejects invalid ids', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     expect((await rejectionOf(store.conversations.ensure({ id: '', workspace: '' }))).code).toBe('invalid-argument')
     expect((await rejectionOf(store.conversations.ensure({ id: 'a\u0000b', workspace: '' }))).code).toBe('invalid-argument')
     expect((await rejectionOf(store.conversations.ensure({ id: 42 as unknown as string, workspace: '' }))).code).toBe('invalid-argument')
   })
 })
 
-describe('messages', () => {
+describe.each(backends)('messages ($name)', (backend) => {
   it('append is idempotent on (conversationId, hostMessageId)', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     await store.conversations.ensure({ id: 's', workspace: '/w' })
     const first = await store.messages.append({ conversationId: 's', hostMessageId: 'evt-1', role: 'user', text: 'Please use pnpm.', turn: 1, sourceIds: ['e1', 'e2'] })
     expect(first.inserted).toBe(true)
@@ -78,7 +79,7 @@ describe('messages', () => {
 
   it('assigns seq, and lists with filters', async () => {
     const clock = fakeClock(10_000, 1_000)
-    const { store } = openTemp({ now: clock.now })
+    const store = await backend.open({ now: clock.now })
     await store.conversations.ensure({ id: 's', workspace: '/w' })
     await store.conversations.ensure({ id: 'o', workspace: '/other' })
     const a = (await store.messages.append({ conversationId: 's', hostMessageId: '1', role: 'user', text: 'first' })).message
@@ -99,7 +100,7 @@ describe('messages', () => {
   })
 
   it('needs an existing conversation and valid input', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     expect((await rejectionOf(store.messages.append({ conversationId: 'nope', hostMessageId: '1', role: 'user', text: 'hi' }))).code).toBe('not-found')
     await store.conversations.ensure({ id: 's', workspace: '' })
     const bad = [
@@ -121,7 +122,7 @@ describe('messages', () => {
   })
 
   it('strips control characters, redacts secrets and caps the length', async () => {
-    const { store } = openTemp({ limits: { message: 200 } })
+    const store = await backend.open({ limits: { message: 200 } })
     await store.conversations.ensure({ id: 's', workspace: '' })
     const cleaned = await store.messages.append({ conversationId: 's', hostMessageId: '1', role: 'user', text: 'a\u0007b\r\nc\td\u001b[31m' })
     expect(cleaned.message.text).toBe('ab\nc\td[31m')
@@ -136,7 +137,7 @@ describe('messages', () => {
   })
 
   it('counts messages and reads the turns around given messages in one call', async () => {
-    const { store } = openTemp()
+    const store = await backend.open()
     await store.conversations.ensure({ id: 'a', workspace: '/one' })
     await store.conversations.ensure({ id: 'b', workspace: '/two' })
     const a: string[] = []
