@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { rejectionOf } from '../helpers.ts'
+import { type OpenedStore, rejectionOf } from '../helpers.ts'
 import { backends } from './backends.ts'
 
 /** A promise and its resolver, to hold a transaction open until the test lets it go. */
@@ -7,6 +7,23 @@ function latch(): { promise: Promise<void>; open: () => void } {
   let open!: () => void
   const promise = new Promise<void>((resolve) => (open = resolve))
   return { promise, open }
+}
+
+/**
+ * A transaction on `store` that sets meta `key` to `value`, then stays open until `release()`,
+ * then runs `after`. Resolves once the write inside is done.
+ */
+async function heldTransaction(store: OpenedStore, key: string, value: string, after: (tx: OpenedStore) => unknown = () => undefined) {
+  const hold = latch()
+  const entered = latch()
+  const done = store.transaction(async (inside) => {
+    await inside.meta.set(key, value)
+    entered.open()
+    await hold.promise
+    await after(inside)
+  })
+  await entered.promise
+  return { release: hold.open, done }
 }
 
 describe.each(backends)('transactions and the session ($name)', (backend) => {
@@ -52,21 +69,13 @@ describe.each(backends)('transactions and the session ($name)', (backend) => {
   it('make this store’s other callers wait until the transaction ends, without joining it', async () => {
     const store = await backend.open()
     const order: string[] = []
-    const hold = latch()
-    const entered = latch()
-    const tx = store.transaction(async (inside) => {
-      await inside.meta.set('k', 'inside')
-      entered.open()
-      await hold.promise
-      order.push('tx-end')
-    })
-    await entered.promise
+    const tx = await heldTransaction(store, 'k', 'inside', () => order.push('tx-end'))
     const read = store.meta.get('k').then((value) => {
       order.push(`read:${value}`)
     })
     const write = store.meta.set('k', 'outside').then(() => order.push('write'))
-    hold.open()
-    await Promise.all([tx, read, write])
+    tx.release()
+    await Promise.all([tx.done, read, write])
     expect(order).toEqual(['tx-end', 'read:inside', 'write'])
     expect(await store.meta.get('k')).toBe('outside')
   })
@@ -74,37 +83,22 @@ describe.each(backends)('transactions and the session ($name)', (backend) => {
   it('another store (another process) waits for a writing transaction and never sees half of it', async () => {
     const store = await backend.open({ busyTimeoutMs: 20_000 })
     const other = await backend.reopen(store, { busyTimeoutMs: 20_000 })
-    const hold = latch()
-    const entered = latch()
-    const tx = store.transaction(async (inside) => {
-      await inside.meta.set('first', '1')
-      entered.open()
-      await hold.promise
-      await inside.meta.set('second', '1')
-    })
-    await entered.promise
+    const tx = await heldTransaction(store, 'first', '1', (inside) => inside.meta.set('second', '1'))
     // A snapshot read does not wait, and sees nothing of the open transaction.
     expect(await other.meta.get('first')).toBeUndefined()
     const write = other.meta.set('third', '1')
-    hold.open()
-    await Promise.all([tx, write])
+    tx.release()
+    await Promise.all([tx.done, write])
     expect((await other.meta.list('')).map((entry) => entry.key).filter((key) => !key.startsWith('store.'))).toEqual(['first', 'second', 'third'])
   })
 
   it('a writer that waits longer than busyTimeoutMs for another store’s transaction fails with busy, writing nothing', async () => {
     const store = await backend.open()
     const other = await backend.reopen(store, { busyTimeoutMs: 100 })
-    const hold = latch()
-    const entered = latch()
-    const tx = store.transaction(async (inside) => {
-      await inside.meta.set('held', '1')
-      entered.open()
-      await hold.promise
-    })
-    await entered.promise
+    const tx = await heldTransaction(store, 'held', '1')
     const refused = await rejectionOf(other.meta.set('waited', '1'))
-    hold.open()
-    await tx
+    tx.release()
+    await tx.done
     expect(refused.code).toBe('busy')
     expect(await other.meta.get('waited')).toBeUndefined()
     await other.meta.set('waited', '2')
