@@ -25,8 +25,10 @@ const countsText = (counts: RecordCounts) => RECORD_TYPES.map((type) => `${n(cou
 /** The text form of a migrate report. */
 export function formatMigrate(report: MigrateReport): string {
   const lines = [`migrate ${report.from} → ${report.to}`]
-  lines.push(`  copied ${countsText(report.copied)}`)
-  lines.push(`  already in the target ${countsText(report.alreadyPresent)}`)
+  if (!report.checkOnly) {
+    lines.push(`  copied ${countsText(report.copied)}`)
+    lines.push(`  already in the target ${countsText(report.alreadyPresent)}`)
+  }
   if (!report.completed) lines.push('interrupted: every page copied so far is committed; run the same command again to copy the rest')
   else if (report.verifyInterrupted) lines.push('interrupted while verifying: the copy is complete; run it again with --check to verify')
   if (report.verified) {
@@ -40,7 +42,7 @@ export function formatMigrate(report: MigrateReport): string {
   if (report.notMoved.length > 0) {
     lines.push('', `not moved (${report.notMovedReason}):`)
     for (const entry of report.notMoved) {
-      const tables = entry.tables.map((table) => `${table.name} ${table.rows === null ? '(not counted: another version of the package)' : `${n(table.rows)} rows`}`).join(', ')
+      const tables = entry.tables.map((table) => `${table.name} ${table.rows === null ? '(not counted: another version of the package)' : `${n(table.rows)} row${table.rows === 1 ? '' : 's'}`}`).join(', ')
       lines.push(`  ${entry.owner}: ${tables || 'tables of a package this CLI does not know'}`)
     }
   }

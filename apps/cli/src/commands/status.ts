@@ -162,7 +162,7 @@ export function formatStatus(report: StatusReport): string {
   const index = `search index ${report.database.searchIndexBytes ? formatBytes(report.database.searchIndexBytes) : 'not built'}`
   const lines = [
     ...(report.backend === 'postgres'
-      ? [`database  ${report.database.path} (PostgreSQL), ${index}`]
+      ? [`database  ${report.database.path} (PostgreSQL)${report.database.searchIndexBytes ? `, ${index}` : ''}`]
       : [
           `data dir  ${report.dataDir}`,
           `database  ${report.database.path}  ${formatBytes(report.database.bytes)}${report.database.walBytes ? ` (+ ${formatBytes(report.database.walBytes)} WAL)` : ''}, ${index}`,

@@ -58,6 +58,8 @@ export interface MigrateReport {
   /** The source and target as printed (a URL without its password). */
   readonly from: string
   readonly to: string
+  /** True for `--check`: nothing was copied, only verified. */
+  readonly checkOnly: boolean
   /** False when the run was interrupted before it finished copying (nothing was verified). */
   readonly completed: boolean
   /** True when it was interrupted while verifying, after copying everything. */
@@ -311,7 +313,7 @@ export async function runMigrate(from: DataSource, to: DataSource, options: Migr
       const alreadyPresent = emptyCounts()
       const notMoved = await packageRows(source)
       const total = await recordTotal(source)
-      const base = { from: from.label, to: to.label, copied, alreadyPresent, notMoved, notMovedReason: NOT_MOVED_REASON, verifyInterrupted: false }
+      const base = { from: from.label, to: to.label, copied, alreadyPresent, notMoved, notMovedReason: NOT_MOVED_REASON, verifyInterrupted: false, checkOnly: options.checkOnly === true }
       if (options.checkOnly !== true) {
         options.progress?.start('migrate: copy', total)
         let finished: boolean
