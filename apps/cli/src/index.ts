@@ -11,6 +11,7 @@ export { createProgress } from './progress.ts'
 export { parseKs, parseModes, registerBench } from './commands/bench.ts'
 export {
   evaluateLocomo,
+  formatLocomoComparison,
   formatLocomoReport,
   LOCOMO_CATEGORIES,
   LOCOMO_MODES,
@@ -22,7 +23,8 @@ export type { BenchProgress, CategoryMetrics, LocomoBenchOptions, LocomoMode, Lo
 export { LocomoFormatError, normaliseEvidence, parseLocomo, parseSessionDate } from './bench/locomo-format.ts'
 export type { LocomoObservation, LocomoQuestion, LocomoSample, LocomoSession, LocomoTurn } from './bench/locomo-format.ts'
 export { seededRandom } from './bench/corpus.ts'
-export { FULL_SIZES, formatScaleReport, latencyStats, parseSizes, QUICK_SIZES, runScaleBench, SCALE_TARGETS } from './bench/scale.ts'
+export type { BenchBackend } from './bench/backend.ts'
+export { FULL_SIZES, formatScaleComparison, formatScaleReport, latencyStats, POSTGRES_NOT_MEASURED, parseSizes, QUICK_SIZES, runScaleBench, SCALE_TARGETS } from './bench/scale.ts'
 export type { LatencyStats, ScaleBenchOptions, ScaleKind, ScaleReport, ScaleSize } from './bench/scale.ts'
 export { formatTokenCostReport, runTokenCostBench, scriptedDistillModel, TOKEN_COST_FACTS, TOKEN_COST_REFERENCE, tokenCostConversation } from './bench/token-cost.ts'
 export type { LayerCost, ScriptedFact, ScriptedTurn, TokenCostBenchOptions, TokenCostReport } from './bench/token-cost.ts'

@@ -14,7 +14,7 @@ import { registerServe } from './commands/serve.ts'
 import { registerReembed } from './commands/reembed.ts'
 import { registerStatus } from './commands/status.ts'
 import { registerMigrate } from './commands/migrate.ts'
-import { DATABASE_URL_ENV, redactDatabaseUrl } from './data/database-url.ts'
+import { acceptsDatabaseUrl, DATABASE_URL_ENV, redactDatabaseUrl } from './data/database-url.ts'
 import { CliError, type CliIO, CliUsageError, EXIT, processIO } from './io.ts'
 
 /** Registration functions of every command group, in help order. */
@@ -39,7 +39,7 @@ export function createProgram(io: CliIO = processIO()): Command {
   program.hook('preAction', (_program, command) => {
     const databaseUrl = program.opts<{ databaseUrl?: string }>().databaseUrl
     if (databaseUrl === undefined) return
-    if (!command.options.some((option) => option.long === '--data-dir')) {
+    if (!command.options.some((option) => option.long === '--data-dir') && !acceptsDatabaseUrl(command)) {
       throw new CliUsageError(`--database-url does not apply to \`${commandPath(command)}\`${command.name() === 'migrate' ? ' (it takes --from and --to)' : ''}`)
     }
     command.setOptionValue('databaseUrl', databaseUrl)

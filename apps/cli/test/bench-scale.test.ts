@@ -1,6 +1,8 @@
 import { MEMORY_CANDIDATES } from '@dsh-memory/recall'
+import { dropPostgresStore } from '@dsh-memory/store'
 import { describe, expect, it } from 'vitest'
 import { latencyStats, parseSizes } from '../src/bench/scale.ts'
+import { benchDatabaseUrl, benchSchemasLeft } from './bench-pg.ts'
 import { cli } from './helpers.ts'
 
 const stats = { p50: expect.any(Number), p95: expect.any(Number), max: expect.any(Number), runs: expect.any(Number) }
@@ -15,6 +17,7 @@ describe('dsh-memory bench scale', () => {
     const report = JSON.parse(lines[0]!)
     // Shape only: timings on a shared CI machine are not asserted.
     expect(report).toMatchObject({
+      backend: 'sqlite',
       recall_ms: { memories_1000: stats, messages_2000: stats },
       injection_ms: { messages_2000: stats },
       store_search_ms: { memories_1000: stats, messages_2000: stats },
@@ -42,6 +45,8 @@ describe('dsh-memory bench scale', () => {
       expect(report.capture_ms_per_event_by_store[key]).toBe(rounds[1])
     }
     expect(report.errors).toEqual({})
+    expect(report.skipped).toEqual({})
+    expect(report.not_measured).toEqual({})
     expect(report.db_bytes.messages_2000).toBeGreaterThan(report.db_bytes.memories_1000 / 10)
   })
 
@@ -68,5 +73,63 @@ describe('dsh-memory bench scale', () => {
     expect(() => parseSizes('memories:5')).toThrow(/at least 10 rows/)
     const samples = Array.from({ length: 100 }, (_, i) => i + 1)
     expect(latencyStats(samples)).toEqual({ p50: 50, p95: 95, max: 100, runs: 100 })
+  })
+})
+
+describe('dsh-memory bench scale --database-url (the run’s throwaway PostgreSQL cluster)', () => {
+  const args = ['bench', 'scale', '--quick', '--sizes', 'memories:50,messages:100', '--runs', '2']
+  // Two backends, each building, timing recall and capturing 3 × 200 events per store: slow on a busy 2-core machine.
+  const SLOW = 300_000
+
+  it('--json measures both backends in one run: {sqlite, postgres}, the same keys, each naming its backend; the schemas are dropped', async () => {
+    const { code, stdout, stderr } = await cli([...args, '--json', '--database-url', benchDatabaseUrl()])
+    expect(code).toBe(0)
+    const reports = JSON.parse(stdout)
+    expect(Object.keys(reports)).toEqual(['sqlite', 'postgres'])
+    const { sqlite, postgres } = reports
+    expect(Object.keys(postgres)).toEqual(Object.keys(sqlite))
+    for (const [backend, report] of Object.entries<Record<string, Record<string, unknown>>>(reports)) {
+      expect(report.backend).toBe(backend)
+      expect(report.errors).toEqual({})
+      // Every phase ran on both: the store core (search, capture, recall's store reads) is on PostgreSQL.
+      expect(report.skipped).toEqual({})
+      for (const key of ['memories_50', 'messages_100']) {
+        expect(report.recall_ms![key]).toMatchObject(stats)
+        expect(report.store_search_ms![key]).toMatchObject(stats)
+        expect(report.recall_considered![key]).toBeGreaterThan(0)
+        expect(report.insert_ms![key]).toEqual(expect.any(Number))
+        expect(report.capture_rounds_ms_per_event![key]).toHaveLength(3)
+      }
+    }
+    // A SQLite-only figure is null on PostgreSQL, with its reason; never a missing key.
+    expect(sqlite.db_bytes.memories_50).toBeGreaterThan(0)
+    expect(postgres.db_bytes).toEqual({ memories_50: null, messages_100: null })
+    expect(postgres.not_measured.db_bytes).toMatch(/no file of its own on PostgreSQL/)
+    expect(stderr).toMatch(/^\[postgres\] memories_50: postgres store at schema dshm_bench_/m)
+    expect(stderr).not.toContain(new URL(benchDatabaseUrl()).password)
+    expect(await benchSchemasLeft()).toEqual([])
+  }, SLOW)
+
+  it('prints one column per backend, says why a figure is missing, and --keep leaves the schema', async () => {
+    const { code, stdout, stderr } = await cli([...args, '--sizes', 'memories:50', '--keep', '--database-url', benchDatabaseUrl()])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^memories_50 +sqlite +postgres$/m)
+    expect(stdout).toMatch(/^ {2}recall p50\/p95 \(ms\) +[\d.]+ \/ [\d.]+ +[\d.]+ \/ [\d.]+$/m)
+    expect(stdout).toMatch(/^ {2}db MiB +[\d.]+ +-$/m)
+    expect(stdout).toContain('postgres: db_bytes not measured: no file of its own on PostgreSQL')
+    const kept = await benchSchemasLeft()
+    expect(kept).toHaveLength(1)
+    expect(stderr).toContain(`memories_50: kept schema ${kept[0]}`)
+    await dropPostgresStore({ databaseUrl: benchDatabaseUrl(), schema: kept[0]! })
+    expect(await benchSchemasLeft()).toEqual([])
+  }, SLOW)
+
+  it('refuses --keep without --database-url and a bad URL, with status 2', async () => {
+    const keep = await cli(['bench', 'scale', '--quick', '--keep'])
+    expect(keep.code).toBe(2)
+    expect(keep.stderr).toMatch(/--keep keeps the PostgreSQL schema of --database-url; give --database-url too/)
+    const bad = await cli(['bench', 'scale', '--quick', '--database-url', 'mysql://nobody@localhost/x'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--database-url expects a postgres:\/\/ or postgresql:\/\/ URL/)
   })
 })

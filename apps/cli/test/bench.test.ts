@@ -8,6 +8,7 @@ import { openMemoryStore } from '@dsh-memory/store'
 import { afterAll, describe, expect, it } from 'vitest'
 import { evaluateLocomo, loadLocomo, runLocomoBench, turnText } from '../src/bench/locomo.ts'
 import { normaliseEvidence, parseLocomo, parseSessionDate } from '../src/bench/locomo-format.ts'
+import { benchDatabaseUrl, benchSchemasLeft } from './bench-pg.ts'
 import { cli } from './helpers.ts'
 import { cjkDistractors } from '../src/bench/cjk.ts'
 import { PARAPHRASE_PAIRS, UNANSWERABLE_QUERIES } from '../src/bench/cjk-pairs.ts'
@@ -91,6 +92,29 @@ describe('the benchmark', () => {
 })
 
 describe('dsh-memory bench locomo (command line)', () => {
+  it('--database-url runs the same load and questions on SQLite and on PostgreSQL: {sqlite, postgres} of one shape, then drops the schema', async () => {
+    const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--k', '5,10', '--json', '--quiet', '--database-url', benchDatabaseUrl()])
+    expect(result.code).toBe(0)
+    const reports = JSON.parse(result.stdout)
+    expect(Object.keys(reports)).toEqual(['sqlite', 'postgres'])
+    for (const report of Object.values<Record<string, { recall_any: Record<string, number>; by_category: object }>>(reports)) {
+      expect(Object.keys(report)).toEqual(['turns', 'turns+observations', 'injection'])
+      expect(Object.keys(report.turns!.recall_any)).toEqual(['5', '10'])
+      expect(Object.keys(report.turns!.by_category)).toEqual(['1', '2', '3', '4'])
+    }
+    // Ranking is the recall core's on both; the PostgreSQL store's candidates find the evidence too.
+    expect(reports.postgres.turns.recall_any['10']).toBeGreaterThan(0)
+    expect(await benchSchemasLeft()).toEqual([])
+  })
+
+  it('--database-url without --json prints each backend and the difference in points', async () => {
+    const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--k', '5', '--mode', 'turns', '--quiet', '--database-url', benchDatabaseUrl()])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^== sqlite\nmode turns/m)
+    expect(result.stdout).toMatch(/^== postgres\nmode turns/m)
+    expect(result.stdout).toMatch(/^postgres − sqlite turns recall_any \(points\): @5 [+-]\d+\.\d \((within|NOT within) 1 point\)$/m)
+  })
+
   it('--json prints exactly one object of the documented shape on stdout, progress lines on stderr', async () => {
     const result = await cli(['bench', 'locomo', '--data', FIXTURE, '--k', '5,10', '--json'])
     expect(result.code).toBe(0)

@@ -6,6 +6,7 @@
  */
 export { openMemoryStore } from './core/sqlite-store.ts'
 export { openPostgresStore, openStore } from './core/open-store.ts'
+export { dropPostgresStore } from './core/pg-drop.ts'
 export { CHANGES_CHANNEL } from './core/change-spec.ts'
 export type {
   PackageAuditEntry,

@@ -7,8 +7,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import type { MemoryStore } from '@dsh-memory/store'
 import { MAX_SCAN, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
+import { type BenchBackend, type BenchStore, openBenchStore } from './backend.ts'
 import type { BenchProgress } from './locomo-format.ts'
 import { evaluateInjection, formatInjectionReport, type InjectionReport } from './locomo-injection.ts'
 import { eligibleQuestions, type LocomoSample, workspaceOf } from './locomo-format.ts'
@@ -56,6 +57,8 @@ export interface LocomoBenchOptions {
   readonly workDir?: string
   /** `recall.scoreThreshold` of the injection mode (default: recall's default). */
   readonly scoreThreshold?: number
+  /** Where the store lives (default SQLite): the same load and questions run on either backend. */
+  readonly backend?: BenchBackend
 }
 
 const conversationOf = (sample: LocomoSample, session: number) => `${sample.sampleId}/session_${session}`
@@ -194,12 +197,20 @@ export async function evaluateLocomo(store: MemoryStore, samples: readonly Locom
 }
 
 /**
- * Load the samples into a fresh temporary store and evaluate each requested mode.
- * The store is deleted afterwards.
+ * Load the samples into a fresh temporary store (a SQLite file, or a PostgreSQL schema of its
+ * own) and evaluate each requested mode. The store is deleted afterwards (a PostgreSQL schema
+ * is kept with the backend's `keep`).
  */
 export async function runLocomoBench(samples: readonly LocomoSample[], options: LocomoBenchOptions): Promise<LocomoReport> {
   const dir = mkdtempSync(join(options.workDir ?? tmpdir(), 'dsh-memory-locomo-'))
-  const store = openMemoryStore({ path: join(dir, 'memory.db') })
+  let bench: BenchStore
+  try {
+    bench = await openBenchStore(options.backend ?? { kind: 'sqlite' }, join(dir, 'store'), 'locomo')
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true })
+    throw error
+  }
+  const store = bench.store
   try {
     await loadLocomo(store, samples, options.modes.some((mode) => mode !== 'turns'), options.progress)
     const report: LocomoReport = {}
@@ -211,8 +222,54 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
     return report
   } finally {
     await store.close()
-    rmSync(dir, { recursive: true, force: true })
+    try {
+      await bench.remove()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   }
+}
+
+/**
+ * Reports of several backends, each in full, then how far each backend's recall is from the
+ * first one's, in percentage points (#18's target: PostgreSQL within 1 point of SQLite).
+ */
+export function formatLocomoComparison(reports: Readonly<Record<string, LocomoReport>>, ks: readonly number[]): string {
+  const entries = Object.entries(reports)
+  const lines: string[] = []
+  for (const [backend, report] of entries) lines.push(`== ${backend}`, formatLocomoReport(report, ks), '')
+  const [baseline, ...others] = entries
+  if (!baseline) return ''
+  for (const [backend, report] of others) {
+    for (const mode of LOCOMO_MODES) {
+      const ours = mode === 'injection' ? undefined : report[mode]
+      const theirs = mode === 'injection' ? undefined : baseline[1][mode]
+      if (!ours || !theirs) continue
+      for (const metric of ['recall_any', 'recall_all'] as const) {
+        const cells = ks.map((k) => {
+          const delta = (ours[metric][String(k)]! - theirs[metric][String(k)]!) * 100
+          return `@${k} ${delta >= 0 ? '+' : ''}${delta.toFixed(1)}`
+        })
+        const worst = Math.max(...ks.map((k) => Math.abs(ours[metric][String(k)]! - theirs[metric][String(k)]!) * 100))
+        lines.push(`${backend} − ${baseline[0]} ${mode} ${metric} (points): ${cells.join(', ')} (${worst <= 1 ? 'within' : 'NOT within'} 1 point)`)
+      }
+    }
+    if (report.injection && baseline[1].injection) {
+      const differ = Object.entries(injectionDelta(report.injection, baseline[1].injection)).map(([name, [was, now]]) => `${name} ${was} → ${now}`)
+      lines.push(`${backend} − ${baseline[0]} injection (overall): ${differ.length ? differ.join(', ') : 'the same figures'}`)
+    }
+  }
+  return lines.join('\n').trimEnd()
+}
+
+/** The injection figures of two runs that differ, as `{ name: [baseline, other] }`. */
+function injectionDelta(ours: InjectionReport, theirs: InjectionReport): Record<string, [number, number]> {
+  const delta: Record<string, [number, number]> = {}
+  for (const [name, value] of Object.entries(ours)) {
+    const other = (theirs as unknown as Record<string, unknown>)[name]
+    if (typeof value === 'number' && typeof other === 'number' && value !== other) delta[name] = [other, value]
+  }
+  return delta
 }
 
 /** A plain-text table of a report (the non-JSON output). */

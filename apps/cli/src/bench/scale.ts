@@ -3,16 +3,22 @@
  * store API the plugins use, then measure what a user feels: the recall latency of the full
  * injection path (the recall core's `RecallInjector.prepare`, exactly what the pre-step
  * listener runs), the L0 recall path (`RecallEngine.searchConversations`, the
- * conversation-search tool), the store's own full-text search (SQLite FTS5, which both recall
- * paths take their candidates from), capture overhead per host event (`CaptureRecorder.handle`
- * on a real file), index build time, database size and memory use.
+ * conversation-search tool), the store's own full-text search (SQLite FTS5 or PostgreSQL's
+ * GIN-indexed tsvector, which both recall paths take their candidates from), capture overhead
+ * per host event (`CaptureRecorder.handle` on a real store), index build time, database size
+ * and memory use.
+ *
+ * Stores are opened through the store contract (`openStore`), so the same phases run on either
+ * backend: a SQLite file in a temp dir, or a fresh schema of its own in a PostgreSQL database
+ * (dropped afterwards unless `keep`).
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CaptureRecorder, resolveCaptureOptions } from '@dsh-memory/capture'
 import { modePolicy, RecallEngine, RecallInjector, resolveRecallOptions } from '@dsh-memory/recall'
-import { estimateTokens, EXPORT_FORMAT, EXPORT_VERSION, type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { estimateTokens, EXPORT_FORMAT, EXPORT_VERSION, type MemoryStore } from '@dsh-memory/store'
+import { type BenchBackend, type BenchStore, isUnsupported, openBenchStore } from './backend.ts'
 import { BENCH_QUERIES, memoryText, messageText, seededRandom } from './corpus.ts'
 import type { BenchProgress } from './locomo.ts'
 
@@ -57,8 +63,18 @@ export interface MemoryUse {
   readonly heap_used_mb: number
 }
 
-/** The `--json` object. Keys of the per-size maps are `<kind>_<count>` (e.g. `memories_100000`). */
+/** Why a SQLite-only figure is `null` on PostgreSQL (printed by the human output, kept in `not_measured`). */
+export const POSTGRES_NOT_MEASURED: Readonly<Record<string, string>> = Object.freeze({
+  db_bytes: 'no file of its own on PostgreSQL (the SQLite figure is memory.db + -wal)',
+})
+
+/**
+ * The `--json` object of one backend. Keys of the per-size maps are `<kind>_<count>` (e.g.
+ * `memories_100000`). Both backends report the same keys.
+ */
 export interface ScaleReport {
+  /** The store backend measured. */
+  readonly backend: BenchBackend['kind']
   /**
    * p50/p95 of recall per store: for `memories_N` the full injection path over N memories;
    * for `messages_N` the L0 recall path (conversation search through the recall ranking core).
@@ -92,12 +108,16 @@ export interface ScaleReport {
    * its own transactions; this measures indexing all of them again.
    */
   readonly index_build_ms: Record<string, number>
-  /** memory.db + -wal (the FTS5 index is inside the database), bytes, after close. */
-  readonly db_bytes: Record<string, number>
+  /** memory.db + -wal (the FTS5 index is inside the database), bytes, after close; `null` on PostgreSQL (see `not_measured`). */
+  readonly db_bytes: Record<string, number | null>
   readonly memory: Record<string, MemoryUse>
   readonly targets: Record<string, { readonly target_ms: number; readonly measured_ms: number; readonly met: boolean }>
   /** Failures per store and phase (`<key>:index`, `<key>:close`, …); the run goes on with the next phase or size. */
   readonly errors: Record<string, string>
+  /** Phases skipped because this backend cannot run them yet (`<key>:<phase>` → why), e.g. one needing a package table on PostgreSQL. */
+  readonly skipped: Record<string, string>
+  /** Figures that are `null` on this backend → why (empty on SQLite). */
+  readonly not_measured: Record<string, string>
   readonly machine: { readonly node: string; readonly cpus: number; readonly cpu_model: string }
 }
 
@@ -111,6 +131,8 @@ export interface ScaleBenchOptions {
   /** Rows per import transaction while building. Default 50 000. */
   readonly batch?: number
   readonly seed?: number
+  /** Where the stores live (default SQLite). */
+  readonly backend?: BenchBackend
   /** Directory for the temporary stores (default: a fresh OS temp dir, removed afterwards). */
   readonly workDir?: string
   readonly progress?: BenchProgress
@@ -163,16 +185,6 @@ function round(value: number, digits = 3): number {
 function memoryUse(): MemoryUse {
   const usage = process.memoryUsage()
   return { rss_mb: round(usage.rss / 2 ** 20, 1), heap_used_mb: round(usage.heapUsed / 2 ** 20, 1) }
-}
-
-function dirBytes(dir: string): number {
-  let total = 0
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name)
-    const stat = statSync(path)
-    total += stat.isDirectory() ? dirBytes(path) : stat.size
-  }
-  return total
 }
 
 const userStep = (text: string) => [{ role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text }] }]
@@ -306,7 +318,9 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleRe
   const log = options.log ?? (() => {})
   const ownDir = options.workDir === undefined
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'dshm-bench-scale-'))
+  const backend = options.backend ?? { kind: 'sqlite' }
   const report = {
+    backend: backend.kind,
     recall_ms: {} as Record<string, LatencyStats>,
     injection_ms: {} as Record<string, LatencyStats>,
     store_search_ms: {} as Record<string, LatencyStats>,
@@ -319,10 +333,12 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleRe
     insert_rows_per_s: {} as Record<string, number>,
     append_rows_per_s: {} as Record<string, number>,
     index_build_ms: {} as Record<string, number>,
-    db_bytes: {} as Record<string, number>,
+    db_bytes: {} as Record<string, number | null>,
     memory: {} as Record<string, MemoryUse>,
     targets: {} as ScaleReport['targets'],
     errors: {} as Record<string, string>,
+    skipped: {} as Record<string, string>,
+    not_measured: backend.kind === 'sqlite' ? {} : { ...POSTGRES_NOT_MEASURED },
     machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown' },
   }
   const base = Date.UTC(2026, 0, 1)
@@ -332,7 +348,26 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleRe
       const key = `${size.kind}_${size.count}`
       const dir = join(workDir, `${index}-${key}`)
       const random = seededRandom((options.seed ?? 20261130) + index)
-      const store = openMemoryStore({ path: join(dir, 'memory.db'), now: () => base })
+      let bench: BenchStore
+      try {
+        bench = await openBenchStore(backend, dir, `${index}_${key}`, () => base)
+      } catch (error) {
+        report.errors[`${key}:open`] = describe(error)
+        log(`${key}: cannot open a ${backend.kind} store: ${describe(error)}`)
+        continue
+      }
+      const store = bench.store
+      // A phase the backend cannot run yet (code `unsupported`) is skipped and reported; the next phase runs.
+      const phase = async (name: string, run: () => Promise<void>): Promise<void> => {
+        try {
+          await run()
+        } catch (error) {
+          if (!isUnsupported(error)) throw error
+          report.skipped[`${key}:${name}`] = error.message
+          log(`${key}: ${name} skipped on ${backend.kind}: ${error.message}`)
+        }
+      }
+      log(`${key}: ${backend.kind} store at ${bench.location}`)
       try {
         log(`${key}: writing ${size.count} ${size.kind} through the store API`)
         const insertStarted = performance.now()
@@ -359,54 +394,58 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleRe
         }
         report.index_build_ms[key] = Math.round(performance.now() - buildStarted)
 
-        const recallOptions = resolveRecallOptions({ recall: { timeoutMs: 0 }, embedding: { enabled: false } })
-        const engine = new RecallEngine(store, recallOptions, { now: () => base })
-        const injector = new RecallInjector(engine, { now: () => base })
-        const scope = { sessionId: BENCH_SESSION, workspace: BENCH_WORKSPACE }
-        const policyProbe = await engine.recallForTurn(BENCH_QUERIES[0]!, scope, modePolicy(recallOptions.defaultMode), new Set())
-        report.recall_considered[key] = policyProbe.considered
+        await phase('recall', async () => {
+          const recallOptions = resolveRecallOptions({ recall: { timeoutMs: 0 }, embedding: { enabled: false } })
+          const engine = new RecallEngine(store, recallOptions, { now: () => base })
+          const injector = new RecallInjector(engine, { now: () => base })
+          const scope = { sessionId: BENCH_SESSION, workspace: BENCH_WORKSPACE }
+          const policyProbe = await engine.recallForTurn(BENCH_QUERIES[0]!, scope, modePolicy(recallOptions.defaultMode), new Set())
+          report.recall_considered[key] = policyProbe.considered
 
-        log(`${key}: timing recall (${runs} runs)`)
-        const coldStarted = performance.now()
-        await injector.prepare(scope, userStep(BENCH_QUERIES[1]!), [])
-        report.recall_cold_ms[key] = round(performance.now() - coldStarted)
-        const injection: number[] = []
-        const l0: number[] = []
-        const searched: number[] = []
-        for (let run = -3; run < runs; run++) {
-          const query = BENCH_QUERIES[(run + 3) % BENCH_QUERIES.length]!
-          let started = performance.now()
-          const result = await injector.prepare(scope, userStep(query), [])
-          const injectionMs = performance.now() - started
-          if (result.plan === undefined && result.skipped?.startsWith('recall failed')) throw new Error(`recall failed: ${result.skipped}`)
-          started = performance.now()
-          if (size.kind === 'messages') await engine.searchConversations(query, scope, { includeCurrentSession: true })
-          const l0Ms = performance.now() - started
-          started = performance.now()
-          if (indexBuilt && size.kind === 'messages') await store.search.messages(query, { workspace: BENCH_WORKSPACE, limit: 8 })
-          else if (indexBuilt) await store.search.memories(query, { workspace: BENCH_WORKSPACE, limit: 10 })
-          const searchMs = performance.now() - started
-          if (run < 0) continue
-          injection.push(injectionMs)
-          l0.push(l0Ms)
-          searched.push(searchMs)
-        }
-        if (size.kind === 'memories') report.recall_ms[key] = latencyStats(injection)
-        else {
-          report.recall_ms[key] = latencyStats(l0)
-          report.injection_ms[key] = latencyStats(injection)
-        }
-        if (indexBuilt) report.store_search_ms[key] = latencyStats(searched)
+          log(`${key}: timing recall (${runs} runs)`)
+          const coldStarted = performance.now()
+          await injector.prepare(scope, userStep(BENCH_QUERIES[1]!), [])
+          report.recall_cold_ms[key] = round(performance.now() - coldStarted)
+          const injection: number[] = []
+          const l0: number[] = []
+          const searched: number[] = []
+          for (let run = -3; run < runs; run++) {
+            const query = BENCH_QUERIES[(run + 3) % BENCH_QUERIES.length]!
+            let started = performance.now()
+            const result = await injector.prepare(scope, userStep(query), [])
+            const injectionMs = performance.now() - started
+            if (result.plan === undefined && result.skipped?.startsWith('recall failed')) throw new Error(`recall failed: ${result.skipped}`)
+            started = performance.now()
+            if (size.kind === 'messages') await engine.searchConversations(query, scope, { includeCurrentSession: true })
+            const l0Ms = performance.now() - started
+            started = performance.now()
+            if (indexBuilt && size.kind === 'messages') await store.search.messages(query, { workspace: BENCH_WORKSPACE, limit: 8 })
+            else if (indexBuilt) await store.search.memories(query, { workspace: BENCH_WORKSPACE, limit: 10 })
+            const searchMs = performance.now() - started
+            if (run < 0) continue
+            injection.push(injectionMs)
+            l0.push(l0Ms)
+            searched.push(searchMs)
+          }
+          if (size.kind === 'memories') report.recall_ms[key] = latencyStats(injection)
+          else {
+            report.recall_ms[key] = latencyStats(l0)
+            report.injection_ms[key] = latencyStats(injection)
+          }
+          if (indexBuilt) report.store_search_ms[key] = latencyStats(searched)
+        })
 
-        log(`${key}: timing capture (${CAPTURE_ROUNDS} rounds of ${captureEvents} events)`)
-        const rounds: number[] = []
-        for (let round = 0; round < CAPTURE_ROUNDS; round++) rounds.push(await measureCapture(store, captureEvents, random, `${key}-${round}`))
-        report.capture_rounds_ms_per_event[key] = rounds
-        report.capture_ms_per_event_by_store[key] = [...rounds].sort((a, b) => a - b)[Math.floor(rounds.length / 2)]!
-        if (size.kind === 'messages' && size.count > largestMessages) {
-          largestMessages = size.count
-          report.capture_ms_per_event = report.capture_ms_per_event_by_store[key]!
-        }
+        await phase('capture', async () => {
+          log(`${key}: timing capture (${CAPTURE_ROUNDS} rounds of ${captureEvents} events)`)
+          const rounds: number[] = []
+          for (let round = 0; round < CAPTURE_ROUNDS; round++) rounds.push(await measureCapture(store, captureEvents, random, `${key}-${round}`))
+          report.capture_rounds_ms_per_event[key] = rounds
+          report.capture_ms_per_event_by_store[key] = [...rounds].sort((a, b) => a - b)[Math.floor(rounds.length / 2)]!
+          if (size.kind === 'messages' && size.count > largestMessages) {
+            largestMessages = size.count
+            report.capture_ms_per_event = report.capture_ms_per_event_by_store[key]!
+          }
+        })
         report.memory[key] = memoryUse()
       } catch (error) {
         report.errors[key] = describe(error)
@@ -420,9 +459,15 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleRe
         }
       }
       log(`${key}: ${JSON.stringify({ recall_ms: report.recall_ms[key], injection_ms: report.injection_ms[key], store_search_ms: report.store_search_ms[key], capture: report.capture_ms_per_event_by_store[key], insert_ms: report.insert_ms[key], index_build_ms: report.index_build_ms[key], memory: report.memory[key], considered: report.recall_considered[key] })}`)
-      report.db_bytes[key] = existsSync(dir) ? dirBytes(dir) : 0
+      report.db_bytes[key] = bench.bytes()
       options.progress?.tick(key)
-      rmSync(dir, { recursive: true, force: true })
+      try {
+        await bench.remove()
+      } catch (error) {
+        report.errors[`${key}:remove`] = describe(error)
+        log(`${key}: cannot remove ${bench.location}: ${describe(error)}`)
+      }
+      if (backend.kind === 'postgres' && backend.keep) log(`${key}: kept ${bench.location}`)
     }
   } finally {
     if (ownDir) rmSync(workDir, { recursive: true, force: true })
@@ -460,7 +505,7 @@ export function formatScaleReport(report: ScaleReport): string {
         pair(injection).padStart(19),
         pair(report.store_search_ms[key]).padStart(22),
         String(report.capture_ms_per_event_by_store[key]).padStart(18),
-        ((report.db_bytes[key] ?? 0) / 2 ** 20).toFixed(1).padStart(8),
+        mib(report.db_bytes[key]).padStart(8),
         String(report.memory[key]?.rss_mb ?? '-').padStart(9),
       ].join(' '),
     )
@@ -472,6 +517,58 @@ export function formatScaleReport(report: ScaleReport): string {
   lines.push('recall: memories_N = full injection path (RecallInjector.prepare); messages_N = L0 conversation search (RecallEngine.searchConversations)')
   for (const [key, considered] of Object.entries(report.recall_considered)) lines.push(`rows ranked per turn on ${key}: ${considered}`)
   for (const [name, target] of Object.entries(report.targets)) lines.push(`target ${name}: ${target.measured_ms} ms (≤ ${target.target_ms} ms) ${target.met ? 'met' : 'MISSED'}`)
-  for (const [phase, error] of Object.entries(report.errors)) lines.push(`FAILED ${phase}: ${error}`)
+  lines.push(...notes(report))
+  return lines.join('\n')
+}
+
+const mib = (bytes: number | null | undefined) => (bytes === null || bytes === undefined ? '-' : (bytes / 2 ** 20).toFixed(1))
+
+/** The lines under a table: figures not measured on a backend, skipped phases, failures. */
+function notes(report: ScaleReport, prefix = ''): string[] {
+  return [
+    ...Object.entries(report.not_measured).map(([figure, why]) => `${prefix}${figure} not measured: ${why}`),
+    ...Object.entries(report.skipped).map(([phase, why]) => `${prefix}SKIPPED ${phase}: ${why}`),
+    ...Object.entries(report.errors).map(([phase, error]) => `${prefix}FAILED ${phase}: ${error}`),
+  ]
+}
+
+/**
+ * Reports of several backends side by side: per store, one row per figure and one column per
+ * backend (the `--database-url` output of `bench scale`).
+ */
+export function formatScaleComparison(reports: Readonly<Record<string, ScaleReport>>): string {
+  const backends = Object.keys(reports)
+  const all = Object.values(reports)
+  const first = all[0]
+  if (!first) return ''
+  const lines = [`node ${first.machine.node}, ${first.machine.cpus} cpus (${first.machine.cpu_model})`]
+  const keys = [...new Set(all.flatMap((report) => Object.keys(report.insert_ms)))]
+  const pair = (stats: LatencyStats | undefined) => (stats ? `${stats.p50.toFixed(2)} / ${stats.p95.toFixed(2)}` : '-')
+  const rows: [string, (report: ScaleReport, key: string) => string][] = [
+    ['insert (s)', (r, k) => (r.insert_ms[k] === undefined ? '-' : (r.insert_ms[k] / 1000).toFixed(1))],
+    ['insert rows/s', (r, k) => String(r.insert_rows_per_s[k] ?? '-')],
+    ['append rows/s', (r, k) => String(r.append_rows_per_s[k] ?? '-')],
+    ['index build (s)', (r, k) => (r.index_build_ms[k] === undefined ? '-' : (r.index_build_ms[k] / 1000).toFixed(2))],
+    ['recall p50/p95 (ms)', (r, k) => pair(r.recall_ms[k])],
+    ['injection p50/p95 (ms)', (r, k) => pair(k.startsWith('memories') ? r.recall_ms[k] : r.injection_ms[k])],
+    ['store search p50/p95', (r, k) => pair(r.store_search_ms[k])],
+    ['recall cold (ms)', (r, k) => String(r.recall_cold_ms[k] ?? '-')],
+    ['rows ranked per turn', (r, k) => String(r.recall_considered[k] ?? '-')],
+    ['capture ms/event', (r, k) => String(r.capture_ms_per_event_by_store[k] ?? '-')],
+    ['capture rounds', (r, k) => r.capture_rounds_ms_per_event[k]?.join(', ') ?? '-'],
+    ['db MiB', (r, k) => mib(r.db_bytes[k])],
+    ['rss MiB', (r, k) => String(r.memory[k]?.rss_mb ?? '-')],
+  ]
+  for (const key of keys) {
+    // Each column as wide as its longest cell (the capture rounds), plus a gap.
+    const width = Math.max(...backends.map((name) => name.length), ...rows.flatMap(([, cell]) => all.map((report) => cell(report, key).length))) + 3
+    lines.push('', `${key.padEnd(24)}${backends.map((name) => name.padStart(width)).join('')}`)
+    for (const [label, cell] of rows) lines.push(`  ${label.padEnd(22)}${all.map((report) => cell(report, key).padStart(width)).join('')}`)
+  }
+  lines.push('', 'recall: memories_N = full injection path (RecallInjector.prepare); messages_N = L0 conversation search (RecallEngine.searchConversations)')
+  for (const [backend, report] of Object.entries(reports)) {
+    for (const [name, target] of Object.entries(report.targets)) lines.push(`${backend}: target ${name}: ${target.measured_ms} ms (≤ ${target.target_ms} ms) ${target.met ? 'met' : 'MISSED'}`)
+    lines.push(...notes(report, `${backend}: `))
+  }
   return lines.join('\n')
 }

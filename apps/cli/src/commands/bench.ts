@@ -7,12 +7,14 @@ import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Command, Option } from 'commander'
-import { formatLocomoReport, LOCOMO_MODES, type LocomoMode, runLocomoBench } from '../bench/locomo.ts'
+import type { BenchBackend } from '../bench/backend.ts'
+import { formatLocomoComparison, formatLocomoReport, LOCOMO_MODES, type LocomoMode, type LocomoReport, runLocomoBench } from '../bench/locomo.ts'
 import { LocomoFormatError, parseLocomo, selectSamples } from '../bench/locomo-format.ts'
 import { CliUsageError, type CliIO } from '../io.ts'
 import { onInterrupt } from '../process-exit.ts'
 import { createProgress } from '../progress.ts'
-import { FULL_SIZES, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench } from '../bench/scale.ts'
+import { checkDatabaseUrl, takesDatabaseUrl } from '../data/database-url.ts'
+import { FULL_SIZES, formatScaleComparison, formatScaleReport, parseSizes, QUICK_SIZES, runScaleBench, type ScaleReport } from '../bench/scale.ts'
 import { formatTokenCostReport, runTokenCostBench } from '../bench/token-cost.ts'
 import { registerPalaceBench } from '../bench/palace.ts'
 import { registerSuggestBench } from '../bench/suggest.ts'
@@ -44,20 +46,45 @@ export function parseThreshold(text: string): number {
   return value
 }
 
+/** Options every bench that runs on both backends reads (`--database-url` is the program's, copied in by `program.ts`). */
+interface BackendOptions {
+  readonly databaseUrl?: string
+  readonly keep?: boolean
+}
+
+/**
+ * The backends a bench measures: SQLite alone, or with `--database-url` SQLite and then
+ * PostgreSQL (a fresh schema of its own, dropped at the end unless `--keep`), side by side.
+ * The environment's DSH_MEMORY_DATABASE_URL is not read: a bench names its server explicitly.
+ */
+export function benchBackends(options: BackendOptions): BenchBackend[] {
+  if (options.databaseUrl === undefined) {
+    if (options.keep) throw new CliUsageError('--keep keeps the PostgreSQL schema of --database-url; give --database-url too')
+    return [{ kind: 'sqlite' }]
+  }
+  return [{ kind: 'sqlite' }, { kind: 'postgres', databaseUrl: checkDatabaseUrl(options.databaseUrl, '--database-url'), keep: options.keep === true }]
+}
+
+const KEEP_HELP = 'with --database-url: keep the PostgreSQL schema the bench built (its name is printed) instead of dropping it'
+
 /** Register `bench` and its subcommands on the program. */
 export function registerBench(program: Command, io: CliIO): void {
   const bench = program.command('bench').description('Benchmarks that print numbers (retrieval quality, latency at scale, token cost, cue matching).')
-  bench
+  const locomo = bench
     .command('locomo')
-    .description('Turn-level retrieval on a LoCoMo-format file: recall_any@k and recall_all@k, overall and per category.')
+    .description(
+      'Turn-level retrieval on a LoCoMo-format file: recall_any@k and recall_all@k, overall and per category. With the program\'s --database-url, on SQLite and on PostgreSQL side by side (--json: {sqlite, postgres}).',
+    )
     .requiredOption('--data <file>', 'LoCoMo-format JSON file (see shared/bench/README.md)')
     .option('--k <list>', 'comma-separated cut-offs', '5,10')
     .addOption(new Option('--mode <mode>', 'which modes to run').choices([...LOCOMO_MODES, 'all']).default('all'))
     .option('--samples <ids>', 'comma-separated sample ids to run (a tune or held-out split of the file); default: every sample')
     .option('--threshold <x>', 'recall.scoreThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
-    .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} and nothing else on stdout')
+    .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} (with --database-url {sqlite: …, postgres: …}) and nothing else on stdout')
+    .option('--keep', KEEP_HELP)
     .option('--quiet', 'no progress output')
-    .action(async (options: { data: string; k: string; mode: string; samples?: string; threshold?: string; json?: boolean; quiet?: boolean }) => {
+    .action(async (options: BackendOptions & { data: string; k: string; mode: string; samples?: string; threshold?: string; json?: boolean; quiet?: boolean }) => {
+      const backends = benchBackends(options)
       const ks = parseKs(options.k)
       const modes = parseModes(options.mode)
       const scoreThreshold = options.threshold === undefined ? undefined : parseThreshold(options.threshold)
@@ -90,9 +117,16 @@ export function registerBench(program: Command, io: CliIO): void {
           throw error
         }
       }
-      const report = await runLocomoBench(samples, { ks, modes, scoreThreshold, progress: createProgress(io, options.quiet === true) })
-      io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatLocomoReport(report, ks)}\n`)
+      const reports: Record<string, LocomoReport> = {}
+      for (const backend of backends) {
+        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, backend, progress: createProgress(io, options.quiet === true) })
+      }
+      if (backends.length === 1) {
+        const report = reports.sqlite!
+        io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatLocomoReport(report, ks)}\n`)
+      } else io.stdout.write(options.json ? `${JSON.stringify(reports)}\n` : `${formatLocomoComparison(reports, ks)}\n`)
     })
+  takesDatabaseUrl(locomo)
   registerScaleBenches(bench, io)
   registerCueBench(bench, io)
   registerPalaceBench(bench, io)
@@ -101,15 +135,19 @@ export function registerBench(program: Command, io: CliIO): void {
 
 /** `bench scale` and `bench token-cost` (src/bench/scale.ts, src/bench/token-cost.ts). */
 function registerScaleBenches(bench: Command, io: CliIO): void {
-  bench
+  const scale = bench
     .command('scale')
-    .description('Recall latency (p50/p95), capture overhead, index build time, database size and memory use on stores of 10k/100k L1 memories and 10k/100k/1M L0 messages.')
+    .description(
+      'Recall latency (p50/p95), capture overhead, index build time, database size and memory use on stores of 10k/100k L1 memories and 10k/100k/1M L0 messages. With the program\'s --database-url, on SQLite and on PostgreSQL side by side (--json: {sqlite, postgres}).',
+    )
     .option('--sizes <list>', 'comma-separated stores to build, like memories:10k,memories:100k,messages:1m (default: the full set)')
     .option('--quick', 'tiny stores (1k memories, 2k messages) for a smoke test; the figures are not meaningful')
     .option('--runs <n>', 'timed recall runs per store', '40')
-    .option('--json', 'print one JSON object {recall_ms, capture_ms_per_event, …} and nothing else on stdout')
+    .option('--json', 'print one JSON object {backend, recall_ms, capture_ms_per_event, …} (with --database-url {sqlite: …, postgres: …}) and nothing else on stdout')
+    .option('--keep', KEEP_HELP)
     .option('--quiet', 'no progress output')
-    .action(async (options: { sizes?: string; quick?: boolean; runs: string; json?: boolean; quiet?: boolean }) => {
+    .action(async (options: BackendOptions & { sizes?: string; quick?: boolean; runs: string; json?: boolean; quiet?: boolean }) => {
+      const backends = benchBackends(options)
       let sizes
       try {
         sizes = options.sizes ? parseSizes(options.sizes) : options.quick ? [...QUICK_SIZES] : [...FULL_SIZES]
@@ -122,15 +160,29 @@ function registerScaleBenches(bench: Command, io: CliIO): void {
       const workDir = mkdtempSync(join(tmpdir(), 'dshm-bench-scale-'))
       const removeWorkDir = () => rmSync(workDir, { recursive: true, force: true })
       const release = onInterrupt(removeWorkDir)
-      let report
+      const reports: Record<string, ScaleReport> = {}
       try {
-        report = await runScaleBench({ sizes, workDir, runs: options.quick ? Math.min(runs, 10) : runs, ...(options.quick ? { captureEvents: 200 } : {}), ...(log ? { log } : {}) })
+        for (const backend of backends) {
+          const backendLog = log && backends.length > 1 ? (line: string) => log(`[${backend.kind}] ${line}`) : log
+          reports[backend.kind] = await runScaleBench({
+            sizes,
+            backend,
+            workDir: join(workDir, backend.kind),
+            runs: options.quick ? Math.min(runs, 10) : runs,
+            ...(options.quick ? { captureEvents: 200 } : {}),
+            ...(backendLog ? { log: backendLog } : {}),
+          })
+        }
       } finally {
         release()
         removeWorkDir()
       }
-      io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatScaleReport(report)}\n`)
+      if (backends.length === 1) {
+        const report = reports.sqlite!
+        io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatScaleReport(report)}\n`)
+      } else io.stdout.write(options.json ? `${JSON.stringify(reports)}\n` : `${formatScaleComparison(reports)}\n`)
     })
+  takesDatabaseUrl(scale)
   bench
     .command('cjk')
     .description('Chinese/Japanese paraphrase retrieval: 106 hand-written query→memory pairs among 3000 distractor memories; recall@1/3/10 of the store search and the recall ranking, and what the automatic recall injects (hits and false matches).')

@@ -59,3 +59,17 @@ export function databaseIdentity(value: string): string {
   const port = url.port || url.searchParams.get('port') || '5432'
   return `postgres://${host === 'localhost' ? '127.0.0.1' : host}:${port}/${decodeURIComponent(url.pathname.slice(1))}`
 }
+
+/** Commands without `--data-dir` that still take the program's `--database-url` (the benches measuring PostgreSQL). */
+const TAKES_DATABASE_URL = new WeakSet<object>()
+
+/** Mark `command` as taking the program's `--database-url` (copied into its `databaseUrl` option, like a data command's). */
+export function takesDatabaseUrl<C extends object>(command: C): C {
+  TAKES_DATABASE_URL.add(command)
+  return command
+}
+
+/** Whether {@link takesDatabaseUrl} marked `command`. */
+export function acceptsDatabaseUrl(command: object): boolean {
+  return TAKES_DATABASE_URL.has(command)
+}

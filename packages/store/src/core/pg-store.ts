@@ -11,7 +11,7 @@
 import { MemoryStoreError } from './errors.ts'
 import { packageMigrationSets } from './migrations.ts'
 import { type PostgresStoreOptions, resolvePostgresOptions } from './options.ts'
-import { type PackageTables, type PackageTablesDeclaration, type PackageTablesHost, validateDeclaration } from './package-tables.ts'
+import { type PackageTables, type PackageTablesDeclaration, validateDeclaration } from './package-tables.ts'
 import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
 import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
 import { pgConversationRepository, pgMessageRepository } from './pg-conversations.ts'
