@@ -1,17 +1,13 @@
-import { execFile } from 'node:child_process'
 import { symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { type CoordinatedMemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 // The cluster comes from the store project's globalSetup (see vitest.config.ts), as `inject('pgUrl')`.
-import { findPgBin } from '../../../packages/store/test/support/pg-cluster.ts'
+import { runPgClient } from '../../../packages/store/test/support/pg-cluster.ts'
 import type {} from '../../../packages/store/test/support/pg-global-setup.ts'
 import { type DataSource, postgresSource } from '../src/data/data-dir.ts'
 import { type MigrateReport, runMigrate } from '../src/data/migrate.ts'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
-
-const run = promisify(execFile)
 
 let fixture: Fixture
 let temp: ReturnType<typeof scratch>
@@ -232,10 +228,7 @@ describe('on PostgreSQL (the run’s throwaway cluster)', () => {
   async function freshDatabase(): Promise<string> {
     const admin = new URL(adminUrl())
     const name = `cli_${process.pid}_${++databases}`
-    const bin = findPgBin()
-    await run(bin ? join(bin, 'createdb') : 'createdb', ['-h', admin.hostname, '-p', admin.port, '-U', decodeURIComponent(admin.username), name], {
-      env: { ...process.env, PGPASSWORD: password() },
-    })
+    await runPgClient('createdb', admin.href, [name])
     const url = new URL(admin.href)
     url.pathname = `/${name}`
     return url.href

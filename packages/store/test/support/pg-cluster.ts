@@ -43,6 +43,19 @@ export function findPgBin(env: Record<string, string | undefined> = process.env)
   return (env.PATH ?? '').split(delimiter).find((dir) => dir && has(dir))
 }
 
+/**
+ * Run one of the cluster's client programs (`psql`, `createdb`, …) against `url`: host, port,
+ * user and password come from the URL, the program from the server's bin dir. Its stdout.
+ */
+export async function runPgClient(program: string, url: string, args: readonly string[]): Promise<string> {
+  const target = new URL(url)
+  const bin = findPgBin()
+  const { stdout } = await run(bin ? join(bin, program) : program, ['-h', target.hostname, '-p', target.port, '-U', decodeURIComponent(target.username), ...args], {
+    env: { ...process.env, PGPASSWORD: decodeURIComponent(target.password) },
+  })
+  return stdout
+}
+
 /** A port no one listens on right now (the OS picks it). */
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
