@@ -1,7 +1,8 @@
 /**
- * The DSH adapter: a Cordis service `ctx.memoryStore` that opens `<dataDir>/memory.db` when
- * the plugin starts and closes it when the plugin is disposed. It only builds the core and
- * wires the lifecycle; everything else lives in the library (`@dsh-memory/store`).
+ * The DSH adapter: a Cordis service `ctx.memoryStore` that opens the store when the plugin
+ * starts (`<dataDir>/memory.db`, or the PostgreSQL database of `databaseUrl`) and closes it
+ * when the plugin is disposed. It only builds the core and wires the lifecycle; everything
+ * else lives in the library (`@dsh-memory/store`).
  *
  * @module @dsh-memory/store/plugin
  */
@@ -11,8 +12,10 @@ import z from '@deepseek-ai/schemastery'
 import { ActivityLog, type ActivityValue } from './core/activity-log.ts'
 import { MemoryStoreError } from './core/errors.ts'
 import { findUnknownOption, optionKeysOf, strictOptionsSchema } from './kit/options.ts'
-import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, MAX_CACHE_MIB, resolveDataDir } from './core/options.ts'
+import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, DEFAULT_POSTGRES_SCHEMA, MAX_CACHE_MIB, resolveDataDir } from './core/options.ts'
+import { openPostgresStore } from './core/open-store.ts'
 import type { PackageTables, PackageTablesDeclaration, PackageTablesHost } from './core/package-tables.ts'
+import { resolveStoreRow, type StoreRowLocation } from './core/store-row.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
 import type { TransactionOptions, WriteOptions } from './core/types-common.ts'
 import type { ConversationRepository, MessageRepository } from './core/types-conversations.ts'
@@ -50,6 +53,10 @@ const DEFAULT_LOG_FILES = 3
 export interface Config {
   /** Directory of `memory.db`; `''` means `$DSH_HOME/memory`, or `~/.dsh/memory` when DSH_HOME is unset. */
   dataDir: string
+  /** A PostgreSQL database (`postgres://user@host:5432/database`) instead of `memory.db`; `''` means SQLite. A secret. */
+  databaseUrl: string
+  /** The PostgreSQL schema (namespace) of the store's tables (only with `databaseUrl`). */
+  schema: string
   /** How long a write waits for another DSH process holding the database lock, in ms. */
   busyTimeoutMs: number
   /** SQLite page cache of the connection, MiB. */
@@ -66,6 +73,17 @@ export const Config: z<Partial<Config>, Config> = z.object({
     .string()
     .default('')
     .description('Directory holding memory.db. Empty: $DSH_HOME/memory, or ~/.dsh/memory when DSH_HOME is unset. A leading ~ is expanded.'),
+  databaseUrl: z
+    .string()
+    .role('secret')
+    .default('')
+    .description(
+      'PostgreSQL database holding the memory instead of memory.db: postgres://user@host:5432/database (a team sharing one memory). Empty: SQLite in dataDir. A secret: never printed or sent to a browser; keep the password in ~/.pgpass or PGPASSWORD.',
+    ),
+  schema: z
+    .string()
+    .default(DEFAULT_POSTGRES_SCHEMA)
+    .description('PostgreSQL schema (namespace) of the store\'s tables, created when missing. Only with databaseUrl.'),
   busyTimeoutMs: z
     .natural()
     .default(DEFAULT_BUSY_TIMEOUT_MS)
@@ -92,6 +110,16 @@ function refuseUnknownKeys(config: unknown): void {
   if (unknown) throw new MemoryStoreError('invalid-argument', `memory-store: ${unknown.path}: ${unknown.message}`, { path: unknown.path })
 }
 
+/** The row's location (see {@link resolveStoreRow}); a bad field fails the load naming it, never printing a password. */
+function resolveRow(config: Partial<Config>): StoreRowLocation {
+  try {
+    return resolveStoreRow(config)
+  } catch (error) {
+    if (!(error instanceof MemoryStoreError)) throw error
+    throw new MemoryStoreError('invalid-argument', `memory-store: ${error.message}`, error.path === undefined ? {} : { path: error.path })
+  }
+}
+
 /**
  * `ctx.memoryStore`: the {@link MemoryStore} API of the shared database, plus `dataDir`.
  * Repositories are live only while the plugin runs; afterwards every call fails with
@@ -100,13 +128,20 @@ function refuseUnknownKeys(config: unknown): void {
 export class MemoryStoreService extends Service implements CoordinatedMemoryStore, PackageTablesHost {
   static Config = Config
 
-  /** Absolute directory holding `memory.db`. */
+  /** Absolute directory of the host's local files (`memory.log`, and `memory.db` on SQLite). */
   readonly dataDir: string
-  /** Absolute path of the database file. */
+  /**
+   * Where the database is: the absolute path of `memory.db`, or on PostgreSQL the database URL
+   * without its password (as `store.path`).
+   */
   readonly path: string
+  /** The backend the store runs on (`databaseUrl` set: PostgreSQL). */
+  readonly backend: 'sqlite' | 'postgresql'
   // A plain field, not `#store`: Cordis hands out proxies of services, and private
   // fields cannot be read through a proxy.
   private current: (CoordinatedMemoryStore & PackageTablesHost) | undefined
+  private readonly location: StoreRowLocation
+  private readonly busyTimeoutMs: number
   /**
    * The stage log `<dataDir>/memory.log` every dsh-memory plugin of this host writes to
    * (`write(stage, event, fields)`; counts, ids and timings only, never text).
@@ -115,10 +150,13 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     refuseUnknownKeys(config)
+    const location = resolveRow(config)
     super(ctx, 'memoryStore')
-    this.dataDir = resolveDataDir(config.dataDir)
-    this.path = join(this.dataDir, DATABASE_FILE)
-    const busyTimeoutMs = config.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+    this.location = location
+    this.dataDir = location.dataDir
+    this.backend = location.postgres ? 'postgresql' : 'sqlite'
+    this.path = location.postgres ? location.postgres.shown : join(this.dataDir, DATABASE_FILE)
+    this.busyTimeoutMs = config.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
     const cacheMiB = config.cacheMiB ?? DEFAULT_CACHE_MIB
     const logger = ctx.logger('memory-store')
     this.log = new ActivityLog({
@@ -127,14 +165,32 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
       files: config.logFiles ?? DEFAULT_LOG_FILES,
       onError: (error) => logger.warn('memory-store: cannot write %s: %s', join(this.dataDir, LOG_FILE), error instanceof Error ? error.message : String(error)),
     })
-    ctx.effect(() => {
-      const store = openMemoryStore({ path: this.path, busyTimeoutMs, cacheMiB })
-      this.current = store
-      return async () => {
-        this.current = undefined
-        await store.close()
-      }
-    }, 'memory-store database')
+    // SQLite opens synchronously, here; PostgreSQL connects in `Service.init` (below), which
+    // Cordis awaits before the service counts as available, so dependents start on an open store.
+    if (location.postgres) return
+    ctx.effect(() => this.hold(openMemoryStore({ path: this.path, busyTimeoutMs: this.busyTimeoutMs, cacheMiB })), 'memory-store database')
+  }
+
+  /** Connect to PostgreSQL (a `databaseUrl` row); a no-op on SQLite. */
+  async [Service.init](): Promise<void> {
+    const postgres = this.location.postgres
+    if (!postgres) return
+    const store = await openPostgresStore({ databaseUrl: postgres.databaseUrl, schema: postgres.schema, busyTimeoutMs: this.busyTimeoutMs })
+    try {
+      this.ctx.effect(() => this.hold(store), 'memory-store database')
+    } catch (error) {
+      // Disposed while connecting: nobody else will close it.
+      await store.close()
+      throw error
+    }
+  }
+
+  private hold(store: CoordinatedMemoryStore & PackageTablesHost): () => Promise<void> {
+    this.current = store
+    return async () => {
+      this.current = undefined
+      await store.close()
+    }
   }
 
   /** The open store. @throws MemoryStoreError `closed` once the plugin is disposed. */
@@ -357,16 +413,18 @@ export function pluginRows(ctx: Context): { plugin: string; rows: PluginRowState
 export async function apply(ctx: Context, config: Partial<Config> = {}): Promise<void> {
   // Idle rows too: a typo in any row of the profile fails its load.
   refuseUnknownKeys(config)
-  const dataDir = resolveDataDir(config.dataDir)
-  const other = rowsOf(ctx, name).find((row) => row.ctx.fiber !== ctx.fiber && row.data !== dataDir)
+  const location = resolveRow(config)
+  const other = rowsOf(ctx, name).find((row) => row.ctx.fiber !== ctx.fiber && row.data !== location.identity)
   if (other) {
+    const field = location.postgres || String(other.data).includes(' on postgres://') ? 'databaseUrl' : 'dataDir'
     throw new MemoryStoreError(
       'invalid-argument',
-      `dataDir: this memory-store row resolves to ${dataDir} but store row ${other.label} of this host uses ${String(other.data)}; ` +
-        'give every memory-store row (one per installed dsh-memory bundle) the same dataDir',
+      `${field}: this memory-store row resolves to ${location.identity} but store row ${other.label} of this host uses ${String(other.data)}; ` +
+        'give every memory-store row (one per installed dsh-memory bundle) the same dataDir, databaseUrl and schema',
+      { path: field },
     )
   }
-  if (!claim(ctx, name, { idleLog: 'debug' }, dataDir)) return
+  if (!claim(ctx, name, { idleLog: 'debug' }, location.identity)) return
   await ctx.plugin(MemoryStoreService, config)
 }
 

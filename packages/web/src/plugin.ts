@@ -3,12 +3,12 @@
  * same handler as `dsh-memory serve` on a prefix route of the host's `ctx.webServer`
  * (`@deepseek-ai/dsh-host-webserver`, present in the `web` surface), over the host's
  * `ctx.memoryStore`, guarded by the same token. The URL with the token is logged and written
- * to `<data dir>/memory-web.url` (mode 0600): DSH does not print plugin logs, and a random
- * token nobody can read would lock the user out.
+ * to `<data dir>/memory-web.url` (mode 0600; the store's local data dir, on either backend):
+ * DSH does not print plugin logs, and a random token nobody can read would lock the user out.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { findUnknownOption, optionKeysOf, strictOptionsSchema } from '@dsh-memory/store/kit'
@@ -66,7 +66,9 @@ export function apply(ctx: Context, config: Config): void {
   if (unknown) throw new WebError('invalid-config', `memory-web: ${unknown.path}: ${unknown.message}`, { path: unknown.path })
   if (config.token !== '' && config.token.length < 16) throw new Error(`memory-web: token must have at least 16 characters (config field "token")`)
   const webServer = (ctx as unknown as { webServer: WebServerLike }).webServer
-  const browser = MemoryBrowser.fromStore(ctx.memoryStore, { palaceWorkspaces: config.palaceWorkspaces, actor: 'web' })
+  // The data dir, not the database's location: on PostgreSQL `path` is a URL.
+  const dataDir = ctx.memoryStore.dataDir
+  const browser = MemoryBrowser.fromStore(ctx.memoryStore, { dataDir, palaceWorkspaces: config.palaceWorkspaces, actor: 'web' })
   const token = config.token || newToken()
   const handler = createMemoryBrowserHandler({ browser, token, base: config.path })
   ctx.effect(
@@ -80,7 +82,7 @@ export function apply(ctx: Context, config: Config): void {
   const host = webServer.host === '0.0.0.0' ? '127.0.0.1' : webServer.host
   const url = `http://${host}:${webServer.port}${config.path}/?token=${token}`
   logger.info('memory browser: %s', url)
-  const file = join(dirname(ctx.memoryStore.path), URL_FILE)
+  const file = join(dataDir, URL_FILE)
   ctx.effect(() => {
     try {
       writeFileSync(file, `${url}\n`, { mode: 0o600 })

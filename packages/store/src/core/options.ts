@@ -130,6 +130,8 @@ export function resolvePostgresOptions(options: PostgresStoreOptions): ResolvedP
   }
   const redacted = new URL(url.href)
   if (redacted.password) redacted.password = ''
+  // node-postgres also reads a password from the query string.
+  redacted.searchParams.delete('password')
   // A socket directory given as ?host=/run/postgresql counts as the server too.
   const socket = url.searchParams.get('host')
   const server = url.hostname ? `${url.hostname}:${url.port || '5432'}` : `${socket ?? 'localhost'}:${url.port || '5432'}`

@@ -197,9 +197,13 @@ export class MemoryBrowser {
     return new MemoryBrowser(store, true, options.dataDir, options)
   }
 
-  /** Browse a store someone else opened (the host's `ctx.memoryStore`). It must be file-backed. */
+  /**
+   * Browse a store someone else opened (the host's `ctx.memoryStore`): a SQLite file, or a
+   * PostgreSQL store given with its `dataDir` (its `path` is a URL, not a place for files).
+   */
   static fromStore(store: MemoryStore, options: MemoryBrowserStoreOptions = {}): MemoryBrowser {
     if (store.path === ':memory:' || store.path === '') throw new WebError('unsupported', 'the memory browser needs a file-backed store')
+    if (options.dataDir === undefined && /^postgres(?:ql)?:/.test(store.path)) throw new WebError('unsupported', 'a PostgreSQL store needs options.dataDir (the local data dir)')
     return new MemoryBrowser(store, false, options.dataDir ?? join(store.path, '..'), options)
   }
 
