@@ -7,6 +7,8 @@ export default defineProject({
     // Real host boots and plugin installs (a native build on first install) take time.
     testTimeout: 240_000,
     hookTimeout: 600_000,
-    globalSetup: ['e2e/global-setup.ts'],
+    // The packed tarballs, and one throwaway PostgreSQL cluster (the store project's) for the
+    // hosts whose store rows point at a database (`postgresDatabase` in e2e/helpers.ts).
+    globalSetup: ['e2e/global-setup.ts', '../../packages/store/test/support/pg-global-setup.ts'],
   },
 })

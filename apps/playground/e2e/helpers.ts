@@ -1,9 +1,14 @@
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type MemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { type MemoryStore, openMemoryStore, openStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, expect, inject } from 'vitest'
-import { DshHome } from '../src/host.js'
+import { runPgClient } from '../../../packages/store/test/support/pg-cluster.ts'
+// Declares `inject('pgUrl')` (the cluster's URL), provided by that global setup.
+import type {} from '../../../packages/store/test/support/pg-global-setup.ts'
+import { DshHome, REPO_ROOT } from '../src/host.js'
 import { startModelServer, type ModelServer, type Responder } from '../src/model-server.js'
 
 /** A fresh DSH home under the OS temp dir; removed by the returned cleanup unless KEEP_E2E is set. */
@@ -104,4 +109,60 @@ export async function expectBootRejects(hosted: HostedProfile, patch: string, na
     else expect(output).toMatch(name)
   }
   return output
+}
+
+/** A database of its own on the run's throwaway PostgreSQL cluster; see {@link postgresDatabase}. */
+export interface PostgresDatabase {
+  /** `postgres://postgres:<password>@127.0.0.1:<port>/<database>`. */
+  readonly databaseUrl: string
+  /**
+   * A loader overlay pointing every store row that `packages` bring (each dsh-memory bundle
+   * mounts its own; the preset `memory-store`) at this database, default schema `dsh_memory`.
+   * Every row of a host must agree, so all of them are patched.
+   */
+  storeRows(packages: readonly string[]): string
+  /** Run `fn` on the store in this database (another process's view), closing it afterwards. */
+  withStore<T>(fn: (store: MemoryStore) => Promise<T>): Promise<T>
+}
+
+/** Ids of the store rows a package's bundle patch inserts (read from its `cordis.patch.yml`). */
+function storeRowIds(packageName: string): string[] {
+  const folder = packageName.replace(/^@dsh-memory\//, '')
+  let patch: string
+  try {
+    patch = readFileSync(join(REPO_ROOT, 'packages', folder, 'cordis.patch.yml'), 'utf8')
+  } catch {
+    return [] // no bundle patch (the store package itself): no row
+  }
+  return [...patch.matchAll(/- id: (\S+)\s+name: '@dsh-memory\/store\/plugin'/g)].map((match) => match[1]!)
+}
+
+/**
+ * A fresh database (`createdb`) on the run's throwaway cluster (the store project's
+ * `pg-global-setup.ts`, `inject('pgUrl')`), so hosts of several DSH homes can share one store
+ * the way a team's machines do. The cluster and everything in it go at the end of the run.
+ */
+export async function postgresDatabase(label: string): Promise<PostgresDatabase> {
+  const admin = inject('pgUrl')
+  const name = `e2e_${label.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(3).toString('hex')}`
+  await runPgClient('createdb', admin, [name])
+  const url = new URL(admin)
+  url.pathname = `/${name}`
+  const databaseUrl = url.href
+  return {
+    databaseUrl,
+    storeRows: (packages) =>
+      packages
+        .flatMap(storeRowIds)
+        .map((id) => `- id: ${id}\n  config:\n    dataDir: ''\n    databaseUrl: '${databaseUrl}'\n`)
+        .join(''),
+    withStore: async (fn) => {
+      const store = await openStore({ databaseUrl })
+      try {
+        return await fn(store)
+      } finally {
+        await store.close()
+      }
+    },
+  }
 }
