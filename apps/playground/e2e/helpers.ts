@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type MemoryStore, openMemoryStore, openStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, expect, inject } from 'vitest'
-import { runPgClient } from '../../../packages/store/test/support/pg-cluster.ts'
+import { runPgClient } from '../../../packages/store/test/support/pg-cluster.js'
 // Declares `inject('pgUrl')` (the cluster's URL), provided by that global setup.
-import type {} from '../../../packages/store/test/support/pg-global-setup.ts'
+import type {} from '../../../packages/store/test/support/pg-global-setup.js'
 import { DshHome, REPO_ROOT } from '../src/host.js'
 import { startModelServer, type ModelServer, type Responder } from '../src/model-server.js'
 
