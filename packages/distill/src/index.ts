@@ -59,7 +59,7 @@ export { dayKey, expiredDays, LEDGER_VERSION, oldestKeptDay, summarizeLedger } f
 export type { LedgerCall, LedgerCallFilter, LedgerDay, LedgerFilter, LedgerRow } from './core/ledger.js'
 export { DistillStateRepository, initialConversationState, initialLayerState, MAX_SKIPPED, STATE_VERSION } from './core/state.js'
 export type { ConversationPatch, ConversationState, LayerState, Lease, SkippedRange, StateStore } from './core/state.js'
-export { DISTILL_MIGRATION_OWNER, distillMigrations, distillSchema } from './core/tables.js'
+export { DISTILL_MIGRATION_OWNER, distillDeclaration, distillMigrations, distillSchema } from './core/tables.js'
 export type { DistillDb, DistillSchema, DistillTables } from './core/tables.js'
 export { LEGACY_META_PREFIX, readLegacyState } from './core/legacy-state.js'
 export type { LegacySnapshot } from './core/legacy-state.js'

@@ -62,7 +62,7 @@ export {
 } from './core/session-modes.ts'
 export type { ModePolicy, SessionMemorySettings } from './core/session-modes.ts'
 export { SessionSettingsRepository } from './core/session-settings.ts'
-export { openRecallTables, RECALL_MIGRATION_OWNER, recallMigrations } from './core/state-tables.ts'
+export { openRecallTables, RECALL_MIGRATION_OWNER, recallDeclaration, recallMigrations } from './core/state-tables.ts'
 export type { RecallStateHost, RecallTables } from './core/state-tables.ts'
 export { recallSchema } from './core/state-schema.ts'
 export type { RecallSchema } from './core/state-schema.ts'

@@ -1,7 +1,11 @@
-/** Row mapping of the distill tables, shared by the repository and the upgrade (no queries of their own). */
+/**
+ * Row mapping of the distill tables, shared by the repository and the upgrade. Every function
+ * runs inside one unit of the store's seam and takes the unit's `db` and `t` (the backend's
+ * tables): the portable query style, so the same code runs on SQLite and PostgreSQL.
+ */
 import { asc, eq } from 'drizzle-orm'
 import { type ConversationState, initialConversationState, type LayerState, STATE_VERSION } from './state-types.js'
-import { conversations, type DistillDb, layers, skipped } from './tables.js'
+import type { conversations, DistillDb, DistillSchema, layers } from './tables.js'
 
 /** `distill_marks` name of the last start-up scan. */
 export const SCAN_MARK = 'scan'
@@ -13,15 +17,14 @@ export function toLayer(row: typeof layers.$inferSelect): LayerState {
 }
 
 /** Read one conversation's state (fresh when never seen) inside a table unit. */
-export function readConversation(db: DistillDb, conversationId: string): ConversationState {
-  const row = db.select().from(conversations).where(eq(conversations.conversationId, conversationId)).get()
+export async function readConversation(db: DistillDb, t: DistillSchema, conversationId: string): Promise<ConversationState> {
+  const [row] = await db.select().from(t.conversations).where(eq(t.conversations.conversationId, conversationId)).limit(1)
   if (!row) return initialConversationState(conversationId)
-  const ranges = db
-    .select({ fromSeq: skipped.fromSeq, toSeq: skipped.toSeq, at: skipped.at, reason: skipped.reason })
-    .from(skipped)
-    .where(eq(skipped.conversationId, conversationId))
-    .orderBy(asc(skipped.id))
-    .all()
+  const ranges = await db
+    .select({ fromSeq: t.skipped.fromSeq, toSeq: t.skipped.toSeq, at: t.skipped.at, reason: t.skipped.reason })
+    .from(t.skipped)
+    .where(eq(t.skipped.conversationId, conversationId))
+    .orderBy(asc(t.skipped.id))
   return toConversation(row, ranges)
 }
 
@@ -57,23 +60,26 @@ function columnsOf(state: Omit<ConversationState, 'skipped' | 'v'>) {
 }
 
 /** Upsert a conversation row (the pending flag is left as it is unless given; a new row is not pending). */
-export function writeConversation(db: DistillDb, state: Omit<ConversationState, 'skipped' | 'v'>, pending?: boolean): void {
+export async function writeConversation(db: DistillDb, t: DistillSchema, state: Omit<ConversationState, 'skipped' | 'v'>, pending?: boolean): Promise<void> {
   const values = columnsOf(state)
-  db.insert(conversations)
+  await db
+    .insert(t.conversations)
     .values({ conversationId: state.conversationId, ...values, pending: pending ?? false })
-    .onConflictDoUpdate({ target: conversations.conversationId, set: pending === undefined ? values : { ...values, pending } })
-    .run()
+    .onConflictDoUpdate({ target: t.conversations.conversationId, set: pending === undefined ? values : { ...values, pending } })
 }
 
 /** Upsert one layer row. */
-export function writeLayer(db: DistillDb, scopeKey: string, state: LayerState): void {
-  db.insert(layers).values({ scopeKey, ...state }).onConflictDoUpdate({ target: layers.scopeKey, set: { ...state } }).run()
+export async function writeLayer(db: DistillDb, t: DistillSchema, scopeKey: string, state: LayerState): Promise<void> {
+  await db
+    .insert(t.layers)
+    .values({ scopeKey, ...state })
+    .onConflictDoUpdate({ target: t.layers.scopeKey, set: { ...state } })
 }
 
 /** Mark a conversation pending (a row with a fresh state when it has none). */
-export function markPending(db: DistillDb, conversationId: string): void {
-  db.insert(conversations)
+export async function markPending(db: DistillDb, t: DistillSchema, conversationId: string): Promise<void> {
+  await db
+    .insert(t.conversations)
     .values({ conversationId, ...columnsOf(initialConversationState(conversationId)), pending: true })
-    .onConflictDoUpdate({ target: conversations.conversationId, set: { pending: true } })
-    .run()
+    .onConflictDoUpdate({ target: t.conversations.conversationId, set: { pending: true } })
 }

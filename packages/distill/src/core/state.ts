@@ -12,13 +12,13 @@
  * writable since the update) is served from the legacy meta keys, read-only.
  */
 import { isMemoryStoreError, type MemoryStore } from '@dsh-memory/store'
-import { and, asc, desc, eq, gte, inArray, lt, lte, notInArray, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gte, inArray, lt, lte, notInArray, type SQL, sql } from 'drizzle-orm'
 import { addRows, dayKey, oldestKeptDay, type LedgerCall, type LedgerCallFilter, type LedgerDay, type LedgerFilter, type LedgerRow, summarizeLedger } from './ledger.js'
 import { DistillError } from './errors.js'
 import { readLegacyState, type LegacySnapshot } from './legacy-state.js'
 import type { LedgerEntry } from './model.js'
 import { type ConversationState, initialConversationState, initialLayerState, type LayerState, MAX_SKIPPED, STATE_VERSION } from './state-types.js'
-import { calls, carriedDays, conversations, type DistillDb, distillMigrations, distillSchema, type DistillTables, layers, marks, skipped } from './tables.js'
+import { type DistillDb, distillDeclaration, type DistillSchema, type DistillTables } from './tables.js'
 import { markPending, readConversation, SCAN_MARK, toConversation, toLayer, writeConversation, writeLayer } from './state-rows.js'
 import { upgradeLegacyState } from './upgrade.js'
 
@@ -34,8 +34,11 @@ export type ConversationPatch = Partial<Omit<ConversationState, 'v' | 'conversat
 /** Most ids one `IN (...)` list binds (SQLite's variable limit is 32 766). */
 const CHUNK = 500
 
+/** A `sum(...)` read as a JS number (PostgreSQL returns bigint and numeric sums as strings). */
+const total = (expression: SQL) => expression.mapWith(Number)
+
 /** Per-day totals of the call rows (and carried-over days) within `filter`'s days, oldest first. */
-function readDays(db: DistillDb, filter: LedgerFilter = {}): LedgerDay[] {
+async function readDays(db: DistillDb, { calls, carriedDays }: DistillSchema, filter: LedgerFilter = {}): Promise<LedgerDay[]> {
   const byDay = new Map<string, LedgerRow[]>()
   const add = (day: string, row: LedgerRow) => {
     const rows = byDay.get(day) ?? []
@@ -46,39 +49,42 @@ function readDays(db: DistillDb, filter: LedgerFilter = {}): LedgerDay[] {
   }
   const dayRange = (column: typeof calls.day | typeof carriedDays.day) =>
     and(filter.fromDay ? gte(column, filter.fromDay) : undefined, filter.toDay ? lte(column, filter.toDay) : undefined)
-  const ok = sql<number>`sum(case when ${calls.outcome} = 'ok' then 1 else 0 end)`
-  const perDay = db
+  const perDay = await db
     .select({
       day: calls.day,
       provider: calls.provider,
       model: calls.model,
       layer: calls.layer,
-      calls: ok,
-      failures: sql<number>`sum(case when ${calls.outcome} = 'failed' then 1 else 0 end)`,
-      inputTokens: sql<number>`sum(${calls.inputTokens})`,
-      outputTokens: sql<number>`sum(${calls.outputTokens})`,
-      cacheReadTokens: sql<number>`sum(${calls.cacheReadTokens})`,
-      estimatedCalls: sql<number>`sum(case when ${calls.outcome} = 'ok' and ${calls.estimated} then 1 else 0 end)`,
+      calls: total(sql`sum(case when ${calls.outcome} = 'ok' then 1 else 0 end)`),
+      failures: total(sql`sum(case when ${calls.outcome} = 'failed' then 1 else 0 end)`),
+      inputTokens: total(sql`sum(${calls.inputTokens})`),
+      outputTokens: total(sql`sum(${calls.outputTokens})`),
+      cacheReadTokens: total(sql`sum(${calls.cacheReadTokens})`),
+      estimatedCalls: total(sql`sum(case when ${calls.outcome} = 'ok' and ${calls.estimated} then 1 else 0 end)`),
     })
     .from(calls)
     .where(dayRange(calls.day))
     .groupBy(calls.day, calls.provider, calls.model, calls.layer)
-    .all()
-  for (const { day, ...row } of db.select().from(carriedDays).where(dayRange(carriedDays.day)).all()) add(day, row)
+  for (const { day, ...row } of await db.select().from(carriedDays).where(dayRange(carriedDays.day))) add(day, row)
   for (const { day, ...row } of perDay) add(day, row)
   return [...byDay.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([day, rows]) => ({ v: 1, day, rows }))
 }
 
+/** Every layer row, by scope key. */
+async function readLayers(db: DistillDb, t: DistillSchema): Promise<Record<string, LayerState>> {
+  return Object.fromEntries((await db.select().from(t.layers)).map((row) => [row.scopeKey, toLayer(row)]))
+}
+
 /** Drop ledger days before the retention window. @returns the days removed. */
-function pruneDays(db: DistillDb, retentionDays: number, now: number): string[] {
+async function pruneDays(db: DistillDb, { calls, carriedDays }: DistillSchema, retentionDays: number, now: number): Promise<string[]> {
   const oldest = oldestKeptDay(now, retentionDays)
   if (oldest === undefined) return []
   const gone = new Set<string>()
-  for (const { day } of db.selectDistinct({ day: calls.day }).from(calls).where(lt(calls.day, oldest)).all()) gone.add(day)
-  for (const { day } of db.selectDistinct({ day: carriedDays.day }).from(carriedDays).where(lt(carriedDays.day, oldest)).all()) gone.add(day)
+  for (const { day } of await db.selectDistinct({ day: calls.day }).from(calls).where(lt(calls.day, oldest))) gone.add(day)
+  for (const { day } of await db.selectDistinct({ day: carriedDays.day }).from(carriedDays).where(lt(carriedDays.day, oldest))) gone.add(day)
   if (gone.size === 0) return []
-  db.delete(calls).where(lt(calls.day, oldest)).run()
-  db.delete(carriedDays).where(lt(carriedDays.day, oldest)).run()
+  await db.delete(calls).where(lt(calls.day, oldest))
+  await db.delete(carriedDays).where(lt(carriedDays.day, oldest))
   return [...gone].sort()
 }
 
@@ -95,8 +101,9 @@ export class DistillStateRepository {
   #open(): Promise<DistillTables | LegacySnapshot> {
     this.#opened ??= (async () => {
       try {
-        const tables = await this.store.tables({ migrations: distillMigrations(), schema: distillSchema })
-        if (!this.store.readonly) await upgradeLegacyState(this.store, tables)
+        const tables = await this.store.tables(distillDeclaration())
+        // Legacy meta state is SQLite history: a PostgreSQL store never had it.
+        if (!this.store.readonly && tables.dialect === 'sqlite') await upgradeLegacyState(this.store, tables)
         return tables
       } catch (error) {
         if (this.store.readonly && isMemoryStoreError(error, 'schema-too-old')) return readLegacyState(this.store.meta)
@@ -108,12 +115,12 @@ export class DistillStateRepository {
     return this.#opened
   }
 
-  async #read<T>(op: (db: DistillDb) => T, legacy: (snapshot: LegacySnapshot) => T): Promise<T> {
+  async #read<T>(op: (db: DistillDb, t: DistillSchema) => Promise<T>, legacy: (snapshot: LegacySnapshot) => T): Promise<T> {
     const opened = await this.#open()
     return 'read' in opened ? opened.read(op) : legacy(opened)
   }
 
-  async #write<T>(op: (db: DistillDb) => T): Promise<T> {
+  async #write<T>(op: (db: DistillDb, t: DistillSchema) => Promise<T>): Promise<T> {
     const opened = await this.#open()
     if (!('write' in opened)) throw new DistillError('unsupported-state', 'the distill tables are not migrated yet and the store is read-only: open the data dir once read-write')
     return opened.write(op, { actor: 'distill' })
@@ -127,7 +134,7 @@ export class DistillStateRepository {
   /** A conversation's state (fresh when never seen). */
   conversation(conversationId: string): Promise<ConversationState> {
     return this.#read(
-      (db) => readConversation(db, conversationId),
+      (db, t) => readConversation(db, t, conversationId),
       (snapshot) => snapshot.conversations.find((state) => state.conversationId === conversationId) ?? initialConversationState(conversationId),
     )
   }
@@ -135,17 +142,13 @@ export class DistillStateRepository {
   /** Every conversation the distiller keeps state for, in id order (for status readers). */
   conversations(): Promise<ConversationState[]> {
     return this.#read(
-      (db) => {
+      async (db, { conversations, skipped }) => {
         const ranges = new Map<string, ConversationState['skipped'][number][]>()
-        for (const { conversationId, ...range } of db.select().from(skipped).orderBy(asc(skipped.id)).all()) {
+        for (const { conversationId, ...range } of await db.select().from(skipped).orderBy(asc(skipped.id))) {
           ranges.set(conversationId, [...(ranges.get(conversationId) ?? []), { fromSeq: range.fromSeq, toSeq: range.toSeq, at: range.at, reason: range.reason }])
         }
-        return db
-          .select()
-          .from(conversations)
-          .orderBy(asc(conversations.conversationId))
-          .all()
-          .map((row) => toConversation(row, ranges.get(row.conversationId) ?? []))
+        const rows = await db.select().from(conversations).orderBy(asc(conversations.conversationId))
+        return rows.map((row) => toConversation(row, ranges.get(row.conversationId) ?? []))
       },
       (snapshot) => [...snapshot.conversations].sort((a, b) => a.conversationId.localeCompare(b.conversationId)),
     )
@@ -153,24 +156,28 @@ export class DistillStateRepository {
 
   /** Write a conversation's state (its skipped ranges are not touched: see {@link addSkipped}). */
   async putConversation(state: Omit<ConversationState, 'skipped' | 'v'> & Partial<Pick<ConversationState, 'skipped' | 'v'>>): Promise<void> {
-    await this.#write((db) => writeConversation(db, state))
+    await this.#write((db, t) => writeConversation(db, t, state))
   }
 
   /** Record a given-up range of a conversation; only the newest {@link MAX_SKIPPED} are kept. */
   async addSkipped(conversationId: string, range: ConversationState['skipped'][number]): Promise<void> {
-    await this.#write((db) => {
-      db.insert(skipped).values({ conversationId, ...range }).run()
-      const keep = db
+    await this.#write(async (db, { skipped }) => {
+      await db.insert(skipped).values({ conversationId, ...range })
+      const keep = await db
         .select({ id: skipped.id })
         .from(skipped)
         .where(eq(skipped.conversationId, conversationId))
         .orderBy(desc(skipped.id))
         .limit(MAX_SKIPPED)
-        .all()
-        .map((row) => row.id)
-      db.delete(skipped)
-        .where(and(eq(skipped.conversationId, conversationId), notInArray(skipped.id, keep)))
-        .run()
+      await db.delete(skipped).where(
+        and(
+          eq(skipped.conversationId, conversationId),
+          notInArray(
+            skipped.id,
+            keep.map((row) => row.id),
+          ),
+        ),
+      )
     })
   }
 
@@ -180,23 +187,25 @@ export class DistillStateRepository {
    * @returns the state under the new lease, or undefined when someone else holds it.
    */
   claim(conversationId: string, owner: string, now: number, leaseMs: number, isAlive: (owner: string) => boolean): Promise<ConversationState | undefined> {
-    return this.#write((db) => {
-      const state = readConversation(db, conversationId)
+    // One write unit: the read and the upsert hold the writer lock together, so of two
+    // processes (on one SQLite file or one PostgreSQL database) exactly one gets the lease.
+    return this.#write(async (db, t) => {
+      const state = await readConversation(db, t, conversationId)
       const lease = state.lease
       if (lease && lease.owner !== owner && lease.until > now && isAlive(lease.owner)) return undefined
       const next: ConversationState = { ...state, lease: { owner, until: now + leaseMs } }
-      writeConversation(db, next)
+      await writeConversation(db, t, next)
       return next
     })
   }
 
   /** Update a conversation's state under its lease (drops the lease); no-op when someone else owns it now. */
   release(conversationId: string, owner: string, patch: ConversationPatch = {}): Promise<ConversationState | undefined> {
-    return this.#write((db) => {
-      const state = readConversation(db, conversationId)
+    return this.#write(async (db, t) => {
+      const state = await readConversation(db, t, conversationId)
       if (state.lease && state.lease.owner !== owner) return undefined
       const next: ConversationState = { ...state, ...patch, lease: null }
-      writeConversation(db, next)
+      await writeConversation(db, t, next)
       return next
     })
   }
@@ -204,13 +213,7 @@ export class DistillStateRepository {
   /** Conversations that may have undistilled messages. */
   pendingIds(): Promise<string[]> {
     return this.#read(
-      (db) =>
-        db
-          .select({ id: conversations.conversationId })
-          .from(conversations)
-          .where(eq(conversations.pending, true))
-          .all()
-          .map((row) => row.id),
+      async (db, { conversations }) => (await db.select({ id: conversations.conversationId }).from(conversations).where(eq(conversations.pending, true))).map((row) => row.id),
       (snapshot) => [...snapshot.pending],
     )
   }
@@ -218,15 +221,13 @@ export class DistillStateRepository {
   /** Add or remove conversations from the pending index. */
   async updatePending(add: readonly string[], remove: readonly string[]): Promise<void> {
     if (add.length === 0 && remove.length === 0) return
-    await this.#write((db) => {
-      for (const id of add) {
-        markPending(db, id)
-      }
+    await this.#write(async (db, t) => {
+      for (const id of add) await markPending(db, t, id)
       for (let start = 0; start < remove.length; start += CHUNK) {
-        db.update(conversations)
+        await db
+          .update(t.conversations)
           .set({ pending: false })
-          .where(inArray(conversations.conversationId, remove.slice(start, start + CHUNK)))
-          .run()
+          .where(inArray(t.conversations.conversationId, remove.slice(start, start + CHUNK)))
       }
     })
   }
@@ -234,33 +235,35 @@ export class DistillStateRepository {
   /** When the last start-up scan of conversations began, if ever. */
   lastScan(): Promise<number | undefined> {
     return this.#read(
-      (db) => db.select().from(marks).where(eq(marks.name, SCAN_MARK)).get()?.at,
+      async (db, { marks }) => (await db.select().from(marks).where(eq(marks.name, SCAN_MARK)).limit(1))[0]?.at,
       (snapshot) => snapshot.scanAt,
     )
   }
 
   /** Record the start time of a completed scan. */
   async markScan(at: number): Promise<void> {
-    await this.#write((db) => db.insert(marks).values({ name: SCAN_MARK, at }).onConflictDoUpdate({ target: marks.name, set: { at } }).run())
+    await this.#write(async (db, { marks }) => {
+      await db.insert(marks).values({ name: SCAN_MARK, at }).onConflictDoUpdate({ target: marks.name, set: { at } })
+    })
   }
 
   /** All layer counters. */
   layers(): Promise<Record<string, LayerState>> {
     return this.#read(
-      (db) => Object.fromEntries(db.select().from(layers).all().map((row) => [row.scopeKey, toLayer(row)])),
+      (db, t) => readLayers(db, t),
       (snapshot) => ({ ...snapshot.layers }),
     )
   }
 
   /** Read-modify-write the layer counters as one unit (joins the caller's transaction). */
   updateLayers(update: (keys: Record<string, LayerState>) => void): Promise<Record<string, LayerState>> {
-    return this.#write((db) => {
-      const before = Object.fromEntries(db.select().from(layers).all().map((row) => [row.scopeKey, toLayer(row)]))
+    return this.#write(async (db, t) => {
+      const before = await readLayers(db, t)
       const keys = { ...before }
       update(keys)
       const removed = Object.keys(before).filter((key) => !(key in keys))
-      if (removed.length > 0) db.delete(layers).where(inArray(layers.scopeKey, removed)).run()
-      for (const [key, state] of Object.entries(keys)) if (before[key] !== state) writeLayer(db, key, state)
+      if (removed.length > 0) await db.delete(t.layers).where(inArray(t.layers.scopeKey, removed))
+      for (const [key, state] of Object.entries(keys)) if (before[key] !== state) await writeLayer(db, t, key, state)
       return keys
     })
   }
@@ -274,12 +277,12 @@ export class DistillStateRepository {
 
   /** Forget the state of conversations (their skipped ranges included). @returns rows removed. */
   forgetConversations(ids: readonly string[]): Promise<number> {
-    return this.#write((db) => {
+    return this.#write(async (db, { conversations, skipped }) => {
       let removed = 0
       for (let start = 0; start < ids.length; start += CHUNK) {
         const chunk = ids.slice(start, start + CHUNK)
-        db.delete(skipped).where(inArray(skipped.conversationId, chunk)).run()
-        removed += db.delete(conversations).where(inArray(conversations.conversationId, chunk)).run().changes
+        await db.delete(skipped).where(inArray(skipped.conversationId, chunk))
+        removed += (await db.delete(conversations).where(inArray(conversations.conversationId, chunk)).returning({ id: conversations.conversationId })).length
       }
       return removed
     })
@@ -287,9 +290,8 @@ export class DistillStateRepository {
 
   /** Add one ledger row (one model call) and drop days out of retention. */
   async recordCost(entry: LedgerEntry, retentionDays: number, now: number): Promise<void> {
-    await this.#write((db) => {
-      db.insert(calls)
-        .values({
+    await this.#write(async (db, t) => {
+      await db.insert(t.calls).values({
           at: entry.at,
           day: dayKey(entry.at),
           layer: entry.layer,
@@ -301,22 +303,21 @@ export class DistillStateRepository {
           cacheReadTokens: entry.cacheReadTokens,
           estimated: entry.estimated,
           durationMs: entry.durationMs ?? null,
-          conversationId: entry.conversationId ?? null,
-        })
-        .run()
-      pruneDays(db, retentionDays, now)
+        conversationId: entry.conversationId ?? null,
+      })
+      await pruneDays(db, t, retentionDays, now)
     })
   }
 
   /** Drop ledger days out of retention. @returns the days removed. */
   pruneCosts(retentionDays: number, now: number): Promise<string[]> {
-    return this.#write((db) => pruneDays(db, retentionDays, now))
+    return this.#write((db, t) => pruneDays(db, t, retentionDays, now))
   }
 
   /** The ledger's per-day totals (per provider, model and layer), oldest first. */
   costDays(filter: Pick<LedgerFilter, 'fromDay' | 'toDay'> = {}): Promise<LedgerDay[]> {
     return this.#read(
-      (db) => readDays(db, filter),
+      (db, t) => readDays(db, t, filter),
       (snapshot) => snapshot.days.filter((day) => (!filter.fromDay || day.day >= filter.fromDay) && (!filter.toDay || day.day <= filter.toDay)),
     )
   }
@@ -329,15 +330,15 @@ export class DistillStateRepository {
   /** The ledger's single calls, newest first (carried-over day totals are not calls). */
   calls(filter: LedgerCallFilter = {}): Promise<LedgerCall[]> {
     return this.#read(
-      (db) =>
-        db
+      async (db, { calls }) => {
+        const rows = await db
           .select()
           .from(calls)
           .where(and(filter.since !== undefined ? gte(calls.at, filter.since) : undefined, filter.layer ? eq(calls.layer, filter.layer) : undefined))
           .orderBy(desc(calls.at), desc(calls.id))
           .limit(Math.min(Math.max(1, filter.limit ?? 1_000), 100_000))
-          .all()
-          .map(({ day: _day, ...row }) => row),
+        return rows.map(({ day: _day, ...row }) => row)
+      },
       () => [],
     )
   }

@@ -1,13 +1,16 @@
 /**
  * The distiller's own tables (drizzle schema of `migrations/distill/`), declared through the
  * store's package-table seam so every query runs on the store's session: a cursor advance
- * commits in the same transaction as the memories distilled from it.
+ * commits in the same transaction as the memories distilled from it. On PostgreSQL the same
+ * tables come from `pg-tables.ts` and `migrations-postgres/distill/`; queries take their tables
+ * from the unit's `t`, so one code path serves both backends.
  */
 import { fileURLToPath } from 'node:url'
-import { findPackageMigrations, type MigrationSet, type PackageDatabase, type PackageTables } from '@dsh-memory/store'
+import { findPackageMigrations, type MigrationSet, type PackageDatabase, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { DistillError } from './errors.js'
 import { DISTILL_LAYERS } from './options.js'
+import { distillPgSchema } from './pg-tables.js'
 
 /** Migration owner of this package: its tables are named `distill_…`. */
 export const DISTILL_MIGRATION_OWNER = 'distill'
@@ -96,11 +99,20 @@ export type DistillDb = PackageDatabase<DistillSchema>
 export type DistillTables = PackageTables<DistillSchema>
 
 /**
- * The package's versioned SQL migrations (`migrations/distill/NNNN_name.sql`).
+ * The package's versioned SQL migrations (`<root>/distill/NNNN_name.sql`).
  * @throws DistillError `unsupported-state` when the package was installed without its migrations folder.
  */
-export function distillMigrations(): MigrationSet {
-  const set = findPackageMigrations(import.meta.url, DISTILL_MIGRATION_OWNER)
+export function distillMigrations(root: 'migrations' | 'migrations-postgres' = 'migrations'): MigrationSet {
+  const set = findPackageMigrations(import.meta.url, DISTILL_MIGRATION_OWNER, root)
   if (set) return set
-  throw new DistillError('unsupported-state', `the distill migrations folder is missing next to ${fileURLToPath(import.meta.url)}`)
+  throw new DistillError('unsupported-state', `the distill ${root} folder is missing next to ${fileURLToPath(import.meta.url)}`)
+}
+
+/** What `store.tables(...)` gets: the SQLite tables and, for a PostgreSQL store, their pg-core twins. */
+export function distillDeclaration(): PackageTablesDeclaration<DistillSchema> {
+  return {
+    migrations: distillMigrations(),
+    schema: distillSchema,
+    postgres: { migrations: distillMigrations('migrations-postgres'), schema: distillPgSchema },
+  }
 }

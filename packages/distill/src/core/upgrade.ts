@@ -7,12 +7,15 @@
  * The old ledger kept totals per day, provider, model and layer, never single calls, so its
  * buckets become `distill_carried_days` rows: the per-day totals and `costs()` include them,
  * the per-call list (`calls()`) does not invent calls that were never recorded one by one.
+ *
+ * SQLite history only: a PostgreSQL store never held distill state in its meta table, so the
+ * repository does not call this there.
  */
 import type { MemoryStore } from '@dsh-memory/store'
 import { LEGACY_META_PREFIX, readLegacyState } from './legacy-state.js'
 import { eq } from 'drizzle-orm'
 import { markPending, SCAN_MARK, writeConversation, writeLayer } from './state-rows.js'
-import { carriedDays, conversations, type DistillTables, marks, skipped } from './tables.js'
+import type { DistillTables } from './tables.js'
 
 /** What the upgrade moved. */
 export interface UpgradeReport {
@@ -37,20 +40,21 @@ export async function upgradeLegacyState(store: Pick<MemoryStore, 'meta' | 'tran
     for (;;) {
       const legacy = await readLegacyState(tx.meta)
       if (legacy.keys.length === 0) break
-      await tables.write((db) => {
+      await tables.write(async (db, t) => {
         const pending = new Set(legacy.pending)
         for (const state of legacy.conversations) {
           // A row the tables already hold (another process moved on) is newer than the legacy value.
-          if (db.select({ id: conversations.conversationId }).from(conversations).where(eq(conversations.conversationId, state.conversationId)).get()) continue
-          writeConversation(db, state, pending.has(state.conversationId))
-          for (const range of state.skipped) db.insert(skipped).values({ conversationId: state.conversationId, ...range }).run()
+          const [held] = await db.select({ id: t.conversations.conversationId }).from(t.conversations).where(eq(t.conversations.conversationId, state.conversationId)).limit(1)
+          if (held) continue
+          await writeConversation(db, t, state, pending.has(state.conversationId))
+          for (const range of state.skipped) await db.insert(t.skipped).values({ conversationId: state.conversationId, ...range })
         }
-        for (const id of pending) markPending(db, id)
-        for (const [key, state] of Object.entries(legacy.layers)) writeLayer(db, key, state)
+        for (const id of pending) await markPending(db, t, id)
+        for (const [key, state] of Object.entries(legacy.layers)) await writeLayer(db, t, key, state)
         for (const day of legacy.days) {
-          for (const row of day.rows) db.insert(carriedDays).values({ day: day.day, ...row }).onConflictDoNothing().run()
+          for (const row of day.rows) await db.insert(t.carriedDays).values({ day: day.day, ...row }).onConflictDoNothing()
         }
-        if (legacy.scanAt !== undefined) db.insert(marks).values({ name: SCAN_MARK, at: legacy.scanAt }).onConflictDoNothing().run()
+        if (legacy.scanAt !== undefined) await db.insert(t.marks).values({ name: SCAN_MARK, at: legacy.scanAt }).onConflictDoNothing()
       })
       for (const key of legacy.keys) await tx.meta.delete(key, { actor: 'distill' })
       report.conversations += legacy.conversations.length

@@ -10,8 +10,9 @@ import { codedErrorClass, describeError, type CodedError } from '@dsh-memory/sto
  * - `embedding-unavailable`: the embeddings endpoint failed, timed out or answered something unusable.
  * - `corrupt-state`: a record of the old meta-table format has an unknown version or shape (`path`
  *   names the field); it is left where it was.
+ * - `conflict`: another process kept changing a session's layer state while this one tried to update it.
  */
-export type RecallErrorCode = 'invalid-config' | 'invalid-argument' | 'not-found' | 'ambiguous-id' | 'embedding-unavailable' | 'corrupt-state'
+export type RecallErrorCode = 'invalid-config' | 'invalid-argument' | 'not-found' | 'ambiguous-id' | 'embedding-unavailable' | 'corrupt-state' | 'conflict'
 
 /** The only error type the recall core throws on purpose. */
 export const RecallError = codedErrorClass<RecallErrorCode>('RecallError')

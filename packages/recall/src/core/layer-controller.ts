@@ -208,16 +208,18 @@ export class LayerController {
         const ledger = this.#deps.ledger
         let state = await ledger.get(handle.sessionId)
         const reconciled = reconcile(state, { logged: handle.loggedIds(), pending: handle.pendingIds(), entering }, ledger.now())
+        // Every write names the state it came from: when another process sharing the
+        // database queued a snapshot of this session meanwhile, this one delivers nothing.
         if (reconciled.state !== state) {
+          if (!(await ledger.put(reconciled.state, state))) return []
           state = reconciled.state
-          await ledger.put(state)
         }
         const out: SnapshotMessage[] = []
         for (const record of reconciled.missing) {
           if (!state.enabled[record.layer]) continue
           const built = await this.#build(handle, state, record)
+          if (!(await ledger.put(built.state, state))) break
           state = built.state
-          await ledger.put(state)
           out.push({ id: built.snapshot.injectionId, text: built.snapshot.text, record: built.record })
         }
         return out
@@ -301,8 +303,10 @@ export class LayerController {
       const current = state.injections.find((candidate) => candidate.id === record.id)
       if (!current || current.state !== 'desired') return 'its snapshot is already on its way.'
       const built = await this.#build(handle, state, current)
+      // Queued only while nobody else changed the session since it was read: of two processes
+      // delivering the same snapshot, exactly one hands it to its host.
+      if (!(await ledger.put(built.state, state))) return 'its snapshot is already on its way.'
       state = built.state
-      await ledger.put(state)
       try {
         handle.inject({ id: built.snapshot.injectionId, text: built.snapshot.text })
       } catch (error) {

@@ -98,38 +98,38 @@ export async function upgradeLegacyState(store: LegacyStateHost, tables: Package
  * table holds a newer row).
  * @throws RecallError `corrupt-state` naming the key and the bad field
  */
-export function planMove(key: string, raw: string): (db: RecallDatabase) => void {
+export function planMove(key: string, raw: string): (db: RecallDatabase, t: RecallSchema) => Promise<void> {
   const value = parseJson(key, raw)
   if (key.startsWith(LEGACY_META_PREFIXES.settings)) {
     const sessionId = key.slice(LEGACY_META_PREFIXES.settings.length)
     const settings = decodeSettings(key, value)
-    return (db) => {
-      const current = readSettings(db, sessionId)
-      if (!current || (current.updatedAt ?? 0) < settings.updatedAt) writeSettings(db, sessionId, settings)
+    return async (db, t) => {
+      const current = await readSettings(db, t, sessionId)
+      if (!current || (current.updatedAt ?? 0) < settings.updatedAt) await writeSettings(db, t, sessionId, settings)
     }
   }
   if (key.startsWith(LEGACY_META_PREFIXES.ledger)) {
     const state = parseLegacyLayerState(key, value)
-    return (db) => {
-      if (readLayerState(db, state.sessionId).updatedAt < state.updatedAt) writeLayerState(db, state)
+    return async (db, t) => {
+      if ((await readLayerState(db, t, state.sessionId)).updatedAt < state.updatedAt) await writeLayerState(db, t, state)
     }
   }
   if (key === `${LEGACY_META_PREFIXES.lifecycle}turns`) {
     const turns = decodeTurns(key, value)
-    return (db) => {
-      if (readTurns(db).lastTurnAt < turns.lastTurnAt) writeTurns(db, turns)
+    return async (db, t) => {
+      if ((await readTurns(db, t)).lastTurnAt < turns.lastTurnAt) await writeTurns(db, t, turns)
     }
   }
   if (key === `${LEGACY_META_PREFIXES.lifecycle}retention`) {
     const lastSweepAt = number(key, value, 'lastSweepAt')
-    return (db) => {
-      if ((readRetention(db)?.lastSweepAt ?? -1) < lastSweepAt) writeRetention(db, { lastSweepAt })
+    return async (db, t) => {
+      if (((await readRetention(db, t))?.lastSweepAt ?? -1) < lastSweepAt) await writeRetention(db, t, { lastSweepAt })
     }
   }
   if (key.startsWith(`${LEGACY_META_PREFIXES.lifecycle}layer.`)) {
     const schedule = decodeSchedule(key, value)
-    return (db) => {
-      if (!hasSchedule(db, schedule.layerKey)) writeSchedule(db, schedule)
+    return async (db, t) => {
+      if (!(await hasSchedule(db, t, schedule.layerKey))) await writeSchedule(db, t, schedule)
     }
   }
   throw corrupt(key, 'key', 'is not a key recall ever wrote')

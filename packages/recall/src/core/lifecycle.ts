@@ -195,11 +195,11 @@ export class Lifecycle {
       const every = this.#options.reviewEveryUserTurns
       const now = this.#now()
       const outcome = await (await this.#tables()).write(
-        (db) => {
-          const current = readTurns(db)
+        async (db, t) => {
+          const current = await readTurns(db, t)
           const counted = { ...current, sinceReview: current.sinceReview + 1, total: current.total + 1, lastTurnAt: now }
           const due = every > 0 && counted.sinceReview >= every
-          writeTurns(db, due ? { ...counted, sinceReview: 0, lastReviewAt: now } : counted)
+          await writeTurns(db, t, due ? { ...counted, sinceReview: 0, lastReviewAt: now } : counted)
           return { due, turns: counted.sinceReview }
         },
         { actor: 'recall', audit: { op: 'recall.lifecycle.turn', entityId: 'turns' } },
@@ -250,7 +250,7 @@ export class Lifecycle {
 
   /** A layer's consolidation schedule. */
   async schedule(layerKey: string): Promise<LayerSchedule> {
-    return (await this.#tables()).read((db) => readSchedule(db, layerKey))
+    return (await this.#tables()).read((db, t) => readSchedule(db, t, layerKey))
   }
 
   /**
@@ -289,7 +289,7 @@ export class Lifecycle {
         async (tx) => {
           const current = (await tx.layers.revision(layer.scope === 'global' ? { scope: 'global' } : { scope: 'workspace', workspace: layer.workspace })).revision
           // Joins this transaction: the schedule records exactly the revision read above.
-          await tables.write((db) => writeSchedule(db, { layerKey, consolidatedRevision: current, lastRunAt: now, dueAt: null }), {
+          await tables.write((db, t) => writeSchedule(db, t, { layerKey, consolidatedRevision: current, lastRunAt: now, dueAt: null }), {
             actor: 'recall-consolidation',
             audit: { op: 'recall.lifecycle.consolidated', entityId: layerKey },
           })
@@ -340,7 +340,7 @@ export class Lifecycle {
           }
         }
       }
-      await tables.write((db) => writeRetention(db, { lastSweepAt: now }), { actor: 'recall-retention', fence: held.fence, audit: { op: 'recall.lifecycle.swept', entityId: 'retention' } })
+      await tables.write((db, t) => writeRetention(db, t, { lastSweepAt: now }), { actor: 'recall-retention', fence: held.fence, audit: { op: 'recall.lifecycle.swept', entityId: 'retention' } })
       const result: SweepResult = { deleted, byLayerKind }
       this.#notify('retention', () => this.#deps.onSwept?.(result))
       return result
@@ -385,10 +385,10 @@ export class Lifecycle {
     // A plain read first: the write lock is taken only when a review is actually due.
     if (!waiting(await tables.read(readTurns))) return undefined
     const outcome = await tables.write(
-      (db) => {
-        const current = readTurns(db)
+      async (db, t) => {
+        const current = await readTurns(db, t)
         if (!waiting(current)) return undefined
-        writeTurns(db, { ...current, sinceReview: 0, lastReviewAt: this.#now() })
+        await writeTurns(db, t, { ...current, sinceReview: 0, lastReviewAt: this.#now() })
         return current.sinceReview
       },
       { actor: 'recall', audit: { op: 'recall.lifecycle.idle-review', entityId: 'turns' } },
@@ -405,17 +405,17 @@ export class Lifecycle {
     const cooldown = layer.scope === 'global' ? this.#options.globalConsolidationCooldownDays * DAY : this.#options.consolidationCooldownHours * HOUR
     const tables = await this.#tables()
     // Plain reads decide the common cases (clean, or waiting for its deadline) without the write lock.
-    const seen = await tables.read((db) => readSchedule(db, layerKey))
+    const seen = await tables.read((db, t) => readSchedule(db, t, layerKey))
     if (revision <= seen.consolidatedRevision) return false
     if (seen.dueAt !== null) return this.#now() >= seen.dueAt
     return tables.write(
-      (db) => {
+      async (db, t) => {
         const now = this.#now()
-        const current = readSchedule(db, layerKey)
+        const current = await readSchedule(db, t, layerKey)
         if (revision <= current.consolidatedRevision) return false
         if (current.dueAt !== null) return now >= current.dueAt
         // First sight of this dirty window: fix its deadline; later writes do not move it.
-        writeSchedule(db, { ...current, dueAt: now + cooldown })
+        await writeSchedule(db, t, { ...current, dueAt: now + cooldown })
         return cooldown <= 0
       },
       { actor: 'recall', audit: { op: 'recall.lifecycle.scheduled', entityId: layerKey } },
@@ -429,11 +429,11 @@ export class Lifecycle {
     const seen = await tables.read(readRetention)
     if (seen) return this.#now() - seen.lastSweepAt >= every
     return tables.write(
-      (db) => {
-        const current = readRetention(db)
+      async (db, t) => {
+        const current = await readRetention(db, t)
         if (current) return this.#now() - current.lastSweepAt >= every
         // The first start only starts the clock: nothing is deleted right after installing.
-        writeRetention(db, { lastSweepAt: this.#now() })
+        await writeRetention(db, t, { lastSweepAt: this.#now() })
         return false
       },
       { actor: 'recall', audit: { op: 'recall.lifecycle.retention-clock', entityId: 'retention' } },

@@ -34,7 +34,7 @@ export class SessionSettingsRepository {
    */
   async get(sessionId: string): Promise<SessionMemorySettings> {
     const tables = await openRecallTables(this.#store, { onWarning: this.#warn })
-    return (await tables.read((db) => readSettings(db, sessionId))) ?? { ...this.#defaults, updatedAt: null }
+    return (await tables.read((db, t) => readSettings(db, t, sessionId))) ?? { ...this.#defaults, updatedAt: null }
   }
 
   /**
@@ -53,10 +53,10 @@ export class SessionSettingsRepository {
     const tables = await openRecallTables(this.#store, { onWarning: this.#warn })
     const updatedAt = this.#now()
     return tables.write(
-      (db) => {
-        const current = readSettings(db, sessionId) ?? this.#defaults
+      async (db, t) => {
+        const current = (await readSettings(db, t, sessionId)) ?? this.#defaults
         const next = { mode: patch.mode ?? current.mode, inject: patch.inject ?? current.inject, updatedAt }
-        writeSettings(db, sessionId, next)
+        await writeSettings(db, t, sessionId, next)
         return next
       },
       { actor, audit: { op: 'recall.session-settings.set', entityId: sessionAuditId(sessionId) } },

@@ -20,6 +20,8 @@ export const layerSessions = sqliteTable('recall_layer_sessions', {
   globalEnabled: integer('global_enabled', { mode: 'boolean' }).notNull(),
   workspaceEnabled: integer('workspace_enabled', { mode: 'boolean' }).notNull(),
   updatedAt: integer('updated_at').notNull(),
+  /** Bumped by every write of the session's layer state (compare-and-set across processes). */
+  version: integer('version').notNull().default(0),
 })
 
 /** One layer snapshot of a session: the injection ledger's records. */

@@ -5,9 +5,10 @@
  * their rows through {@link openRecallTables}.
  */
 import { fileURLToPath } from 'node:url'
-import { findPackageMigrations, type MemoryStore, type MigrationSet, type PackageTables } from '@dsh-memory/store'
+import { findPackageMigrations, type MemoryStore, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
 import { RecallError } from './errors.ts'
 import { upgradeLegacyState } from './legacy-state.ts'
+import { recallPgSchema } from './pg-state-schema.ts'
 import { type RecallSchema, recallSchema } from './state-schema.ts'
 
 /** Migration owner of this package: its tables are named `recall_…`. */
@@ -20,13 +21,23 @@ export type RecallTables = PackageTables<RecallSchema>
 export type RecallStateHost = Pick<MemoryStore, 'tables' | 'meta' | 'transaction'>
 
 /**
- * The package's versioned SQL migrations (`migrations/recall/NNNN_name.sql`).
+ * The package's versioned SQL migrations (`<root>/recall/NNNN_name.sql`; `migrations-postgres`
+ * holds the PostgreSQL twins).
  * @throws RecallError `not-found` when the package was installed without its migrations folder.
  */
-export function recallMigrations(): MigrationSet {
-  const set = findPackageMigrations(import.meta.url, RECALL_MIGRATION_OWNER)
+export function recallMigrations(root: 'migrations' | 'migrations-postgres' = 'migrations'): MigrationSet {
+  const set = findPackageMigrations(import.meta.url, RECALL_MIGRATION_OWNER, root)
   if (set) return set
-  throw new RecallError('not-found', `the recall migrations folder is missing next to ${fileURLToPath(import.meta.url)}`)
+  throw new RecallError('not-found', `the recall ${root} folder is missing next to ${fileURLToPath(import.meta.url)}`)
+}
+
+/** What `store.tables(...)` gets: the SQLite tables and, for a PostgreSQL store, their pg-core twins. */
+export function recallDeclaration(): PackageTablesDeclaration<RecallSchema> {
+  return {
+    migrations: recallMigrations(),
+    schema: recallSchema,
+    postgres: { migrations: recallMigrations('migrations-postgres'), schema: recallPgSchema },
+  }
 }
 
 const opened = new WeakMap<object, Promise<RecallTables>>()
@@ -54,9 +65,10 @@ export function openRecallTables(store: RecallStateHost, options: { onWarning?: 
 }
 
 async function open(store: RecallStateHost, warn: ((message: string) => void) | undefined): Promise<RecallTables> {
-  const tables = await store.tables({ migrations: recallMigrations(), schema: recallSchema })
-  // A read-only store cannot move anything; it reads the tables as they are.
-  if ((store as { readonly?: unknown }).readonly === true) return tables
+  const tables = await store.tables(recallDeclaration())
+  // A read-only store cannot move anything; it reads the tables as they are. Old-format meta
+  // records are SQLite history: a PostgreSQL store never had them.
+  if ((store as { readonly?: unknown }).readonly === true || tables.dialect !== 'sqlite') return tables
   const report = await upgradeLegacyState(store, tables)
   if (report.kept.length > 0) {
     const listed = report.kept.map((entry) => `${entry.key} (${entry.reason})`).join('; ')
