@@ -1,8 +1,9 @@
 /**
  * A team's memory on PostgreSQL: two real DSH hosts with two different DSH_HOMEs (two
  * machines, as far as the hosts can tell) whose store rows point at one database on the run's
- * throwaway cluster (`postgresDatabase` in helpers.ts). Both write it at once; what host A
- * says, the other side finds; each host keeps only its local files.
+ * throwaway cluster (`postgresDatabase` in helpers.ts). What host A is told, host B recalls;
+ * with both hosts running at once each session gets a memory, and a layer snapshot, exactly
+ * once; each host keeps only its local files.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -11,10 +12,23 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { REPO_ROOT } from '../src/host.js'
 import { lastUserText, type LoggedRequest, type ScriptedReply } from '../src/model-server.js'
 import { expectBootRejects, type HostedProfile, postgresDatabase, type PostgresDatabase, useHostProfile } from './helpers.js'
+import { distillLayer, distillReply, type ScriptedFact } from './support/distill-model.js'
+import { driverOverlay, readReport, startHost, writeLayersDriver } from './support/layers-driver.js'
+import { loggedUserMessages, RECALL_FENCE, recallTexts } from './support/recall-requests.js'
 
-const PACKAGES = ['@dsh-memory/store', '@dsh-memory/capture']
+const PACKAGES = ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/distill', '@dsh-memory/recall']
 
-const responder = (request: LoggedRequest): ScriptedReply => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` })
+/** What the scripted extractor "finds" in host A's session: team-wide (global) facts. */
+const FACTS: ScriptedFact[] = [
+  { match: 'heron', kind: 'fact', text: "The team's staging server is called heron.", scope: 'global' },
+  { match: 'Kamal', kind: 'fact', text: 'The team deploys the staging server with Kamal.', scope: 'global' },
+]
+const KAMAL = FACTS[1]!.text
+const TOLD = 'Our staging server is called heron and we deploy it with Kamal. 我们决定使用 PostgreSQL 作为主数据库。'
+/** How recall's layer index snapshots start (explicit layers). */
+const INDEX = '<memory-layer-index'
+
+const responder = (request: LoggedRequest): ScriptedReply => distillReply(request, FACTS) ?? { kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }
 
 describe('two DSH hosts sharing one PostgreSQL database', () => {
   let database: PostgresDatabase
@@ -23,30 +37,28 @@ describe('two DSH hosts sharing one PostgreSQL database', () => {
   const workspace = (host: HostedProfile, name: string) => join(host.root, 'work', name)
   const run = (host: HostedProfile, name: string, prompt: string) =>
     host.home.run({ profile: 'team', cwd: workspace(host, name), modelUrl: host.server.url, patch: database.storeRows(PACKAGES), args: [prompt] })
+  const memoryTexts = () => database.withStore(async (store) => (await store.memories.list({ scope: 'global', includeSuperseded: true })).map((memory) => memory.text).sort())
 
   beforeAll(async () => {
     database = await postgresDatabase('two-hosts')
   })
 
-  it('both hosts capture into the one database at once; the CLI on the other machine finds host A\'s words; local files stay local', async () => {
-    const runs = await Promise.all([
-      run(a, 'alpha', 'Our staging server is called heron. 我们决定使用 PostgreSQL 作为主数据库。'),
-      run(b, 'beta', 'チームのデプロイは金曜日に行います。'),
-    ])
-    for (const result of runs) {
-      expect(result.stderr).not.toMatch(/Error:/)
-      expect(result.code).toBe(0)
-    }
-    const fromA = await database.withStore(async (store) => {
-      const conversations = await store.conversations.list()
-      expect(conversations.map((conversation) => conversation.workspace).sort()).toEqual([workspace(a, 'alpha'), workspace(b, 'beta')].sort())
-      for (const conversation of conversations) {
-        expect((await store.messages.list({ conversationId: conversation.id })).map((message) => message.role)).toEqual(['user', 'assistant'])
-      }
-      const alpha = conversations.find((conversation) => conversation.workspace === workspace(a, 'alpha'))!.id
-      expect((await store.search.messages('数据库', { role: 'user' })).map((hit) => hit.message.conversationId)).toEqual([alpha])
-      return alpha
-    })
+  it('what host A is told, host B (another home, another workspace) recalls; the CLI on B\'s machine finds A\'s words; local files stay local', async () => {
+    const told = await run(a, 'alpha', TOLD)
+    expect(told.stderr).not.toMatch(/Error:/)
+    expect(told.code).toBe(0)
+    // Capture and distillation of host A wrote to the shared database.
+    expect(await memoryTexts()).toEqual(FACTS.map((fact) => fact.text).sort())
+
+    const before = b.server.requests.length
+    const asked = await run(b, 'beta', 'Which tool do we use to deploy the staging server?')
+    expect(asked.stderr).not.toMatch(/Error:/)
+    expect(asked.code).toBe(0)
+    const chats = b.server.requests.slice(before).filter((request) => request.purpose === 'chat' && !distillLayer(request))
+    expect(chats).toHaveLength(1)
+    const recalled = recallTexts(chats[0]!)
+    expect(recalled).toHaveLength(1)
+    expect(recalled[0]).toContain(KAMAL)
 
     // On B's machine the CLI reads the team's database through DSH_MEMORY_DATABASE_URL.
     const cli = await runProgram(process.execPath, [join(REPO_ROOT, 'apps/cli/dist/bin.js'), 'search', '数据库', '--in', 'messages', '--json'], {
@@ -56,8 +68,8 @@ describe('two DSH hosts sharing one PostgreSQL database', () => {
     })
     expect(cli.stderr).toBe('')
     expect(cli.code).toBe(0)
-    const found = JSON.parse(cli.stdout) as { messages: { message: { conversationId: string; text: string } }[] }
-    expect(found.messages.filter((hit) => hit.message.conversationId === fromA).map((hit) => hit.message.text)).toContain('Our staging server is called heron. 我们决定使用 PostgreSQL 作为主数据库。')
+    const found = JSON.parse(cli.stdout) as { messages: { message: { role: string; text: string } }[] }
+    expect(found.messages.filter((hit) => hit.message.role === 'user').map((hit) => hit.message.text)).toEqual([TOLD])
 
     for (const host of [a, b]) {
       const dataDir = join(host.home.dir, 'memory')
@@ -65,6 +77,46 @@ describe('two DSH hosts sharing one PostgreSQL database', () => {
       expect(readFileSync(join(dataDir, 'memory.log'), 'utf8')).toMatch(/ capture stored /)
       expect(existsSync(join(dataDir, 'memory.db'))).toBe(false)
     }
+    expect(readFileSync(join(b.home.dir, 'memory', 'memory.log'), 'utf8')).toMatch(/ recall hit /)
+  })
+
+  it('with both hosts running at once, each session gets a memory and a layer snapshot exactly once', async () => {
+    const steps = [
+      { say: 'How do we deploy the staging server?' },
+      { say: 'Remind me: which tool deploys the staging server?' },
+      { command: '/memory enable global' },
+      { say: 'Thanks. Anything else about the staging server?' },
+    ]
+    const drive = async (host: HostedProfile, sessionId: string) => {
+      const driver = await writeLayersDriver(join(host.root, 'plugins'))
+      const reportFile = join(host.root, `report-${sessionId}.json`)
+      const patch = database.storeRows(PACKAGES) + driverOverlay(driver, { sessionId, resume: false, reportFile, steps })
+      const running = await startHost(host.home, { profile: 'team', cwd: workspace(host, 'gamma'), modelUrl: host.server.url, name: sessionId, patch })
+      return { result: await running.done, reportFile }
+    }
+    const sessions = [[a, 'pg-concurrent-a'], [b, 'pg-concurrent-b']] as const
+    const runs = await Promise.all(sessions.map(([host, sessionId]) => drive(host, sessionId)))
+    for (const { result, reportFile } of runs) {
+      expect(result.stderr).not.toMatch(/Error:/)
+      expect(result.code).toBe(0)
+      expect((await readReport(reportFile)).error).toBeUndefined()
+    }
+
+    for (const [host, sessionId] of sessions) {
+      const logged = await loggedUserMessages(join(host.home.dir, 'sessions'), { sessionId })
+      expect(logged.filter((message) => message.source.kind === 'user')).toHaveLength(3)
+      // Recalled once, at the first question: the second question of the session does not repeat it.
+      expect(logged.filter((message) => message.text.startsWith(RECALL_FENCE) && message.text.includes(KAMAL))).toHaveLength(1)
+      // The global layer's index snapshot landed once, listing the team's facts.
+      const snapshots = logged.filter((message) => message.text.startsWith(INDEX))
+      expect(snapshots).toHaveLength(1)
+      expect(snapshots[0]!.text).toContain('Kamal')
+    }
+    await database.withStore(async (store) => {
+      for (const [host, sessionId] of sessions) expect((await store.conversations.list({ workspace: workspace(host, 'gamma') })).map((conversation) => conversation.id)).toEqual([sessionId])
+    })
+    // Neither host distilled the team's facts a second time.
+    expect(await memoryTexts()).toEqual(FACTS.map((fact) => fact.text).sort())
   })
 
   it('refuses a store row with a bad databaseUrl at boot, naming the field and never printing the password', async () => {
