@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node22-env.sh
-bash scripts/setup.sh
+# CI (.ci/run) has just run the setup on its own; everyone else gets it here (idempotent).
+[ "${DSHM_SETUP_DONE:-}" = 1 ] || bash scripts/setup.sh
 bash scripts/ensure-chromium.sh
 bash scripts/ensure-postgres.sh
 exec npx vitest run "$@"
