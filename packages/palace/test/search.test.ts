@@ -15,7 +15,7 @@ import {
   type SearchSource,
   type Turn,
 } from '../src/index.js'
-import { backends } from '../../store/test/contract/backends.ts'
+import { backends } from '../../store/test/contract/backends.js'
 import { EventLog, FakeClock, tempDir } from './fixtures.js'
 
 const cleanups: (() => void | Promise<void>)[] = []

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach } from 'vitest'
-import type { Backend } from '../../store/test/contract/backends.ts'
-import type { OpenedStore } from '../../store/test/helpers.ts'
+import type { Backend } from '../../store/test/contract/backends.js'
+import type { OpenedStore } from '../../store/test/helpers.js'
 import { openMemoryTree, type OpenedMemoryTree, type OpenMemoryTreeOptions } from '../src/core/open.js'
 
-export { backends } from '../../store/test/contract/backends.ts'
+export { backends } from '../../store/test/contract/backends.js'
 
 /** A temporary directory removed by `remove()`. */
 export function tempDir(label = 'tree'): { dir: string; remove: () => void } {
