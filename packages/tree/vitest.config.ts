@@ -9,6 +9,8 @@ export default defineProject({
     include: ['test/**/*.test.ts'],
     // The MCP tests spawn the built server; give the first spawn time to load.
     testTimeout: 60_000,
+    // The repository tests run on both backends: one throwaway PostgreSQL cluster per run.
+    globalSetup: ['../store/test/support/pg-global-setup.ts'],
     server: {
       deps: {
         // The host's tool registry and system-prompt registry (from the pinned host install)

@@ -1,9 +1,11 @@
 import { join } from 'node:path'
 import { openMemoryStore, schemaDrift } from '@dsh-memory/store'
-import { sql } from 'drizzle-orm'
+import { getTableColumns, sql, type Table } from 'drizzle-orm'
 import { getTableConfig } from 'drizzle-orm/sqlite-core'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ArchiveIndex, palaceNamespaces, palaceTurns } from '../src/index.js'
+import { backends } from '../../store/test/contract/backends.js'
+import { pgSchemaDrift } from '../../store/test/support/pg-schema-drift.js'
+import { ArchiveIndex, palaceNamespaces, palacePgSchema, palaceSchema, palaceTurns } from '../src/index.js'
 import { tempDir } from './fixtures.js'
 
 const cleanups: (() => void | Promise<void>)[] = []
@@ -31,5 +33,17 @@ describe('palace tables', () => {
     const indexes = await tables.read((handle) => handle.all(sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'palace_turns' AND sql IS NOT NULL`))
     expect(indexes).toEqual([{ name: 'palace_turns_turn' }])
     expect(await tables.read((handle) => schemaDrift(handle, { palaceNamespaces, palaceTurns }))).toEqual([])
+  })
+
+  it('on PostgreSQL, pg-index-schema.ts matches what migrations-postgres/palace/ creates (types, NOT NULLs, collation, indexes)', async () => {
+    const postgres = backends.find((backend) => backend.name === 'postgres')!
+    const store = await postgres.open()
+    await new ArchiveIndex(store).tables()
+    expect(await pgSchemaDrift((text) => postgres.sql(store, text), palacePgSchema)).toEqual([])
+  })
+
+  it('has the same tables and column names on both backends, so one query serves both', () => {
+    const shape = (schema: Record<string, unknown>) => Object.fromEntries(Object.entries(schema).map(([key, table]) => [key, Object.keys(getTableColumns(table as Table)).sort()]))
+    expect(shape(palacePgSchema)).toEqual(shape(palaceSchema))
   })
 })

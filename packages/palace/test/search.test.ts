@@ -1,6 +1,5 @@
 import { chmodSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   buildTurns,
@@ -12,12 +11,11 @@ import {
   SEARCH_OUTPUT_CAP,
   searchArchives,
   ArchiveIndex,
-  palaceNamespaces,
-  palaceTurns,
   type SearchOptions,
   type SearchSource,
   type Turn,
 } from '../src/index.js'
+import { backends } from '../../store/test/contract/backends.js'
 import { EventLog, FakeClock, tempDir } from './fixtures.js'
 
 const cleanups: (() => void | Promise<void>)[] = []
@@ -185,14 +183,9 @@ describe('searchArchives', () => {
   })
 })
 
-describe('archive index (palace tables + MiniSearch)', () => {
-  async function withStore(): Promise<MemoryStore> {
-    const temp = tempDir('store')
-    const store = openMemoryStore({ path: join(temp.dir, 'memory.db') })
-    cleanups.push(temp.remove)
-    cleanups.push(() => store.close())
-    return store
-  }
+describe.each(backends)('archive index (palace tables + MiniSearch) on $name', (backend) => {
+  /** A store on a fresh database of the backend (closed after the test). */
+  const withStore = () => backend.open()
 
   it('gives the same results as a full scan, for English, Chinese and Japanese queries', async () => {
     const { source, workspace } = await archiveTexts(TEXTS)
@@ -294,8 +287,10 @@ describe('archive index (palace tables + MiniSearch)', () => {
     await index.sync(workspace.workspace, target)
     // Another process dropped the rows (as an index-version rebuild does): the cache must not hide it.
     const tables = await new ArchiveIndex(store).tables()
-    await tables.write((db) => db.delete(palaceTurns).run())
-    await tables.write((db) => db.delete(palaceNamespaces).run())
+    await tables.write(async (db, t) => {
+      await db.delete(t.palaceTurns)
+      await db.delete(t.palaceNamespaces)
+    })
     expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: TEXTS.length })
     expect(await index.sync(workspace.workspace, target)).toEqual({ inserted: 0 })
   })

@@ -5,7 +5,8 @@
  * manager) share one tree. stdout carries the protocol; logs go to stderr.
  *
  * Data location, first match wins: `--data-dir DIR`, `MEMORY_TREE_ROOT`, `DSH_MEMORY_DIR`,
- * `$DSH_HOME/memory`, `~/.dsh/memory`. The database is `<dir>/memory.db`; the markdown
+ * `$DSH_HOME/memory`, `~/.dsh/memory`. The database is `<dir>/memory.db`, or the PostgreSQL
+ * database of `--database-url` / `DSH_MEMORY_DATABASE_URL` (as for the CLI); the markdown
  * projection goes to `<dir>/tree` unless `--projection-dir` (or `--no-projection`) says
  * otherwise. The workspace (which project a call belongs to) is `--workspace DIR`, else the
  * directory the client started the server in.
@@ -17,7 +18,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { describeError } from './core/errors.js'
 import { openMemoryTree } from './core/open.js'
-import { MCP_USAGE as USAGE, resolveMcpSettings as resolveSettings } from './core/mcp-settings.js'
+import { describeDatabaseUrl, MCP_USAGE as USAGE, resolveMcpSettings as resolveSettings } from './core/mcp-settings.js'
 import { runTreeTool, TREE_HELP, TREE_TOOLS } from './core/tools.js'
 import type { Caller } from './core/tree-contract.js'
 
@@ -48,7 +49,7 @@ async function main(): Promise<void> {
 
   const log = (message: string) => process.stderr.write(`[memory-tree] ${message}\n`)
   const opened = await openMemoryTree({
-    dataDir: settings.dataDir,
+    ...(settings.databaseUrl === undefined ? { dataDir: settings.dataDir } : { databaseUrl: settings.databaseUrl }),
     projectionDir: settings.projectionDir,
     onError: (error, where) => log(`${where} failed: ${describeError(error)}`),
   })
@@ -84,7 +85,7 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (error) => log(`unhandled: ${describeError(error)}`))
 
   await server.connect(new StdioServerTransport())
-  log(`serving ${settings.dataDir} (workspace ${settings.workspace})`)
+  log(`serving ${settings.databaseUrl === undefined ? settings.dataDir : describeDatabaseUrl(settings.databaseUrl)} (workspace ${settings.workspace})`)
 }
 
 main().catch((error: unknown) => {

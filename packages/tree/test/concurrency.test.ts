@@ -1,20 +1,19 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { OpenedMemoryTree } from '../src/core/open.js'
-import { openTestTree, tempDir, tempDirEachTest } from './helpers.js'
+import { backends, type BackendTree, openBackendTree, openTestTree, tempDir, tempDirEachTest } from './helpers.js'
 import { callTool, connect, requireServerBuild } from './mcp-client.js'
 
 const workspace = '/work/payments'
 const caller = { workspace, sessionId: 'plugin-session', source: 'model' }
 
-describe('two store handles on one database file', () => {
+describe.each(backends)('two stores on one database, as two processes ($name)', (backend) => {
   let temp: ReturnType<typeof tempDir>
-  let a: OpenedMemoryTree
-  let b: OpenedMemoryTree
+  let a: BackendTree
+  let b: BackendTree
 
   beforeEach(async () => {
     temp = tempDir('tree-concurrency')
-    a = await openTestTree(temp.dir)
-    b = await openTestTree(temp.dir)
+    a = await openBackendTree(backend, temp.dir)
+    b = await openBackendTree(backend, temp.dir, {}, a)
   })
   afterEach(async () => {
     await a.close()

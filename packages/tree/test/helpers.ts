@@ -2,7 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach } from 'vitest'
+import type { Backend } from '../../store/test/contract/backends.js'
+import type { OpenedStore } from '../../store/test/helpers.js'
 import { openMemoryTree, type OpenedMemoryTree, type OpenMemoryTreeOptions } from '../src/core/open.js'
+
+export { backends } from '../../store/test/contract/backends.js'
 
 /** A temporary directory removed by `remove()`. */
 export function tempDir(label = 'tree'): { dir: string; remove: () => void } {
@@ -30,4 +34,23 @@ export class FakeClock {
 /** Open a real tree on a real SQLite file in `dir` (store + tree migrations + repository). */
 export async function openTestTree(dir: string, options: Partial<Omit<OpenMemoryTreeOptions, 'store' | 'dataDir'>> = {}): Promise<OpenedMemoryTree> {
   return openMemoryTree({ dataDir: dir, projectionDir: join(dir, 'tree'), ...options } as OpenMemoryTreeOptions)
+}
+
+/** A tree over a store of one of the store's contract backends, and that store. */
+export type BackendTree = OpenedMemoryTree & { readonly database: OpenedStore }
+
+/**
+ * Open a real tree on `backend` (SQLite: a fresh file; PostgreSQL: a fresh schema on the run's
+ * throwaway cluster), its projection in `dir`. With `sameDatabaseAs`, a second store on that
+ * tree's database, as another process would open it. Stores close after the test.
+ */
+export async function openBackendTree(
+  backend: Backend,
+  dir: string,
+  options: Partial<Omit<OpenMemoryTreeOptions, 'store' | 'dataDir'>> = {},
+  sameDatabaseAs?: BackendTree,
+): Promise<BackendTree> {
+  const database = sameDatabaseAs ? await backend.reopen(sameDatabaseAs.database) : await backend.open()
+  const opened = await openMemoryTree({ store: database, projectionDir: join(dir, 'tree'), ...options } as OpenMemoryTreeOptions)
+  return Object.assign(opened, { database })
 }

@@ -1,5 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { describe, expect, it } from 'vitest'
+import { join } from 'node:path'
+import { describe, expect, inject, it } from 'vitest'
+import { openMemoryTree } from '../src/core/open.js'
 import { resolveMcpSettings } from '../src/core/mcp-settings.js'
 import { TREE_TOOL_NAMES } from '../src/core/tools.js'
 import { openTestTree, tempDirEachTest } from './helpers.js'
@@ -80,6 +82,26 @@ describe('dsh-memory-tree-mcp over stdio with the MCP SDK client', () => {
     expect(execFileSync(process.execPath, [SERVER, '--help'], { encoding: 'utf8' })).toContain('--data-dir DIR')
     expect(execFileSync(process.execPath, [SERVER, '--version'], { encoding: 'utf8' }).trim()).toMatch(/^\d+\.\d+\.\d+/)
   })
+
+  it('--database-url keeps the tree on PostgreSQL: what the server writes, the library reads there; the password is never printed', async () => {
+    // The run's throwaway cluster; the store's default schema (dsh_memory), as a team would use it.
+    const url = inject('pgUrl')
+    const server = await connect({ args: ['--database-url', url, '--workspace', workspace, '--projection-dir', join(temp.dir, 'tree')] })
+    try {
+      const noted = await callTool(server.client, 'mt_note', { kind: 'decision', text: '数据库选 PostgreSQL、チーム全員で共有する' })
+      expect(noted.isError).toBe(false)
+    } finally {
+      await server.close()
+    }
+    expect(server.stderr()).not.toContain(decodeURIComponent(new URL(url).password))
+    expect(existsSync(join(temp.dir, 'memory.db'))).toBe(false)
+    const reader = await openMemoryTree({ databaseUrl: url, projectionDir: null })
+    try {
+      expect((await reader.tree.getContext({ workspace })).text).toContain('数据库选 PostgreSQL、チーム全員で共有する')
+    } finally {
+      await reader.close()
+    }
+  })
 })
 
 describe('MCP settings', () => {
@@ -92,5 +114,28 @@ describe('MCP settings', () => {
     expect(resolveMcpSettings(['--help'], {}, '/')).toBe('help')
     expect(() => resolveMcpSettings(['--nope'], {}, '/')).toThrow(/nope/)
     expect(resolveMcpSettings(['--projection-dir', '/p'], { DSH_HOME: '/h' }, '/')).toMatchObject({ dataDir: '/h/memory', projectionDir: '/p' })
+  })
+
+  it('resolves the PostgreSQL database as the CLI does: --database-url, else DSH_MEMORY_DATABASE_URL unless --data-dir', () => {
+    const team = 'postgres://tree:s3cret@db.internal:5432/team'
+    expect(resolveMcpSettings(['--database-url', team], { DSH_HOME: '/h' }, '/cwd')).toEqual({ dataDir: '/h/memory', workspace: '/cwd', projectionDir: '/h/memory/tree', databaseUrl: team })
+    expect(resolveMcpSettings([], { DSH_MEMORY_DATABASE_URL: ` ${team} `, DSH_HOME: '/h' }, '/')).toMatchObject({ databaseUrl: team })
+    expect(resolveMcpSettings(['--data-dir', '/d'], { DSH_MEMORY_DATABASE_URL: team }, '/')).not.toHaveProperty('databaseUrl')
+    expect(() => resolveMcpSettings(['--database-url', team, '--data-dir', '/d'], {}, '/')).toThrow(/--database-url and --data-dir/)
+    // A bad URL names where it came from, and never echoes the password.
+    for (const [argv, env, source] of [
+      [['--database-url', 'mysql://tree:s3cret@db/team'], {}, '--database-url'],
+      [[], { DSH_MEMORY_DATABASE_URL: 'postgres://tree:s3cret@db' }, 'DSH_MEMORY_DATABASE_URL'],
+      [['--database-url', 'tree:s3cret@db/team'], {}, '--database-url'],
+    ] as const) {
+      let message = ''
+      try {
+        resolveMcpSettings([...argv], env, '/')
+      } catch (error) {
+        message = (error as Error).message
+      }
+      expect(message).toMatch(new RegExp(`^${source} expects a URL such as postgres://`))
+      expect(message).not.toContain('s3cret')
+    }
   })
 })

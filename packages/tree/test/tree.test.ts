@@ -1,17 +1,17 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { openMemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { OpenedMemoryTree } from '../src/core/open.js'
 import type { TreeChange } from '../src/core/tree-contract.js'
-import { FakeClock, openTestTree, tempDir } from './helpers.js'
+import { backends, type BackendTree, FakeClock, openBackendTree, tempDir } from './helpers.js'
 
 const ws = '/work/orders-service'
 const caller = { workspace: ws, sessionId: 'session-1', source: 'model' }
 
-describe('memory tree core on a real database', () => {
+describe.each(backends)('memory tree core on a real database ($name)', (backend) => {
   let temp: ReturnType<typeof tempDir>
-  let opened: OpenedMemoryTree
+  let opened: BackendTree
+  /** A second tree on the same database, as another process would open it. */
+  const sameDatabase = (options: Parameters<typeof openBackendTree>[2] = {}) => openBackendTree(backend, temp.dir, options, opened)
   let clock: FakeClock
   let changes: TreeChange[]
   let errors: unknown[]
@@ -21,7 +21,7 @@ describe('memory tree core on a real database', () => {
     clock = new FakeClock()
     changes = []
     errors = []
-    opened = await openTestTree(temp.dir, { now: clock.now, onChange: (change) => changes.push(change), onError: (error) => errors.push(error) })
+    opened = await openBackendTree(backend, temp.dir, { now: clock.now, onChange: (change) => changes.push(change), onError: (error) => errors.push(error) })
   })
   afterEach(async () => {
     await opened.close()
@@ -68,7 +68,7 @@ describe('memory tree core on a real database', () => {
     // An assistant reply without a routed user message is skipped.
     expect((await tree.recordMessage({ role: 'assistant', text: 'done', caller })).destination).toBe('skipped')
 
-    const strict = await openTestTree(temp.dir, { options: { unknownRoute: 'chat' } })
+    const strict = await sameDatabase({ options: { unknownRoute: 'chat' } })
     try {
       expect((await strict.tree.recordMessage({ role: 'user', text: 'sounds reasonable', caller })).destination).toBe('chat')
     } finally {
@@ -191,7 +191,7 @@ describe('memory tree core on a real database', () => {
   it('checkpoint retries from a fresh read when the mainline moves meanwhile (no stale document)', async () => {
     const { tree } = opened
     await tree.note({ kind: 'decision', text: 'First decision' }, caller)
-    const second = await openTestTree(temp.dir, { now: clock.now })
+    const second = await sameDatabase({ now: clock.now })
     try {
       // Slip a write in between the checkpoint's read and its write, from a second handle.
       const repository = tree.repository
@@ -240,6 +240,23 @@ describe('memory tree core on a real database', () => {
     expect((await tree.resolveProject(caller, { create: false }))?.name).toBe('Research')
   })
 
+  it('orders and matches like SQLite: bindings by code point, names case- and width-insensitively, ties by insertion', async () => {
+    const { tree } = opened
+    const { repository } = tree
+    // Upper case before lower case and '_' between them, as SQLite's BINARY order (never a locale's).
+    const workspaces = ['/work/zeta', '/work/数据平台', '/work/Alpha', '/work/_tools', '/work/alpha', '/work/オーダー']
+    for (const workspace of workspaces) await tree.setProject('订单服务 Orders', { workspace })
+    const project = (await repository.findProject('订单服务 orders'))!
+    expect(await repository.bindings(project.id)).toEqual([...workspaces].sort())
+    expect((await repository.findProject('订单服务　ＯＲＤＥＲＳ'))?.id).toBe(project.id)
+    // Three checkpoints in one clock tick list newest first; a CJK item text round-trips as written.
+    const inAlpha = { workspace: '/work/alpha', sessionId: 's', source: 'model' }
+    await tree.note({ kind: 'decision', text: '使用 PostgreSQL 共享团队记忆、日本語も同じ' }, inAlpha)
+    for (const title of ['一', '二', '三']) await tree.checkpoint({ title }, inAlpha)
+    expect((await repository.listCheckpoints(project.id)).map((checkpoint) => checkpoint.title)).toEqual(['三', '二', '一'])
+    expect((await repository.listItems(project.id, { status: 'all' })).map((item) => item.text)).toEqual(['使用 PostgreSQL 共享团队记忆、日本語も同じ'])
+  })
+
   it('redacts secrets, rejects empty input, and resolves items', async () => {
     const { tree } = opened
     const { item } = await tree.note({ kind: 'constraint', text: 'Deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789 only from CI' }, caller)
@@ -255,7 +272,7 @@ describe('memory tree core on a real database', () => {
   })
 
   it('compresses the chat partition aggressively into a digest', async () => {
-    const small = await openTestTree(temp.dir, { now: clock.now, options: { chatKeep: 3 } })
+    const small = await sameDatabase({ now: clock.now, options: { chatKeep: 3 } })
     try {
       const messages = ['你好', '今天天气不错', '周末去看电影', 'thanks, have a nice weekend', 'こんにちは、いい天気ですね']
       for (const message of messages) {
@@ -296,12 +313,8 @@ describe('memory tree core on a real database', () => {
   })
 
   it('stores its tables through the store migration runner under owner "tree"', async () => {
-    const store = openMemoryStore({ path: join(temp.dir, 'memory.db'), readonly: true })
-    try {
-      const applied = (await store.meta.migrations()).filter((m) => m.owner === 'tree')
-      expect(applied.map((m) => [m.version, m.name])).toEqual([[1, 'init']])
-    } finally {
-      await store.close()
-    }
+    const store = await backend.reopen(opened.database, { readonly: true })
+    const applied = (await store.meta.migrations()).filter((m) => m.owner === 'tree')
+    expect(applied.map((m) => [m.version, m.name])).toEqual([[1, 'init']])
   })
 })

@@ -22,7 +22,8 @@ import { findPackageMigrations, redactSecrets, tokenize, type MigrationSet, type
 import { and, count, eq, gt, inArray } from 'drizzle-orm'
 import MiniSearch, { type SearchResult } from 'minisearch'
 import { PalaceError } from './errors.js'
-import { palaceNamespaces, palaceSchema, palaceTurns, type PalaceSchema } from './index-schema.js'
+import { palaceSchema, type PalaceSchema } from './index-schema.js'
+import { palacePgSchema } from './pg-index-schema.js'
 import { INDEX_FILE, STATE_FILE } from './layout.js'
 import type { IndexEntry, NamespaceArchive } from './namespace.js'
 import type { ParsedQuery } from './query.js'
@@ -35,14 +36,31 @@ export const INDEX_VERSION = 2
 const WRITE_BATCH = 200
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u
 
+function packageMigrations(root: 'migrations' | 'migrations-postgres'): MigrationSet {
+  const set = findPackageMigrations(import.meta.url, PALACE_MIGRATION_OWNER, root)
+  if (set) return set
+  throw new PalaceError('not-found', `the memory-palace ${root} folder is missing next to ${fileURLToPath(import.meta.url)}`)
+}
+
 /**
  * The palace's SQL migrations (`migrations/palace/NNNN_name.sql`) for the store's runner.
  * @throws PalaceError `not-found` when the package was installed without its migrations folder
  */
 export function palaceMigrations(): MigrationSet {
-  const set = findPackageMigrations(import.meta.url, PALACE_MIGRATION_OWNER)
-  if (set) return set
-  throw new PalaceError('not-found', `the memory-palace migrations folder is missing next to ${fileURLToPath(import.meta.url)}`)
+  return packageMigrations('migrations')
+}
+
+/**
+ * The same tables' PostgreSQL migrations (`migrations-postgres/palace/`, same owner and versions).
+ * @throws PalaceError `not-found` when the package was installed without that folder
+ */
+export function palacePgMigrations(): MigrationSet {
+  return packageMigrations('migrations-postgres')
+}
+
+/** The palace tables on both backends, for `store.tables(...)`. */
+export function palaceTables(): PackageTablesDeclaration<PalaceSchema> {
+  return { migrations: palaceMigrations(), schema: palaceSchema, postgres: { migrations: palacePgMigrations(), schema: palacePgSchema } }
 }
 
 /** The slice of the store the index needs: the package-tables seam. */
@@ -148,7 +166,7 @@ export class ArchiveIndex {
 
   /** The palace tables (migrated on first use). */
   tables(): Promise<PackageTables<PalaceSchema>> {
-    this.tablesPromise ??= this.host.tables({ migrations: palaceMigrations(), schema: palaceSchema })
+    this.tablesPromise ??= this.host.tables(palaceTables())
     // A failed open (a read-only store behind on migrations, a closed store) is retried next time.
     this.tablesPromise.catch(() => (this.tablesPromise = undefined))
     return this.tablesPromise
@@ -161,9 +179,10 @@ export class ArchiveIndex {
    */
   async sync(workspace: string, target: IndexedNamespace): Promise<{ inserted: number }> {
     const tables = await this.tables()
+    const { palaceNamespaces, palaceTurns } = tables.t
     const where = and(eq(palaceNamespaces.workspace, workspace), eq(palaceNamespaces.namespace, target.namespace))
     const turnsWhere = and(eq(palaceTurns.workspace, workspace), eq(palaceTurns.namespace, target.namespace))
-    const readState = () => tables.read((db) => db.select().from(palaceNamespaces).where(where).get())
+    const readState = () => tables.read(async (db) => (await db.select().from(palaceNamespaces).where(where).limit(1))[0])
     const upToDate = (row: Awaited<ReturnType<typeof readState>>, turns: number, sessionId: string) => row?.version === INDEX_VERSION && row.sessionId === sessionId && row.turns === turns
     // Stat before reading: a file replaced after the stat has a new signature and is read next time.
     const cacheKey = `${workspace}\0${target.namespace}\0${target.archive.dir}`
@@ -180,9 +199,13 @@ export class ArchiveIndex {
       return { inserted: 0 }
     }
     // Rows of another index version, or of another folder that had this name: rebuilt.
-    if (state !== undefined && (state.version !== INDEX_VERSION || state.sessionId !== sessionId)) await tables.write((db) => db.delete(palaceTurns).where(turnsWhere).run())
+    if (state !== undefined && (state.version !== INDEX_VERSION || state.sessionId !== sessionId)) {
+      await tables.write(async (db) => {
+        await db.delete(palaceTurns).where(turnsWhere)
+      })
+    }
     const existing = new Map(
-      await tables.read((db) => db.select({ turn: palaceTurns.turn, archiveId: palaceTurns.archiveId }).from(palaceTurns).where(turnsWhere).all().map((row) => [row.turn, row.archiveId] as const)),
+      await tables.read(async (db) => (await db.select({ turn: palaceTurns.turn, archiveId: palaceTurns.archiveId }).from(palaceTurns).where(turnsWhere)).map((row) => [row.turn, row.archiveId] as const)),
     )
     const missing = entries.filter((entry) => existing.get(entry.turn) !== entry.archive)
     // Rows of turns this folder no longer holds, or held by another archive (a memory name
@@ -190,16 +213,23 @@ export class ArchiveIndex {
     const current = new Set(entries.map((entry) => entry.turn))
     const replaced = new Set(missing.map((entry) => entry.turn))
     const stale = [...existing.keys()].filter((turn) => !current.has(turn) || replaced.has(turn))
-    if (stale.length > 0) await tables.write((db) => db.delete(palaceTurns).where(and(turnsWhere, inArray(palaceTurns.turn, stale))).run())
+    if (stale.length > 0) {
+      await tables.write(async (db) => {
+        await db.delete(palaceTurns).where(and(turnsWhere, inArray(palaceTurns.turn, stale)))
+      })
+    }
     let inserted = 0
     for (let start = 0; start < missing.length; start += WRITE_BATCH) {
       const rows = await Promise.all(missing.slice(start, start + WRITE_BATCH).map((entry) => this.row(workspace, target, entry)))
-      inserted += await tables.write((db) => db.insert(palaceTurns).values(rows).onConflictDoNothing().run().changes)
+      inserted += await tables.write(async (db) => (await db.insert(palaceTurns).values(rows).onConflictDoNothing().returning({ id: palaceTurns.id })).length)
     }
     const next = { workspace, namespace: target.namespace, sessionId, turns: entries.length, version: INDEX_VERSION, updatedAt: Date.now() }
-    await tables.write((db) =>
-      db.insert(palaceNamespaces).values(next).onConflictDoUpdate({ target: [palaceNamespaces.workspace, palaceNamespaces.namespace], set: { sessionId, turns: next.turns, version: next.version, updatedAt: next.updatedAt } }).run(),
-    )
+    await tables.write(async (db) => {
+      await db
+        .insert(palaceNamespaces)
+        .values(next)
+        .onConflictDoUpdate({ target: [palaceNamespaces.workspace, palaceNamespaces.namespace], set: { sessionId, turns: next.turns, version: next.version, updatedAt: next.updatedAt } })
+    })
     remember()
     return { inserted }
   }
@@ -264,22 +294,23 @@ export class ArchiveIndex {
   /** Workspaces with an indexed archive (the memory browser lists their palaces). */
   async workspaces(): Promise<string[]> {
     const tables = await this.tables()
-    return tables.read((db) => db.selectDistinct({ workspace: palaceNamespaces.workspace }).from(palaceNamespaces).orderBy(palaceNamespaces.workspace).all().map((row) => row.workspace))
+    const { palaceNamespaces } = tables.t
+    return tables.read(async (db) => (await db.selectDistinct({ workspace: palaceNamespaces.workspace }).from(palaceNamespaces).orderBy(palaceNamespaces.workspace)).map((row) => row.workspace))
   }
 
   /** The workspace's MiniSearch, after syncing the targets and loading rows written since (by any process). */
   private async searchOf(workspace: string, targets: readonly IndexedNamespace[]): Promise<MiniSearch<TurnDoc>> {
     for (const target of targets) await this.sync(workspace, target)
     const tables = await this.tables()
+    const { palaceTurns } = tables.t
     let cached = this.searches.get(workspace)
-    const { rows, total } = await tables.read((db) => ({
-      rows: db
+    const { rows, total } = await tables.read(async (db) => ({
+      rows: await db
         .select({ id: palaceTurns.id, namespace: palaceTurns.namespace, turn: palaceTurns.turn, terms: palaceTurns.terms })
         .from(palaceTurns)
         .where(and(eq(palaceTurns.workspace, workspace), gt(palaceTurns.id, cached?.lastId ?? 0)))
-        .orderBy(palaceTurns.id)
-        .all(),
-      total: db.select({ n: count() }).from(palaceTurns).where(eq(palaceTurns.workspace, workspace)).get()?.n ?? 0,
+        .orderBy(palaceTurns.id),
+      total: (await db.select({ n: count() }).from(palaceTurns).where(eq(palaceTurns.workspace, workspace)))[0]?.n ?? 0,
     }))
     if (cached && cached.rows + rows.length !== total) {
       // Rows were deleted (a rebuild of another index version): start over.

@@ -12,15 +12,24 @@ stdio server. Tools: ${TREE_TOOLS.map((tool) => tool.name).join(', ')}.
 Options:
   --data-dir DIR        directory of memory.db (default: $MEMORY_TREE_ROOT, $DSH_MEMORY_DIR,
                         $DSH_HOME/memory, ~/.dsh/memory)
+  --database-url URL    use this PostgreSQL database (postgres://user@host:5432/db) instead of
+                        memory.db (default: $DSH_MEMORY_DATABASE_URL unless --data-dir is given);
+                        put the password in ~/.pgpass, not in the URL
   --workspace DIR       the workspace whose project the tools use (default: the current directory)
   --projection-dir DIR  where the markdown projection goes (default: <data-dir>/tree)
   --no-projection       do not write the markdown projection
   -h, --help            show this help
   -v, --version         show the version`
 
+/** The environment variable naming the PostgreSQL database when `--database-url` is absent (as for the CLI). */
+export const DATABASE_URL_ENV = 'DSH_MEMORY_DATABASE_URL'
+
 /** Resolved server settings (exported for tests and embedding). */
 export interface McpServerSettings {
+  /** Where the projection goes by default; the database too unless `databaseUrl` is set. */
   dataDir: string
+  /** The PostgreSQL database holding the store, when one was named. */
+  databaseUrl?: string
   workspace: string
   projectionDir: string | null
 }
@@ -34,6 +43,7 @@ export function resolveMcpSettings(argv: readonly string[], env: Record<string, 
     args: [...argv],
     options: {
       'data-dir': { type: 'string' },
+      'database-url': { type: 'string' },
       workspace: { type: 'string' },
       'projection-dir': { type: 'string' },
       'no-projection': { type: 'boolean' },
@@ -47,6 +57,32 @@ export function resolveMcpSettings(argv: readonly string[], env: Record<string, 
   const configured = values['data-dir'] ?? env.MEMORY_TREE_ROOT ?? env.DSH_MEMORY_DIR
   const dataDir = resolveDataDir(configured?.trim() ? configured : undefined, env)
   const projectionDir = values['no-projection'] ? null : resolve(values['projection-dir'] ?? join(dataDir, 'tree'))
-  return { dataDir, workspace: resolve(cwd, values.workspace ?? '.'), projectionDir }
+  const fromEnv = values['data-dir'] === undefined ? env[DATABASE_URL_ENV]?.trim() || undefined : undefined
+  if (values['database-url'] !== undefined && values['data-dir'] !== undefined) throw new Error('--database-url and --data-dir name two different stores; give one of them')
+  const databaseUrl = values['database-url'] === undefined ? fromEnv && checkDatabaseUrl(fromEnv, DATABASE_URL_ENV) : checkDatabaseUrl(values['database-url'], '--database-url')
+  return { dataDir, workspace: resolve(cwd, values.workspace ?? '.'), projectionDir, ...(databaseUrl ? { databaseUrl } : {}) }
+}
+
+/**
+ * A URL's server and database, never its password: what the server prints about it.
+ * @throws Error naming `source` (the flag or the variable) for anything but a postgres:// URL naming a database
+ */
+function checkDatabaseUrl(value: string, source: string): string {
+  let url: URL | undefined
+  try {
+    url = new URL(value.trim())
+  } catch {
+    // Not echoed: an unparseable URL may still hold a password.
+  }
+  const example = 'a URL such as postgres://user@host:5432/database'
+  if (!url || !['postgres:', 'postgresql:'].includes(url.protocol)) throw new Error(`${source} expects ${example}${url ? `, got a ${url.protocol} URL` : ''}`)
+  if (url.pathname.length <= 1) throw new Error(`${source} expects ${example}; ${describeDatabaseUrl(url.href)} names no database`)
+  return value.trim()
+}
+
+/** `host:port/database` of a PostgreSQL URL: what logs may show (no user, no password). */
+export function describeDatabaseUrl(value: string): string {
+  const url = new URL(value)
+  return `postgres://${url.host}${url.pathname}`
 }
 

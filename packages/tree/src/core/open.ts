@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { openMemoryStore, openStore, type MemoryStore } from '@dsh-memory/store'
 import { treeMigrations } from './migrations.js'
 import { openStoreTreeRepository, type TreeTablesHost } from './store-repository.js'
 import { MemoryTree } from './tree.js'
@@ -8,16 +8,30 @@ import type { MemoryTreeInit } from './tree-contract.js'
 /** The database file name inside a data directory (the store plugin's name for it). */
 export const DATABASE_FILE = 'memory.db'
 
-/** Options of {@link openMemoryTree}: an open store, or a data directory to open one in. */
+/**
+ * Options of {@link openMemoryTree}: an open store, a data directory to open one in, or a
+ * PostgreSQL database to open one on.
+ */
 export type OpenMemoryTreeOptions = Omit<MemoryTreeInit, 'repository'> & {
   /** How long a write keeps retrying while another process holds the lock (ms). Default 5000. */
   busyTimeoutMs?: number
-} & ({ store: TreeTablesHost; dataDir?: undefined } | { dataDir: string; store?: undefined })
+} & (
+    | { store: TreeTablesHost; dataDir?: undefined; databaseUrl?: undefined }
+    | { dataDir: string; store?: undefined; databaseUrl?: undefined }
+    | {
+        /** `postgres://…`: the store (and the tree's tables) on this PostgreSQL database. */
+        databaseUrl: string
+        /** The store's PostgreSQL schema (namespace); the store's default when absent. */
+        schema?: string
+        store?: undefined
+        dataDir?: undefined
+      }
+  )
 
 /** A tree plus what {@link openMemoryTree} opened for it. */
 export interface OpenedMemoryTree {
   tree: MemoryTree
-  /** The store, when this call opened it (a `dataDir` was given); closed by `close()`. */
+  /** The store, when this call opened it (a `dataDir` or `databaseUrl` was given); closed by `close()`. */
   store: MemoryStore | undefined
   /** Close the tree, and the store if this call opened it. Idempotent. */
   close(): Promise<void>
@@ -25,17 +39,23 @@ export interface OpenedMemoryTree {
 
 /**
  * Open the memory tree over the shared store: declare the `tree` tables through the store's
- * extension seam (its migration runner applies them) and run every query on its session. Given a
- * `dataDir`, the store is opened at `<dataDir>/memory.db` too (the MCP server's case).
+ * extension seam (its migration runner applies them, on either backend) and run every query on
+ * its session. Given a `dataDir` the store is opened at `<dataDir>/memory.db`, given a
+ * `databaseUrl` on that PostgreSQL database (the MCP server's cases).
  */
 export async function openMemoryTree(options: OpenMemoryTreeOptions): Promise<OpenedMemoryTree> {
-  const { store: given, dataDir, busyTimeoutMs, ...init } = options
-  let owned: ReturnType<typeof openMemoryStore> | undefined
+  const { store: given, dataDir, databaseUrl, busyTimeoutMs, ...rest } = options
+  const { schema, ...init } = rest as typeof rest & { schema?: string }
+  const busy = busyTimeoutMs === undefined ? {} : { busyTimeoutMs }
+  let owned: Awaited<ReturnType<typeof openStore>> | undefined
   let store: TreeTablesHost
   if (given) {
     store = given
   } else {
-    owned = openMemoryStore({ path: join(dataDir, DATABASE_FILE), extraMigrations: [treeMigrations()], ...(busyTimeoutMs === undefined ? {} : { busyTimeoutMs }) })
+    owned =
+      databaseUrl !== undefined
+        ? await openStore({ databaseUrl, ...(schema === undefined ? {} : { schema }), ...busy })
+        : openMemoryStore({ path: join(dataDir, DATABASE_FILE), extraMigrations: [treeMigrations()], ...busy })
     store = owned
   }
   try {
