@@ -4,5 +4,7 @@ export default defineProject({
   test: {
     name: 'recall',
     include: ['test/**/*.test.ts'],
+    // The run's throwaway PostgreSQL cluster (the store project's): the state tests run on both backends.
+    globalSetup: ['../store/test/support/pg-global-setup.ts'],
   },
 })

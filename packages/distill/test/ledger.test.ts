@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { dayKey, expiredDays, summarizeLedger } from '../src/core/ledger.js'
 import type { LedgerEntry } from '../src/core/model.js'
 import { DistillStateRepository } from '../src/core/state.js'
+import { backends } from '../../store/test/contract/backends.js'
 import { openTempStore } from './fixtures.js'
 
 const day = Date.UTC(2025, 5, 1, 10)
@@ -40,9 +41,9 @@ describe('ledger days', () => {
   })
 })
 
-describe('ledger persisted in the store', () => {
+describe.each(backends)('ledger persisted in the store ($name)', (backend) => {
   it('keeps one row per call and sums them per day, counting failures and estimates', async () => {
-    const { store } = openTempStore()
+    const store = await backend.open()
     const state = new DistillStateRepository(store)
     await state.recordCost(entry({ conversationId: '会话-1', durationMs: 420 }), 365, day)
     await state.recordCost(entry({ inputTokens: 50, estimated: true }), 365, day)
@@ -66,7 +67,7 @@ describe('ledger persisted in the store', () => {
   })
 
   it('records entries by day and prunes days beyond tokenCost.retentionDays', async () => {
-    const { store } = openTempStore()
+    const store = await backend.open()
     const state = new DistillStateRepository(store)
     await state.recordCost(entry({ at: day - 10 * 86_400_000 }), 365, day - 10 * 86_400_000)
     await state.recordCost(entry({ at: day - 86_400_000, layer: 'l2' }), 365, day - 86_400_000)
@@ -80,7 +81,9 @@ describe('ledger persisted in the store', () => {
     expect(rows.find((row) => row.layer === 'l1')).toMatchObject({ calls: 2, inputTokens: 200, outputTokens: 15 })
     expect(await state.pruneCosts(1, day + 86_400_000)).toEqual(['2025-05-31'])
   })
+})
 
+describe('a legacy ledger (SQLite data dirs only)', () => {
   it('fails loudly on a legacy ledger written by a newer version, and keeps it', async () => {
     const { store } = openTempStore()
     await store.meta.set('distill.ledger.days', JSON.stringify({ v: 99, days: [] }))

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import type { CoordinatedMemoryStore } from '@dsh-memory/store'
-import { markCommitted, markQueued, addDesired, emptyLayerState, reconcile } from '../src/core/injection-ledger.ts'
+import { markCommitted, markQueued, addDesired, emptyLayerState, reconcile, setEnabled } from '../src/core/injection-ledger.ts'
 import { InjectionLedger } from '../src/core/injection-ledger-repository.ts'
-import { injections, layerSessions } from '../src/core/state-schema.ts'
 import { openRecallTables } from '../src/core/state-tables.ts'
 import { LayerController, type LayerSessionHandle } from '../src/core/layer-controller.ts'
 import { buildLayerSnapshot, injectedMemoryIds, layerRef, memoryTitle, snapshotInjectionId, snapshotMemoryIds } from '../src/core/layers.ts'
 import { DEFAULT_RECALL_OPTIONS } from '../src/core/options.ts'
-import { type TempStore, tempStoreEachTest } from './support/store.ts'
+import { backends } from '../../store/test/contract/backends.ts'
+import { tempStoreEachTest } from './support/store.ts'
 
 /**
  * The host's side of one session, as the controller sees it through its handle: the
@@ -126,11 +126,12 @@ describe('the injection state machine', () => {
     expect(markCommitted(committed, 'memory-layer-a', 9)).toBe(committed)
   })
 
-  describe('with a real store, across a restart between queued and committed', () => {
-    const openStore = tempStoreEachTest()
-    let handle: TempStore | undefined
+  describe.each(backends)('with a real store ($name), across a restart between queued and committed', (backend) => {
+    let handle: { store: CoordinatedMemoryStore } | undefined
 
-    const current = () => handle!.store as CoordinatedMemoryStore
+    const current = () => handle!.store
+    /** A store on a fresh database (SQLite file or PostgreSQL schema), closed after the test. */
+    const open = async () => (handle = { store: await backend.open() })
 
     async function seed(store: CoordinatedMemoryStore) {
       await store.memories.add({ kind: 'fact', text: 'Deploys go out with Kamal.', scope: 'workspace', workspace: WS })
@@ -139,7 +140,7 @@ describe('the injection state machine', () => {
 
     /** A seeded store, a controller on it and session s1 with `layer` enabled (its snapshot queued). */
     async function enabled(layer: 'workspace' | 'global' = 'workspace') {
-      handle = openStore()
+      await open()
       await seed(current())
       const controller = controllerFor(current)
       const session = new SessionStandIn('s1', WS)
@@ -147,14 +148,16 @@ describe('the injection state machine', () => {
       return { controller, session, id: session.inbox[0]!.id }
     }
 
-    /** The process restarts: the same file is reopened and a fresh controller runs on it. */
+    /** The process restarts: the same database is reopened and a fresh controller runs on it. */
     async function restart(): Promise<LayerController> {
-      await handle!.reopen()
+      const old = handle!.store
+      await old.close()
+      handle = { store: await backend.reopen(old) }
       return controllerFor(current)
     }
 
     it('enable queues one snapshot through the inject API, and the log commits it', async () => {
-      handle = openStore()
+      await open()
       await seed(current())
       const controller = controllerFor(current)
       const session = new SessionStandIn('s1', WS)
@@ -246,17 +249,36 @@ describe('the injection state machine', () => {
       expect(session.snapshotsLogged()).toBe(1)
     })
 
+    it('two processes on one database: of two deliveries computed from the same state, exactly one is queued', async () => {
+      const { session, id } = await enabled()
+      // The inbox is lost and two processes sharing the database find the snapshot missing at once.
+      session.inbox = []
+      const other = await backend.reopen(current())
+      const [mine, theirs] = [new InjectionLedger(current), new InjectionLedger(() => other)]
+      const [seenByMine, seenByTheirs] = [await mine.get('s1'), await theirs.get('s1')]
+      const redelivered = (state: typeof seenByMine, now: number) => markQueued(state, id, { entries: 2, tokens: 30 }, now)
+      expect(await theirs.put(redelivered(seenByTheirs, 2), seenByTheirs)).toBe(true)
+      // The same transition at the same moment, from the state read before: refused, nothing written.
+      expect(await mine.put(redelivered(seenByMine, 2), seenByMine)).toBe(false)
+      expect((await mine.get('s1')).injections.map((record) => [record.id, record.state, record.tokens])).toEqual([[id, 'queued', 30]])
+      // Read-modify-writes from both processes at once both land: each retries on the fresh state.
+      await Promise.all([mine.update('s1', (state, now) => ({ state: setEnabled(state, 'global', true, now).state, result: undefined })), theirs.update('s1', (state, now) => ({ state: markCommitted(state, id, now, 7), result: undefined }))])
+      const final = await theirs.get('s1')
+      expect(final.enabled).toEqual({ global: true, workspace: true })
+      expect(final.injections.map((record) => [record.id, record.state, record.seq])).toEqual([[id, 'committed', 7]])
+    })
+
     it('the ledger holds ids, revisions and states, never memory text', async () => {
-      handle = openStore()
-      await handle.store.memories.add({ kind: 'fact', text: 'purple-elephant secret project name', scope: 'workspace', workspace: WS })
+      const { store } = await open()
+      await store.memories.add({ kind: 'fact', text: 'purple-elephant secret project name', scope: 'workspace', workspace: WS })
       const controller = controllerFor(current)
       const session = new SessionStandIn('s1', WS)
       await controller.enable(session, 'workspace')
       await session.step(controller)
-      const rows = await (await openRecallTables(handle.store)).read((db) => [db.select().from(layerSessions).all(), db.select().from(injections).all()])
+      const rows = await (await openRecallTables(store)).read(async (db, t) => [await db.select().from(t.layerSessions), await db.select().from(t.injections)])
       expect(rows[1]).toHaveLength(1)
       expect(JSON.stringify(rows)).not.toContain('purple-elephant')
-      expect(await handle.store.meta.list('recall.')).toEqual([])
+      expect(await store.meta.list('recall.')).toEqual([])
     })
   })
 })

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest'
-import { type CoordinatedMemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { describe, expect, it } from 'vitest'
+import type { CoordinatedMemoryStore } from '@dsh-memory/store'
 import { consolidationLease, jaccard, Lifecycle, planConsolidation, RETENTION_LEASE, type ReviewReason } from '../src/core/lifecycle.ts'
 import { DEFAULT_RECALL_OPTIONS, resolveRecallOptions } from '../src/core/options.ts'
-import { tempStore } from './support/store.ts'
+import { backends } from '../../store/test/contract/backends.ts'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -14,19 +14,14 @@ function manualClock(start = Date.UTC(2025, 5, 1)) {
   return { now: () => t, advance: (ms: number) => (t += ms) }
 }
 
-describe('lifecycle', () => {
-  let handle: ReturnType<typeof tempStore> | undefined
-  const extra: CoordinatedMemoryStore[] = []
-  afterEach(async () => {
-    for (const store of extra.splice(0)) await store.close()
-    await handle?.cleanup()
-    handle = undefined
-  })
+describe.each(backends)('lifecycle ($name)', (backend) => {
+  // Stores are closed after each test by the backends harness.
+  let first: CoordinatedMemoryStore | undefined
 
-  function setup(overrides: Parameters<typeof resolveRecallOptions>[0] = {}) {
+  async function setup(overrides: Parameters<typeof resolveRecallOptions>[0] = {}) {
     const clock = manualClock()
-    handle = tempStore({ now: clock.now })
-    const store = () => handle!.store as CoordinatedMemoryStore
+    first = await backend.open({ now: clock.now })
+    const store = () => first!
     const reviews: [ReviewReason, number][] = []
     const options = resolveRecallOptions(overrides)
     const lifecycle = new Lifecycle({ store, options, holder: 'host-a:1:test', now: clock.now, review: async (reason, turns) => void reviews.push([reason, turns]) })
@@ -35,11 +30,10 @@ describe('lifecycle', () => {
 
   describe('review', () => {
     it('counts completed user turns and reviews after reviewEveryUserTurns; the count is shared through the store', async () => {
-      const { lifecycle, reviews, store, clock, options } = setup({ lifecycle: { reviewEveryUserTurns: 3, idleDelayMinutes: 0 } })
+      const { lifecycle, reviews, store, clock, options } = await setup({ lifecycle: { reviewEveryUserTurns: 3, idleDelayMinutes: 0 } })
       expect(await lifecycle.noteUserTurn()).toBe(false)
       // Another process on the same database counts into the same record.
-      const other = openMemoryStore({ path: handle!.path, now: clock.now })
-      extra.push(other)
+      const other = await backend.reopen(first!, { now: clock.now })
       const second = new Lifecycle({ store: () => other, options, holder: 'host-b:2:test', now: clock.now, review: async (reason, turns) => void reviews.push([reason, turns]) })
       expect(await second.noteUserTurn()).toBe(false)
       expect(await lifecycle.noteUserTurn()).toBe(true)
@@ -51,7 +45,7 @@ describe('lifecycle', () => {
     })
 
     it('reviews after idleDelayMinutes without a turn, once', async () => {
-      const { lifecycle, reviews, clock } = setup({ lifecycle: { reviewEveryUserTurns: 0, idleDelayMinutes: 30 } })
+      const { lifecycle, reviews, clock } = await setup({ lifecycle: { reviewEveryUserTurns: 0, idleDelayMinutes: 30 } })
       await lifecycle.noteUserTurn()
       await lifecycle.noteUserTurn()
       clock.advance(29 * 60_000)
@@ -66,8 +60,7 @@ describe('lifecycle', () => {
 
   describe('consolidation', () => {
     it('plans a deterministic merge of near-duplicates of one kind into the newest, CJK included', async () => {
-      handle = tempStore()
-      const store = handle.store
+      const store = await backend.open()
       const a = await store.memories.add({ kind: 'fact', text: 'The staging deploy uses Kamal and runs on Fridays.', scope: 'global', createdAt: 1_000 })
       const b = await store.memories.add({ kind: 'fact', text: 'The staging deploy uses Kamal, and runs on Fridays!', scope: 'global', createdAt: 2_000 })
       const c = await store.memories.add({ kind: 'preference', text: 'The staging deploy uses Kamal and runs on Fridays.', scope: 'global', createdAt: 3_000 })
@@ -87,7 +80,7 @@ describe('lifecycle', () => {
     })
 
     it('waits consolidationCooldownHours after the first change (later writes do not postpone it), merges under a lease, keeps history', async () => {
-      const { lifecycle, store, clock } = setup({ lifecycle: { consolidationCooldownHours: 20, globalConsolidationCooldownDays: 7, retentionSweepHours: 0 } })
+      const { lifecycle, store, clock } = await setup({ lifecycle: { consolidationCooldownHours: 20, globalConsolidationCooldownDays: 7, retentionSweepHours: 0 } })
       const older = await store().memories.add({ kind: 'fact', text: 'CI runs on Buildkite agents.', scope: 'workspace', workspace: WS })
       expect((await lifecycle.tick()).consolidated).toEqual([])
       clock.advance(10 * HOUR)
@@ -107,7 +100,7 @@ describe('lifecycle', () => {
     })
 
     it('the global layer waits globalConsolidationCooldownDays', async () => {
-      const { lifecycle, store, clock } = setup({ lifecycle: { consolidationCooldownHours: 1, globalConsolidationCooldownDays: 7, retentionSweepHours: 0 } })
+      const { lifecycle, store, clock } = await setup({ lifecycle: { consolidationCooldownHours: 1, globalConsolidationCooldownDays: 7, retentionSweepHours: 0 } })
       await store().memories.add({ kind: 'fact', text: 'Prefers tea over coffee.', scope: 'global' })
       await store().memories.add({ kind: 'fact', text: 'Prefers tea over coffee', scope: 'global' })
       await lifecycle.tick()
@@ -119,11 +112,10 @@ describe('lifecycle', () => {
     })
 
     it('two processes: one consolidates, the other finds the lease busy; a stale holder\'s merges are refused', async () => {
-      const { lifecycle, store, clock } = setup({ lifecycle: { consolidationCooldownHours: 0, retentionSweepHours: 0 } })
+      const { lifecycle, store, clock } = await setup({ lifecycle: { consolidationCooldownHours: 0, retentionSweepHours: 0 } })
       await store().memories.add({ kind: 'fact', text: 'Uses pnpm workspaces.', scope: 'global' })
       await store().memories.add({ kind: 'fact', text: 'Uses pnpm workspaces', scope: 'global' })
-      const other = openMemoryStore({ path: handle!.path, now: clock.now })
-      extra.push(other)
+      const other = await backend.reopen(first!, { now: clock.now })
       // Process B holds the lease (it is mid-consolidation somewhere else).
       const held = (await other.leases.acquire(consolidationLease('global'), 'host-b:2:test', 60_000))!
       expect(await lifecycle.consolidate('global')).toBe('busy')
@@ -143,7 +135,7 @@ describe('lifecycle', () => {
 
   describe('retention', () => {
     it('sweeps by kind every retentionSweepHours: unused for maxAgeDays, then least recently used beyond maxCount', async () => {
-      const { lifecycle, store, clock } = setup({
+      const { lifecycle, store, clock } = await setup({
         lifecycle: { retentionSweepHours: 24, consolidationCooldownHours: 1_000, globalConsolidationCooldownDays: 1_000 },
         retention: { rules: [{ kind: 'episode', maxAgeDays: 30, maxCount: 2 }] },
       })
@@ -171,7 +163,7 @@ describe('lifecycle', () => {
     })
 
     it('does nothing when disabled or without rules', async () => {
-      const { lifecycle, store, clock } = setup({ lifecycle: { retentionSweepHours: 0 } })
+      const { lifecycle, store, clock } = await setup({ lifecycle: { retentionSweepHours: 0 } })
       await store().memories.add({ kind: 'episode', text: 'x', scope: 'global', createdAt: 0 })
       await lifecycle.tick()
       clock.advance(1_000 * DAY)

@@ -1,18 +1,17 @@
 import { describe, expect, it } from 'vitest'
 import { injectionActive, modePolicy, policyAllows, settingsLabel } from '../src/core/session-modes.ts'
 import { SessionSettingsRepository } from '../src/core/session-settings.ts'
-import { tempStoreEachTest } from './support/store.ts'
+import { backends } from '../../store/test/contract/backends.ts'
 
-describe('session settings', () => {
-  const openStore = tempStoreEachTest()
-
+describe.each(backends)('session settings ($name)', (backend) => {
   it('are per session id and survive closing and reopening the database', async () => {
-    const handle = openStore()
-    const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' }, () => 1234)
+    const store = await backend.open()
+    const repo = new SessionSettingsRepository(store, { mode: 'auto', inject: 'follow' }, () => 1234)
     expect(await repo.get('s1')).toEqual({ mode: 'auto', inject: 'follow', updatedAt: null })
     await repo.update('s1', { mode: 'work' })
     await repo.update('s1', { inject: 'off' })
-    const reopened = await handle.reopen()
+    await store.close()
+    const reopened = await backend.reopen(store)
     const again = new SessionSettingsRepository(reopened, { mode: 'auto', inject: 'follow' })
     expect(await again.get('s1')).toEqual({ mode: 'work', inject: 'off', updatedAt: 1234 })
     expect(await again.get('s2')).toEqual({ mode: 'auto', inject: 'follow', updatedAt: null })
@@ -22,8 +21,7 @@ describe('session settings', () => {
   })
 
   it('keep Chinese and Japanese session ids apart', async () => {
-    const handle = openStore()
-    const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' }, () => 5)
+    const repo = new SessionSettingsRepository(await backend.open(), { mode: 'auto', inject: 'follow' }, () => 5)
     await repo.update('会话-一', { mode: 'chat' })
     await repo.update('セッション-二', { inject: 'off' })
     expect(await repo.get('会话-一')).toEqual({ mode: 'chat', inject: 'follow', updatedAt: 5 })
@@ -31,8 +29,7 @@ describe('session settings', () => {
   })
 
   it('rejects unknown values with a stable code and the field, and writes nothing', async () => {
-    const handle = openStore()
-    const repo = new SessionSettingsRepository(handle.store, { mode: 'auto', inject: 'follow' })
+    const repo = new SessionSettingsRepository(await backend.open(), { mode: 'auto', inject: 'follow' })
     await repo.update('s1', { mode: 'work' })
     await expect(repo.update('s1', { mode: 'loud' as never })).rejects.toMatchObject({ code: 'invalid-argument', path: 'mode' })
     await expect(repo.update('s1', { inject: 'sometimes' as never })).rejects.toMatchObject({ code: 'invalid-argument', path: 'inject' })
