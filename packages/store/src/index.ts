@@ -11,6 +11,7 @@ export { CHANGES_CHANNEL } from './core/change-spec.ts'
 export type {
   PackageAuditEntry,
   PackageDatabase,
+  PackageDialect,
   PackageRunResult,
   PackageTables,
   PackageTablesDeclaration,

@@ -54,14 +54,14 @@ describe('package tables on the store session', () => {
     expect(await rejectionOf(store.tables({ migrations: { owner: 'Bad Owner', migrations: [] } }))).toMatchObject({ code: 'invalid-argument' })
     expect(await rejectionOf(store.tables({ migrations, schema: 'x' as unknown as Record<string, never> }))).toMatchObject({ code: 'invalid-argument', message: expect.stringContaining('schema') })
     const tables = await store.tables({ migrations, schema })
-    // An async callback would span an await and escape the unit: refused, and nothing it wrote survives.
-    const error = await rejectionOf(
-      tables.write((db) => {
+    // The synchronous paths cannot wait: an async callback (or an unawaited query) is refused, and nothing it wrote survives.
+    expect(() =>
+      tables.writeSync((db) => {
         db.insert(notes).values({ id: 'async', body: 'x' }).run()
         return Promise.resolve() as unknown as void
       }),
-    )
-    expect(error).toMatchObject({ code: 'invalid-argument', message: expect.stringContaining('synchronous') })
+    ).toThrow(expect.objectContaining({ code: 'invalid-argument', message: expect.stringContaining('synchronous') }))
+    expect(() => tables.readSync((db, t) => db.select().from(t.notes) as unknown as void)).toThrow(expect.objectContaining({ code: 'invalid-argument' }))
     expect(await tables.read((db) => db.select().from(notes).all())).toEqual([])
     expect(await rejectionOf(tables.write(() => undefined, { audit: { op: 'other.thing', entityId: 'x' } }))).toMatchObject({ code: 'invalid-argument', message: expect.stringContaining('audit[0].op') })
   })
@@ -121,6 +121,35 @@ describe('package tables on the store session', () => {
     expect(await readOnly.read((db) => db.select().from(notes).all())).toEqual([{ id: 'n', body: '只读也能读', hits: 0 }])
     expect(await rejectionOf(readOnly.write((db) => db.delete(notes).run()))).toMatchObject({ code: 'readonly' })
     expect(() => readOnly.writeSync((db) => db.delete(notes).run())).toThrow(expect.objectContaining({ code: 'readonly' }))
+  })
+
+  it('a synchronous callback of write() commits and frees the connection before write() returns; an async one holds it until it settles', async () => {
+    const { store } = openTemp()
+    const tables = await store.tables({ migrations, schema })
+    const syncWrite = tables.write((db) => db.insert(notes).values({ id: 'sync-op', body: '同步' }).run())
+    // Already committed: a synchronous write (which cannot wait) goes straight through.
+    tables.writeSync((db, t) => db.update(t.notes).set({ hits: 1 }).where(eq(t.notes.id, 'sync-op')).run())
+    await syncWrite
+
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let inserted!: () => void
+    const insertedOnce = new Promise<void>((resolve) => (inserted = resolve))
+    const asyncWrite = tables.write(async (db, t) => {
+      await db.insert(t.notes).values({ id: 'async-op', body: '非同期' })
+      inserted()
+      await gate
+    })
+    // The async unit holds the connection: a synchronous write cannot join it, a synchronous read sees it.
+    expect(() => tables.writeSync((db) => db.delete(notes).run())).toThrow(expect.objectContaining({ code: 'busy' }))
+    await insertedOnce
+    expect(tables.readSync((db, t) => db.select({ id: t.notes.id }).from(t.notes).all()).map((row) => row.id).sort()).toEqual(['async-op', 'sync-op'])
+    release()
+    await asyncWrite
+    expect(await tables.read((db, t) => db.select().from(t.notes).orderBy(t.notes.id))).toEqual([
+      { id: 'async-op', body: '非同期', hits: 0 },
+      { id: 'sync-op', body: '同步', hits: 1 },
+    ])
   })
 
   it('waits for another process’s write lock (async path) and fails fast on the sync path', async () => {

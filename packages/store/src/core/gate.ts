@@ -35,15 +35,19 @@ export class ConnectionGate {
   /**
    * Run `body` holding the connection: other callers wait until it settles; calls made
    * inside it pass. `body` starts synchronously, so its first statement (BEGIN) runs
-   * before anyone else can use the connection.
+   * before anyone else can use the connection. A `body` that returns a plain value (not a
+   * promise) releases the connection before `hold` returns, in the same synchronous stretch,
+   * so a synchronous unit never keeps others waiting for a tick.
    */
-  async hold<T>(body: () => Promise<T>): Promise<T> {
+  async hold<T>(body: () => T | Promise<T>): Promise<T> {
     while (this.holder) await this.holder.released
     let release!: () => void
     const token = Symbol('transaction')
     this.holder = { token, released: new Promise<void>((resolve) => (release = resolve)) }
     try {
-      return await this.context.run(token, body)
+      const result = this.context.run(token, body)
+      // No await before the `finally` for a plain value: the holder is cleared synchronously.
+      return result instanceof Promise ? await result : result
     } finally {
       this.holder = undefined
       release()

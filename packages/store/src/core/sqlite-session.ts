@@ -14,6 +14,7 @@ import { type AuditSpec, type ChangeSpec, writeActor } from './change-spec.ts'
 import { isMemoryStoreError, MemoryStoreError } from './errors.ts'
 import { retryWhileBusy } from './busy-retry.ts'
 import { ConnectionGate } from './gate.ts'
+import { isThenable } from './package-tables.ts'
 import type { ResolvedStoreOptions } from './options.ts'
 import * as schema from './schema.ts'
 import { FtsIndex } from './search-index.ts'
@@ -241,35 +242,71 @@ export class SqliteSession {
     if (typeof fn !== 'function') throw new MemoryStoreError('invalid-argument', 'transaction needs a function')
     const fence = options?.fence === undefined ? undefined : this.fenceOf(options.fence)
     if (fence) this.assertWritable()
-    if (this.#gate.insideTransaction) {
-      if (fence) this.assertFence(fence)
-      return this.#savepoint(() => fn(arg as A))
-    }
-    return this.#gate.hold(async () => {
-      this.assertOpen()
-      // Nothing ran yet when BEGIN is busy: wait for the other process's write to end.
-      await retryWhileBusy(this.options.busyTimeoutMs, async () => {
-        this.assertOpen()
-        try {
-          this.sqlite.exec(this.readonly ? 'BEGIN' : 'BEGIN IMMEDIATE')
-        } catch (error) {
-          throw translateSqliteError(error, 'cannot start a transaction')
-        }
-      })
-      try {
-        // Under the write lock: nobody can take the lease over until this transaction ends.
-        if (fence) this.assertFence(fence)
-        const result = await fn(arg as A)
-        this.sqlite.exec('COMMIT')
-        return result
-      } catch (error) {
-        this.#rollback('ROLLBACK')
-        throw translateSqliteError(error, 'transaction failed')
-      }
-    })
+    return this.unit(!this.readonly, () => fn(arg as A), { fence, context: 'transaction failed' })
   }
 
-  async #savepoint<T>(fn: () => Promise<T> | T): Promise<T> {
+  /**
+   * Run `op` as one unit holding the connection: in its own transaction (a write: BEGIN
+   * IMMEDIATE, so the write lock is taken up front and the fence is checked under it; a read:
+   * a deferred transaction, one snapshot), or as a savepoint of the caller's open transaction.
+   * `op` may be async: the connection stays held (this process's other callers wait) until it
+   * settles, and it commits or rolls back whole. A synchronous `op` commits and frees the
+   * connection before this returns, as a plain call does. A `busy` attempt is retried while
+   * nothing ran yet (or always, with `rerun`, for reads that may simply run again).
+   */
+  unit<T>(write: boolean, op: () => T | PromiseLike<T>, options: { fence?: LeaseFence | undefined; context?: string; rerun?: boolean } = {}): Promise<T> {
+    this.assertOpen()
+    if (write) this.assertWritable()
+    const { fence } = options
+    const context = options.context ?? (write ? 'write failed' : 'read failed')
+    if (this.#gate.insideTransaction) {
+      if (fence) this.assertFence(fence)
+      return this.#savepoint(op)
+    }
+    let began = false
+    const attempt = () =>
+      this.#gate.hold(() => {
+        // A call that queued for the connection while close() began is new work: refuse it.
+        if (this.#closed) throw new MemoryStoreError('closed', 'the memory store is closed')
+        began = false
+        try {
+          this.stmt(write ? 'BEGIN IMMEDIATE' : 'BEGIN').run()
+        } catch (error) {
+          throw translateSqliteError(error, context)
+        }
+        began = true
+        let result: T | PromiseLike<T>
+        try {
+          // Under the write lock: nobody can take the lease over until this transaction ends.
+          if (fence) this.assertFence(fence)
+          result = op()
+        } catch (error) {
+          this.#rollback('ROLLBACK')
+          throw translateSqliteError(error, context)
+        }
+        if (!isThenable(result)) return this.#commit(result, context)
+        return Promise.resolve(result).then(
+          (value) => this.#commit(value, context),
+          (error: unknown) => {
+            this.#rollback('ROLLBACK')
+            throw translateSqliteError(error, context)
+          },
+        )
+      })
+    return retryWhileBusy(this.options.busyTimeoutMs, attempt, () => options.rerun === true || !began)
+  }
+
+  #commit<T>(result: T, context: string): T {
+    try {
+      this.stmt('COMMIT').run()
+    } catch (error) {
+      this.#rollback('ROLLBACK')
+      throw translateSqliteError(error, context)
+    }
+    return result
+  }
+
+  async #savepoint<T>(fn: () => PromiseLike<T> | T): Promise<T> {
     const name = `dshm_sp_${++this.#savepointCounter}`
     this.sqlite.exec(`SAVEPOINT ${name}`)
     try {

@@ -18,6 +18,7 @@ import { applyMigrations, packageMigrationSets } from './migrations.ts'
 import { type MemoryStoreOptions, resolveStoreOptions } from './options.ts'
 import {
   openPackageTables,
+  type PackageAuditWriter,
   type PackageDatabase,
   type PackageSessionPort,
   type PackageTables,
@@ -36,7 +37,7 @@ import { BUSY_SLICE_MS, SqliteSession, translateSqliteError } from './sqlite-ses
 import { statsService } from './sqlite-stats.ts'
 import { exportJsonl, importJsonl } from './sqlite-transfer.ts'
 import { storeMigrations } from './store-migrations.ts'
-import type { EntityName } from './types-common.ts'
+import type { EntityName, WriteOptions } from './types-common.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
 import type { CoordinatedMemoryStore } from './types-store.ts'
 
@@ -95,21 +96,25 @@ export function openMemoryStore(options: MemoryStoreOptions): CoordinatedMemoryS
 /** The store: the repositories of one session, plus migrations and the package-tables seam. */
 function assembleStore(s: SqliteSession): CoordinatedMemoryStore & PackageTablesHost & AsyncDisposable {
   const packageTables = new Map<string, PackageTables<Record<string, unknown>>>()
+  const audit =
+    (options: WriteOptions | undefined): PackageAuditWriter =>
+    (owner, entry) =>
+      s.audit({ entity: owner as EntityName, entityId: entry.entityId, audit: entry.op, revision: entry.revision ?? null }, options, s.now())
   const packagePort: PackageSessionPort = {
-    // A deferred transaction: every statement of the read sees one snapshot.
-    read: (op) => s.read(() => s.deferred(op)),
-    write: (op, options) => s.write(op, options),
+    dialect: 'sqlite',
+    // A deferred transaction: every statement of the read sees one snapshot; a busy read may run again.
+    read: (op) => s.unit(false, op, { rerun: true }),
+    write: (op, options) => s.unit(true, () => op(audit(options)), { fence: options?.fence === undefined ? undefined : s.fenceOf(options.fence) }),
     readSync: (op) => s.sync(false, () => s.deferred(op)),
     writeSync: (op, options) => {
       const fence = options?.fence === undefined ? undefined : s.fenceOf(options.fence)
       return s.sync(true, () =>
         s.immediate(() => {
           if (fence) s.assertFence(fence)
-          return op()
+          return op(audit(options))
         }),
       )
     },
-    audit: (owner, entry, options) => s.audit({ entity: owner as EntityName, entityId: entry.entityId, audit: entry.op, revision: entry.revision ?? null }, options, s.now()),
   }
   const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => {
     const list = packageMigrationSets(sets)
@@ -144,8 +149,9 @@ function assembleStore(s: SqliteSession): CoordinatedMemoryStore & PackageTables
       await migrate(declaration.migrations)
       let tables = packageTables.get(owner)
       if (!tables) {
-        const db = drizzle({ client: s.sqlite, schema: declaration.schema ?? {} }) as unknown as PackageDatabase<Record<string, unknown>>
-        tables = openPackageTables(owner, db, packagePort)
+        const schema = declaration.schema ?? {}
+        const db = drizzle({ client: s.sqlite, schema }) as unknown as PackageDatabase<Record<string, unknown>>
+        tables = openPackageTables(owner, db, schema, packagePort)
         packageTables.set(owner, tables)
       }
       return tables as unknown as PackageTables<TSchema>

@@ -4,6 +4,14 @@
  * PostgreSQL: a new schema on the run's throwaway cluster, see `support/pg-global-setup.ts`),
  * closed after the test; `reopen(store)` opens a second store on the same database, as a
  * second process would; `location(store)` is what a real child process passes to `openStore`.
+ *
+ * Other packages' tests use it too (a plugin's repository tests on both backends): import it by
+ * relative path (`../../store/test/contract/backends.ts`), add
+ * `globalSetup: ['../store/test/support/pg-global-setup.ts']` to the package's vitest config
+ * (it provides `inject('pgUrl')`) and `allowImportingTsExtensions` to its tsconfig (this file
+ * and the store's sources import siblings as `./x.ts`). Stores opened here come from the
+ * store's sources, not its built `dist`; they meet the package's code through the public
+ * interfaces only, and errors are recognised by shape (`isMemoryStoreError`), so both agree.
  */
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
@@ -13,6 +21,8 @@ import { inject } from 'vitest'
 import { openStore } from '../../src/index.ts'
 import type { MemoryStoreOptions, PostgresStoreOptions } from '../../src/index.ts'
 import { onCleanup, type OpenedStore, tempDir } from '../helpers.ts'
+// The type of `inject('pgUrl')`, for importers outside the store whose programs do not hold it.
+import type {} from '../support/pg-global-setup.ts'
 
 /** Store options a contract test may set (the location is the backend's business). */
 export type BackendOptions = Omit<Partial<MemoryStoreOptions>, 'path' | 'cacheMiB'>
