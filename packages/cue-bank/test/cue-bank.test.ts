@@ -4,7 +4,7 @@ import { CueBank } from '../src/core/cue-bank.js'
 import { isCueBankError } from '../src/core/errors.js'
 import { resolveCueBankOptions } from '../src/core/options.js'
 import { openCueRepository } from '../src/core/store-cue-repository.js'
-import { backends } from '../../store/test/contract/backends.ts'
+import { backends } from '../../store/test/contract/backends.js'
 import { Clock, cueFixture, DAY, openHarness, session, T0, talk, tempDir, type Harness, type HarnessLocation } from './fixtures.js'
 
 const PG_USER = '我们决定把 PostgreSQL 主数据库迁移到 16 版本，索引要重建'

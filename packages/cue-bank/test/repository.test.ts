@@ -6,7 +6,7 @@ import { getTableColumns } from 'drizzle-orm'
 import { getTableConfig as pgTableConfig } from 'drizzle-orm/pg-core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 // The store's contract harness: every test below runs on a real SQLite file and on a real PostgreSQL schema.
-import { backends } from '../../store/test/contract/backends.ts'
+import { backends } from '../../store/test/contract/backends.js'
 import { cueBankMigrations } from '../src/migrations.js'
 import { cueBankPgSchema } from '../src/core/pg-schema.js'
 import { cueBankSchema } from '../src/core/schema.js'
