@@ -70,7 +70,7 @@ describe('the cue bank on PostgreSQL', () => {
 import { CueBank, openCueRepository, resolveCueBankOptions } from ${JSON.stringify(pathToFileURL(BUILT).href)}
 const store = await openStore(JSON.parse(process.argv[2]))
 const repository = await openCueRepository(store, { pollMs: 0 })
-const bank = new CueBank({ repository, options: resolveCueBankOptions({}, {}), now: () => ${T0} })
+const bank = new CueBank({ repository, options: resolveCueBankOptions({}, {}), now: () => ${T0}, hooks: { onError: (error, where) => console.error(where, error) } })
 const written = await bank.recordTurn({ id: 'other-host-session', workspace: '/work/alpha' }, {
   turn: 1,
   user: [{ id: 'u1', text: '我们决定把主数据库从 MySQL 迁移到 PostgreSQL，索引要重建' }],

@@ -118,7 +118,8 @@ export function cueWriter(db: Db, t: CueBankSchema, dialect: PackageDialect): Cu
       const rows = await db
         .select({ id: topics.id })
         .from(topics)
-        .where(and(eq(topics.partition, partition), lt(topics.lastTouchedAt, before)))
+        // Times are whole ms (a bigint on PostgreSQL): x < 10.4 is x < 11 for integers.
+        .where(and(eq(topics.partition, partition), lt(topics.lastTouchedAt, Math.ceil(before))))
       return deleteCues(rows.map((row) => row.id))
     },
 
