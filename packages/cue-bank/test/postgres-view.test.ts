@@ -3,7 +3,7 @@
  * which catches up with other processes' writes by polling `cue_bank_revisions`.
  */
 import { execFile } from 'node:child_process'
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
@@ -13,6 +13,7 @@ import { tempDir } from '../../store/test/helpers.js'
 import { CueBank } from '../src/core/cue-bank.js'
 import { resolveCueBankOptions } from '../src/core/options.js'
 import { openCueRepository } from '../src/core/store-cue-repository.js'
+import { CueBankService } from '../src/service.js'
 import { Clock, cueFixture, DAY, session, T0 } from './fixtures.js'
 
 const run = promisify(execFile)
@@ -52,6 +53,24 @@ describe('the cue bank on PostgreSQL', () => {
     } finally {
       writer.close()
       reader.close()
+    }
+  })
+
+  it('ctx.memoryCueBank.importJson shows the imported cues at once, without waiting for the poll', async () => {
+    const store = await postgres.open()
+    const repository = await openCueRepository(store, { pollMs: 0 })
+    // The reference file's cues were touched on 2026-08-15: wake on that day, before they decay.
+    const bank = new CueBank({ repository, options: resolveCueBankOptions({}, {}), now: () => T0 })
+    try {
+      const service = new CueBankService(bank, store)
+      const result = await service.importJson(readFileSync(new URL('./fixtures/reference-cue-bank.json', import.meta.url), 'utf8'))
+      expect(result.inserted).toEqual({ topics: 3, idioms: 2 })
+      expect(service.list({ partitions: ['global'] })).toHaveLength(3)
+      expect(service.idioms().map((idiom) => idiom.word)).toEqual(['闭环', '形成闭环'])
+      const decision = bank.observeUserMessage(session('/work/any'), { id: 'm', text: '飞书插件的审批流又卡住了' }, 1)!
+      expect(decision.cues.map((ranked) => ranked.cue.id)).toEqual(expect.arrayContaining(['t-1755222000000-a1', 't-1755222000000-a2']))
+    } finally {
+      await bank.close()
     }
   })
 

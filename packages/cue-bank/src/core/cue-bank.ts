@@ -393,6 +393,11 @@ export class CueBank {
   // -------------------------------------------------------------------------------------------
   // lifecycle
 
+  /** Catch the wake's reads up with the database now (PostgreSQL's view; nothing to do on SQLite). */
+  refresh(): Promise<void> {
+    return this.#repository.refresh()
+  }
+
   /** Resolves when every queued cue write has committed (what the host's flush waits for). */
   whenCommitted(): Promise<void> {
     return this.#queue.then(() => undefined)
