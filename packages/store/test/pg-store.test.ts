@@ -60,13 +60,6 @@ describe('opening a PostgreSQL store', () => {
     expect(error.message).toContain('databaseUrl')
     expect(error.message).not.toContain('wrong-password-123')
   })
-
-  it('package tables are not on PostgreSQL yet: tables() rejects with unsupported naming the owner', async () => {
-    const store = await postgres.open()
-    const error = await rejectionOf(store.tables({ migrations: { owner: 'tree', migrations: [] } }))
-    expect(error).toMatchObject({ code: 'unsupported', message: "package tables of 'tree' are not on PostgreSQL yet" })
-    expect((await rejectionOf(store.tables({ migrations: { owner: 'store', migrations: [] } }))).code).toBe('invalid-argument')
-  })
 })
 
 describe('the PostgreSQL session', () => {

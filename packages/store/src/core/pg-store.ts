@@ -8,10 +8,18 @@
  * `pg-leases.ts`, …). Loaded on the first PostgreSQL open (`open-store.ts` holds the
  * public openers), so SQLite users never load node-postgres.
  */
+import { drizzle } from 'drizzle-orm/node-postgres'
 import { MemoryStoreError } from './errors.ts'
 import { packageMigrationSets } from './migrations.ts'
 import { type PostgresStoreOptions, resolvePostgresOptions } from './options.ts'
-import { type PackageTables, type PackageTablesDeclaration, validateDeclaration } from './package-tables.ts'
+import {
+  openPackageTables,
+  type PackageDatabase,
+  type PackageSessionPort,
+  type PackageTables,
+  type PackageTablesDeclaration,
+  validateDeclaration,
+} from './package-tables.ts'
 import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
 import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
 import { pgConversationRepository, pgMessageRepository } from './pg-conversations.ts'
@@ -24,6 +32,7 @@ import { pgStatsService } from './pg-stats.ts'
 import { pgExportJsonl, pgImportJsonl } from './pg-transfer.ts'
 import { connectPg, PgSession } from './pg-session.ts'
 import { postgresStoreMigrations } from './store-migrations.ts'
+import type { EntityName } from './types-common.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
 import type { OpenedMemoryStore } from './types-store.ts'
 
@@ -44,6 +53,7 @@ export async function openPostgres(options: PostgresStoreOptions): Promise<Opene
 
 /** The store: the repositories of one session, plus migrations and the package-tables seam. */
 function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
+  const packageTables = new Map<string, PackageTables<Record<string, unknown>>>()
   const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => applyPgMigrations(s, packageMigrationSets(sets), s.now())
   const store: OpenedMemoryStore & AsyncDisposable = {
     path: s.path,
@@ -69,11 +79,43 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
     async tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
       s.assertOpen()
       validateDeclaration(declaration)
-      // Phase 2 of the PostgreSQL backend ports the plugins' own tables.
-      throw new MemoryStoreError('unsupported', `package tables of '${declaration.migrations.owner}' are not on PostgreSQL yet`)
+      const owner = declaration.migrations.owner
+      const postgres = declaration.postgres
+      if (!postgres) {
+        throw new MemoryStoreError('unsupported', `package tables of '${owner}' are not declared for PostgreSQL (the declaration has no postgres part); use a SQLite store or a version of the package that declares them`)
+      }
+      await applyPgMigrations(s, [postgres.migrations], s.now())
+      let tables = packageTables.get(owner)
+      if (!tables) {
+        // Drizzle on the session's one client: every query runs inside the unit's transaction.
+        const db = drizzle({ client: s.client, schema: postgres.schema }) as unknown as PackageDatabase<Record<string, unknown>>
+        tables = openPackageTables(owner, db, postgres.schema, pgPackagePort(s, owner))
+        packageTables.set(owner, tables)
+      }
+      return tables as unknown as PackageTables<TSchema>
     },
     close: () => s.close(),
     [Symbol.asyncDispose]: () => s.close(),
   }
   return store
+}
+
+/**
+ * The session units of one package's tables: a read is the session's snapshot read, a write
+ * its serialised write (writer lock, fence, savepoint inside store.transaction) with the audit
+ * rows on the same transaction. The client answers asynchronously only: the synchronous
+ * paths refuse.
+ */
+function pgPackagePort(s: PgSession, owner: string): PackageSessionPort {
+  const synchronous = (): never => {
+    throw new MemoryStoreError('unsupported', `package tables of '${owner}': readSync/writeSync need a synchronous database, which PostgreSQL is not; use read/write (a host hook that must answer synchronously keeps a cache)`)
+  }
+  return {
+    dialect: 'postgresql',
+    read: (op) => s.read(async () => op()),
+    write: (op, options) =>
+      s.write(async (tx) => op((entity, entry) => s.audit(tx, { entity: entity as EntityName, entityId: entry.entityId, audit: entry.op, revision: entry.revision ?? null }, options, s.now())), options),
+    readSync: synchronous,
+    writeSync: synchronous,
+  }
 }

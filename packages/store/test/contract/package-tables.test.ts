@@ -1,7 +1,7 @@
 import { eq, sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
 import { rejectionOf } from '../helpers.ts'
-import { demoDeclaration, demoMigrations } from '../support/demo-tables.ts'
+import { demoDeclaration } from '../support/demo-tables.ts'
 import { backends } from './backends.ts'
 
 /** A clock the test moves by hand (lease expiry). */
@@ -11,8 +11,7 @@ function manualClock(start = Date.UTC(2025, 5, 1)) {
 }
 
 // The package-tables seam's contract, in the portable query style (awaited builders, tables from `t`).
-// PostgreSQL joins once its side of the seam lands; until then tables() rejects there with `unsupported`.
-describe.each(backends.filter((backend) => backend.name === 'sqlite'))('package tables ($name)', (backend) => {
+describe.each(backends)('package tables ($name)', (backend) => {
   it('migrates a package’s tables once, hands out one handle per owner, and runs portable queries on them', async () => {
     const store = await backend.open()
     const tables = await store.tables(demoDeclaration())
@@ -165,11 +164,35 @@ describe.each(backends.filter((backend) => backend.name === 'sqlite'))('package 
   it('refuses a declaration whose applied migration was edited (migration-mismatch), and bad declarations with the path of the bad field', async () => {
     const store = await backend.open()
     await store.tables(demoDeclaration())
-    const edited = { ...demoDeclaration(), migrations: { owner: 'demo', migrations: [{ ...demoMigrations.migrations[0]!, sql: `${demoMigrations.migrations[0]!.sql} -- edited` }] } }
     const other = await backend.reopen(store)
-    expect(await rejectionOf(other.tables(edited))).toMatchObject({ code: 'migration-mismatch' })
+    expect(await rejectionOf(other.tables(demoDeclaration({ edit: ' -- edited' })))).toMatchObject({ code: 'migration-mismatch' })
     expect(await rejectionOf(store.tables({ migrations: { owner: 'store', migrations: [] } }))).toMatchObject({ code: 'invalid-argument', message: expect.stringContaining('migrations.owner') })
+    expect(await rejectionOf(store.tables({ migrations: { owner: 'Bad Owner', migrations: [] } }))).toMatchObject({ code: 'invalid-argument' })
+    expect(await rejectionOf(store.tables({ ...demoDeclaration(), schema: 'x' as never }))).toMatchObject({ code: 'invalid-argument', message: expect.stringContaining('schema') })
     const wrongOwner = { ...demoDeclaration(), postgres: { migrations: { owner: 'other', migrations: [] }, schema: {} } }
     expect(await rejectionOf(store.tables(wrongOwner))).toMatchObject({ code: 'invalid-argument', path: 'postgres.migrations.owner' })
+    expect(await rejectionOf(store.tables({ ...demoDeclaration(), postgres: { migrations: demoDeclaration().migrations, schema: null as never } }))).toMatchObject({ path: 'postgres.schema' })
+  })
+
+  it('the synchronous paths answer on SQLite and refuse with unsupported on PostgreSQL; a declaration without a postgres part is SQLite-only', async () => {
+    const store = await backend.open()
+    const tables = await store.tables(demoDeclaration())
+    await tables.write((db, t) => db.insert(t.notes).values({ id: 's', body: '同期' }))
+    const readSync = () => tables.readSync((db, t) => db.select({ id: t.notes.id }).from(t.notes).all())
+    const writeSync = () => tables.writeSync((db, t) => db.delete(t.notes).run())
+    const other = await backend.open()
+    if (backend.name === 'sqlite') {
+      expect(readSync()).toEqual([{ id: 's' }])
+      writeSync()
+      expect(await tables.read((db, t) => db.select().from(t.notes))).toEqual([])
+      expect((await other.tables(demoDeclaration({ sqliteOnly: true }))).dialect).toBe('sqlite')
+    } else {
+      expect(readSync).toThrow(expect.objectContaining({ code: 'unsupported', message: expect.stringContaining("'demo'") }))
+      expect(writeSync).toThrow(expect.objectContaining({ code: 'unsupported' }))
+      expect(await tables.read((db, t) => db.select({ id: t.notes.id }).from(t.notes))).toEqual([{ id: 's' }])
+      expect(await rejectionOf(other.tables(demoDeclaration({ sqliteOnly: true })))).toMatchObject({ code: 'unsupported', message: expect.stringContaining("'demo'") })
+      // Nothing was migrated for the refused declaration.
+      expect((await other.meta.migrations()).filter((m) => m.owner === 'demo')).toEqual([])
+    }
   })
 })
