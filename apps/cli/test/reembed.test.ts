@@ -72,9 +72,9 @@ describe('dsh-memory reembed', () => {
     // Cues written through the cue bank's own repository, as the cue-bank plugin writes them.
     const store = open()
     const repository = await openCueRepository(store)
-    repository.insertCue(cue('c-shop-db', `workspace:${fixture.shop}`, 'PostgreSQL migration of the shop API'))
-    repository.insertCue(cue('c-shop-deploy', `workspace:${fixture.shop}`, '周二部署 shop API'))
-    repository.insertCue(cue('c-global', 'global', 'Helix editor keymap', { embedding: Float32Array.from([9, 9, 9, 9]), embeddingModel: 'old-model' }))
+    await repository.insertCue(cue('c-shop-db', `workspace:${fixture.shop}`, 'PostgreSQL migration of the shop API'))
+    await repository.insertCue(cue('c-shop-deploy', `workspace:${fixture.shop}`, '周二部署 shop API'))
+    await repository.insertCue(cue('c-global', 'global', 'Helix editor keymap', { embedding: Float32Array.from([9, 9, 9, 9]), embeddingModel: 'old-model' }))
     repository.close()
     await store.close()
   })

@@ -117,7 +117,7 @@ describe('cue-bank in the real DSH host', () => {
     const after = openMemoryStore({ path: join(hosted.home.dir, 'memory', 'memory.db') })
     try {
       const repository = await openCueRepository(after)
-      const woken = shown.map((id) => repository.getCue(id))
+      const woken = await Promise.all(shown.map((id) => repository.getCue(id)))
       repository.close()
       expect(woken.every((cue) => cue?.sessionId === sessionA && cue.hitCount >= 1)).toBe(true)
     } finally {

@@ -4,6 +4,7 @@ import { loadMigrationDir, type MigrationSet } from '@dsh-memory/store'
 export const CUE_BANK_MIGRATION_OWNER = 'cue-bank'
 
 let cached: MigrationSet | undefined
+let cachedPostgres: MigrationSet | undefined
 
 /**
  * The cue bank's versioned SQL migrations, shipped in `migrations/cue-bank/` of the package.
@@ -13,4 +14,10 @@ let cached: MigrationSet | undefined
 export function cueBankMigrations(): MigrationSet {
   cached ??= loadMigrationDir(new URL('../migrations/cue-bank/', import.meta.url), CUE_BANK_MIGRATION_OWNER)
   return cached
+}
+
+/** The same tables' PostgreSQL migrations, shipped in `migrations-postgres/cue-bank/` (same owner). */
+export function cueBankPostgresMigrations(): MigrationSet {
+  cachedPostgres ??= loadMigrationDir(new URL('../migrations-postgres/cue-bank/', import.meta.url), CUE_BANK_MIGRATION_OWNER)
+  return cachedPostgres
 }

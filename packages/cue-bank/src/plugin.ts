@@ -128,7 +128,10 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   if (!claimPluginRow(ctx, name)) return
   const options = resolveCueBankOptions(config)
   const logger = ctx.logger('memory-cue-bank')
-  const repository = await openCueRepository(ctx.memoryStore)
+  // On PostgreSQL the wake reads a view of the bank, polled for other hosts' writes.
+  const repository = await openCueRepository(ctx.memoryStore, {
+    onError: (error) => logger.warn('catching up with cues written by other processes failed (retrying): %s', error instanceof Error ? error.message : String(error)),
+  })
   let toolRegistered = false
   const embedder = options.vectorAvailable
     ? createEmbeddingClient({

@@ -47,8 +47,11 @@ export class CueBankService {
   }
 
   /** Import a reference cue-bank JSON file into the store (see {@link importCueBankJson}). */
-  importJson(json: string | unknown, options?: ImportCueBankOptions): Promise<ImportCueBankResult> {
-    return importCueBankJson(this.store, json, options)
+  async importJson(json: string | unknown, options?: ImportCueBankOptions): Promise<ImportCueBankResult> {
+    const result = await importCueBankJson(this.store, json, options)
+    // On PostgreSQL the next wake (and list) must not wait for the view's poll to see the import.
+    await this.bank.refresh()
+    return result
   }
 
   /** Resolves when queued writes have committed and background embeddings have settled. */

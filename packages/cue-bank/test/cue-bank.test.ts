@@ -4,22 +4,26 @@ import { CueBank } from '../src/core/cue-bank.js'
 import { isCueBankError } from '../src/core/errors.js'
 import { resolveCueBankOptions } from '../src/core/options.js'
 import { openCueRepository } from '../src/core/store-cue-repository.js'
-import { Clock, cueFixture, DAY, openHarness, session, T0, talk, tempDir, type Harness } from './fixtures.js'
+import { backends } from '../../store/test/contract/backends.js'
+import { Clock, cueFixture, DAY, openHarness, session, T0, talk, tempDir, type Harness, type HarnessLocation } from './fixtures.js'
 
 const PG_USER = '我们决定把 PostgreSQL 主数据库迁移到 16 版本，索引要重建'
 const PG_REPLY = '好的：先在预发环境做 pg_upgrade 演练，重建索引后再切换主数据库。'
 
-describe('the cue bank engine on a real store', () => {
+describe.each(backends)('the cue bank engine on a real store ($name)', (backend) => {
   let temp: ReturnType<typeof tempDir>
+  /** Where this test's store is: a SQLite file in `temp`, or a fresh PostgreSQL schema. */
+  let where: HarnessLocation
   let h: Harness
   const written: CueWrittenEvent[] = []
   const woken: CueWokenEvent[] = []
 
   beforeEach(async () => {
     temp = tempDir()
+    where = backend.name === 'sqlite' ? temp.dir : backend.fresh()
     written.length = 0
     woken.length = 0
-    h = await openHarness(temp.dir, {}, { hooks: { onWritten: (e) => written.push(e), onWoken: (e) => woken.push(e) }, openTool: 'cue_bank_open' })
+    h = await openHarness(where, {}, { hooks: { onWritten: (e) => written.push(e), onWoken: (e) => woken.push(e) }, openTool: 'cue_bank_open' })
   })
   afterEach(async () => {
     await h.close()
@@ -111,7 +115,7 @@ describe('the cue bank engine on a real store', () => {
       await h.bank.whenIdle()
       expect(woken).toEqual([{ partition: 'workspace:/work/alpha', sessionId: b.id, turn: 2, cueIds: decision.cues.map((c) => c.cue.id), via: 'keyword' }])
       for (const ranked of decision.cues) {
-        expect(h.repository.getCue(ranked.cue.id)).toMatchObject({ hitCount: 1, lastTouchedAt: T0 + 2 * DAY })
+        expect(await h.repository.getCue(ranked.cue.id)).toMatchObject({ hitCount: 1, lastTouchedAt: T0 + 2 * DAY })
       }
     })
 
@@ -156,7 +160,7 @@ describe('the cue bank engine on a real store', () => {
       expect(h.bank.observeUserMessage(other, { id: 'm', text: 'PostgreSQL 主数据库迁移' }, 1)!.cues).toEqual([])
       await h.close()
 
-      h = await openHarness(temp.dir, { partition: 'global' })
+      h = await openHarness(where, { partition: 'global' })
       const g1 = session('/work/alpha')
       await talk(h.bank, g1, 1, PG_USER, PG_REPLY)
       const g2 = session('/work/beta')
@@ -168,7 +172,7 @@ describe('the cue bank engine on a real store', () => {
     it('reads the global partition from workspace sessions when includeGlobal is on', async () => {
       const repository = h.repository
       // An imported task cue (written at T0, like every fixture cue).
-      repository.insertCue(
+      await repository.insertCue(
         cueFixture('g-1', 'global', {
           level: 'task',
           sessionId: 'import:g-1',
@@ -183,7 +187,7 @@ describe('the cue bank engine on a real store', () => {
       )
       expect(h.bank.observeUserMessage(session('/work/gamma'), { id: 'm', text: '部署到 Kubernetes 集群失败了' }, 1)!.cues.map((c) => c.cue.id)).toEqual(['g-1'])
       await h.close()
-      h = await openHarness(temp.dir, { includeGlobal: false })
+      h = await openHarness(where, { includeGlobal: false })
       expect(h.bank.observeUserMessage(session('/work/gamma'), { id: 'm', text: '部署到 Kubernetes 集群失败了' }, 1)!.cues).toEqual([])
     })
 
@@ -192,7 +196,7 @@ describe('the cue bank engine on a real store', () => {
       await talk(h.bank, a, 1, PG_USER, PG_REPLY)
       await h.close()
 
-      h = await openHarness(temp.dir, { topic: { scanEveryTurn: true } })
+      h = await openHarness(where, { topic: { scanEveryTurn: true } })
       const b = session()
       h.bank.observeUserMessage(b, { id: '1', text: 'PostgreSQL 主数据库迁移' }, 1)
       const again = h.bank.observeUserMessage(b, { id: '2', text: 'PostgreSQL 主数据库迁移的索引' }, 2)!
@@ -201,11 +205,11 @@ describe('the cue bank engine on a real store', () => {
       expect(again.cues.length).toBeGreaterThan(0)
       await h.close()
 
-      h = await openHarness(temp.dir, { topic: { switchDetection: false } })
+      h = await openHarness(where, { topic: { switchDetection: false } })
       expect(h.bank.observeUserMessage(session(), { id: '1', text: 'PostgreSQL 主数据库迁移' }, 1)!).toMatchObject({ switched: false, scanned: false, text: '' })
       await h.close()
 
-      h = await openHarness(temp.dir, { inject: { enabled: false } })
+      h = await openHarness(where, { inject: { enabled: false } })
       expect(h.bank.observeUserMessage(session(), { id: '1', text: 'PostgreSQL 主数据库迁移' }, 1)!).toMatchObject({ switched: true, scanned: false, text: '' })
     })
 
@@ -215,7 +219,7 @@ describe('the cue bank engine on a real store', () => {
       const b = session()
       await talk(h.bank, b, 1, 'PostgreSQL 主数据库迁移要注意什么', 'Check extensions.')
       await h.close()
-      h = await openHarness(temp.dir)
+      h = await openHarness(where)
       const resumed = h.bank.observeUserMessage(b, { id: 'm2', text: 'PostgreSQL 主数据库迁移的扩展' }, 2)!
       expect(resumed.overlap).toBeGreaterThan(0.25)
       expect(resumed.switched).toBe(false)
@@ -225,7 +229,7 @@ describe('the cue bank engine on a real store', () => {
   describe('idioms', () => {
     it('learns expressions the user repeats across topics and offers them with woken cues', async () => {
       await h.close()
-      h = await openHarness(temp.dir, { extract: { userIdiomWindowTurns: 6, maxIdiomHints: 2 } })
+      h = await openHarness(where, { extract: { userIdiomWindowTurns: 6, maxIdiomHints: 2 } })
       const s1 = session()
       await talk(h.bank, s1, 1, '飞书插件的审批流要形成闭环', 'OK')
       const s2 = session()
@@ -245,12 +249,12 @@ describe('the cue bank engine on a real store', () => {
 
     it('caps idioms per partition (LRU) and keeps only the window of user turns', async () => {
       await h.close()
-      h = await openHarness(temp.dir, { maxIdioms: 1, extract: { userIdiomWindowTurns: 4 } })
+      h = await openHarness(where, { maxIdioms: 1, extract: { userIdiomWindowTurns: 4 } })
       const texts = ['抓手 闭环 飞书插件', '抓手 闭环 Kubernetes 部署', '赋能 数据库迁移', '赋能 缓存雪崩']
       for (const [index, text] of texts.entries()) {
         h.clock.advance(1000)
         await talk(h.bank, session(), 1, text, 'OK')
-        expect(h.repository.recentUserTurns('workspace:/work/alpha', 100).length).toBe(Math.min(index + 1, 4))
+        expect((await h.repository.recentUserTurns('workspace:/work/alpha', 100)).length).toBe(Math.min(index + 1, 4))
       }
       const idioms = h.bank.idioms('/work/alpha')
       expect(idioms).toHaveLength(1)
@@ -261,7 +265,7 @@ describe('the cue bank engine on a real store', () => {
   describe('forgetting', () => {
     it('evicts the least recently touched cues beyond maxTopics; a woken cue survives', async () => {
       await h.close()
-      h = await openHarness(temp.dir, { maxTopics: 4 }, { hooks: { onWritten: (e) => written.push(e) } })
+      h = await openHarness(where, { maxTopics: 4 }, { hooks: { onWritten: (e) => written.push(e) } })
       const first = session()
       await talk(h.bank, first, 1, PG_USER, PG_REPLY)
       const wokenIds = new Set<string>()
@@ -283,7 +287,7 @@ describe('the cue bank engine on a real store', () => {
 
     it('deletes cues whose decay fell below pruneBelow, and ranks decayed cues lower', async () => {
       await h.close()
-      h = await openHarness(temp.dir, { decay: { halfLifeDays: 30, pruneBelow: 0.1 } })
+      h = await openHarness(where, { decay: { halfLifeDays: 30, pruneBelow: 0.1 } })
       const old = session()
       await talk(h.bank, old, 1, 'Kubernetes 集群部署用 Helm', 'OK')
       h.clock.advance(40 * DAY)
@@ -342,7 +346,7 @@ describe('the cue bank engine on a real store', () => {
     expect(partitionKey('user', { id: 'session-2', workspace: '/other' }, 'alice')).toBe('user:alice')
     expect(partitionKey('global', { id: 'feishu:ou_7d8a', workspace: '/w' })).toBe('global')
     await h.close()
-    h = await openHarness(temp.dir, { partition: 'user' })
+    h = await openHarness(where, { partition: 'user' })
     const alice = session('/work/alpha', 'feishu:ou_alice')
     await talk(h.bank, alice, 1, PG_USER, PG_REPLY)
     // Another user of the same workspace is not woken by Alice's cues.
@@ -364,7 +368,7 @@ describe('the cue bank engine on a real store', () => {
 
   it("partition 'user' gives one person the same bank in every workspace, with DSH session ids (userId, else the OS account)", async () => {
     await h.close()
-    h = await openHarness(temp.dir, { partition: 'user' }, { env: { USER: 'alice' } })
+    h = await openHarness(where, { partition: 'user' }, { env: { USER: 'alice' } })
     const inAlpha = session('/work/alpha')
     await talk(h.bank, inAlpha, 1, PG_USER, PG_REPLY)
     // Another project of the same person: the topic comes back with its cue.
@@ -376,7 +380,7 @@ describe('the cue bank engine on a real store', () => {
     await h.bank.settle(inBeta.id)
     await h.close()
     // userId names the bank explicitly; another person's bank is not read.
-    h = await openHarness(temp.dir, { partition: 'user', userId: 'bob' }, { env: { USER: 'alice' } })
+    h = await openHarness(where, { partition: 'user', userId: 'bob' }, { env: { USER: 'alice' } })
     const bob = session('/work/beta')
     await talk(h.bank, bob, 1, 'Recommend a pasta recipe for tonight', 'Try carbonara.')
     const none = h.bank.observeUserMessage(bob, { id: 'c2', text: 'PostgreSQL 主数据库迁移之后索引还要重建吗？' }, 2)!
@@ -387,7 +391,7 @@ describe('the cue bank engine on a real store', () => {
   it('keeps going when a listener hook throws, and reports it', async () => {
     await h.close()
     const clock = new Clock()
-    const { store, ...rest } = await openHarness(temp.dir, {}, { clock })
+    const { store, ...rest } = await openHarness(where, {}, { clock })
     await rest.bank.close()
     const repository = await openCueRepository(store)
     const errors: string[] = []
@@ -408,6 +412,6 @@ describe('the cue bank engine on a real store', () => {
     await bank.close()
     await bank.close()
     await store.close()
-    h = await openHarness(temp.dir)
+    h = await openHarness(where)
   })
 })

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
+import { openMemoryStore, openStore, type MemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach } from 'vitest'
 // The loopback server of recall's tests: the cue bank's embedding endpoint is the same stand-in.
 import { startLoopback } from '../../recall/test/support/loopback.js'
@@ -91,15 +91,19 @@ export interface Harness {
   close(): Promise<void>
 }
 
-/** Open a store file in `dir` and a cue bank on it. */
+/** Where a harness's store is: a directory for a SQLite `memory.db`, or a PostgreSQL schema. */
+export type HarnessLocation = string | { readonly path: string } | { readonly databaseUrl: string; readonly schema: string }
+
+/** Open a store (a file in the directory `where`, or the PostgreSQL schema `where`) and a cue bank on it. */
 export async function openHarness(
-  dir: string,
+  where: HarnessLocation,
   input: CueBankOptionsInput = {},
   extra: { clock?: Clock; embedder?: Embedder | null; env?: Record<string, string>; hooks?: CueBankHooks; openTool?: string } = {},
 ): Promise<Harness> {
   const clock = extra.clock ?? new Clock()
-  const store = openMemoryStore({ path: join(dir, 'memory.db'), now: clock.now })
-  const repository = await openCueRepository(store)
+  const store = typeof where === 'string' ? openMemoryStore({ path: join(where, 'memory.db'), now: clock.now }) : await openStore({ ...where, now: clock.now })
+  // No poll: one process; the bank's own writes refresh the PostgreSQL view.
+  const repository = await openCueRepository(store, { pollMs: 0 })
   const errors: { error: unknown; where: string }[] = []
   const options = resolveCueBankOptions(input, extra.env ?? {})
   const bank = new CueBank({

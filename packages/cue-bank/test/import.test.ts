@@ -50,7 +50,7 @@ describe('importCueBankJson (the reference data model)', () => {
     expect(user.inserted.topics).toBe(0)
     const h = await openHarness(temp.dir)
     try {
-      const task = h.repository.getCue('t-1755222000000-a1')!
+      const task = (await h.repository.getCue('t-1755222000000-a1'))!
       expect(task.partition).toBe('workspace:/work/alpha')
       expect(task.embeddingModel).toBe('BAAI/bge-m3')
       expect([...task.embedding!]).toEqual([0, 0, 0, 1, expect.closeTo(0.05, 5)])

@@ -148,9 +148,9 @@ export async function buildWebFixture(root: string): Promise<WebFixture> {
           lastTouchedAt: at,
           hitCount: hits,
         })
-      cue(`c-${randomUUID()}`, 'conversation', '选择主数据库：PostgreSQL 而不是 MySQL', ['PostgreSQL', '数据库', 'MySQL'], 3, t0 + 2 * DAY)
-      cue(`c-${randomUUID()}`, 'task', 'Shop API deployment schedule', ['deploy', 'Tuesday', 'shop'], 1, t0 + 3 * DAY)
-      cues.upsertIdioms(partition, [
+      await cue(`c-${randomUUID()}`, 'conversation', '选择主数据库：PostgreSQL 而不是 MySQL', ['PostgreSQL', '数据库', 'MySQL'], 3, t0 + 2 * DAY)
+      await cue(`c-${randomUUID()}`, 'task', 'Shop API deployment schedule', ['deploy', 'Tuesday', 'shop'], 1, t0 + 3 * DAY)
+      await cues.upsertIdioms(partition, [
         { word: '搞定', score: 0.4, turns: 4, lastUsed: t0 + 3 * DAY },
         { word: 'ship it', score: 0.25, turns: 2, lastUsed: t0 + 4 * DAY },
       ])

@@ -216,7 +216,7 @@ export async function runReembed(store: MemoryStore, settings: ReembedSettings, 
   const cueBank = cueClient ? (await store.meta.migrations()).some((migration) => migration.owner === CUE_BANK_MIGRATION_OWNER) : false
   // Only a data dir where the cue bank ran has cue tables; never create them here. (Opening the
   // repository runs the cue bank's migrations, a no-op when its tables are current.)
-  const repository = cueBank ? await openCueRepository(store) : undefined
+  const repository = cueBank ? await openCueRepository(store, { pollMs: 0 }) : undefined
   try {
     const cues = repository ? sortById(repository.listCues(undefined).filter((cue) => cueMatches(cue, settings))) : []
     const cueWork = cues.filter((cue) => (settings.all ? checkpoint?.cuesAfter == null || cue.id > checkpoint.cuesAfter : !cue.embedding || cue.embeddingModel !== cueKey))
@@ -277,14 +277,14 @@ export async function runReembed(store: MemoryStore, settings: ReembedSettings, 
             const batch = cueWork.slice(start, start + settings.batch)
             const texts = batch.map(embeddingText)
             const vectors = await embedBatch(cueClient, texts, report)
-            const written = repository.transaction(() => {
+            const written = await repository.transaction(async (writer) => {
               let count = 0
-              batch.forEach((cue, index) => {
-                const current = repository.getCue(cue.id)
-                if (!current || embeddingText(current) !== texts[index]) return
-                repository.setEmbedding(cue.id, vectors[index]!, cueKey)
+              for (const [index, cue] of batch.entries()) {
+                const current = await writer.getCue(cue.id)
+                if (!current || embeddingText(current) !== texts[index]) continue
+                await writer.setEmbedding(cue.id, vectors[index]!, cueKey)
                 count++
-              })
+              }
               return count
             })
             // The cue rows live on the cue bank's own connection: the checkpoint follows the commit

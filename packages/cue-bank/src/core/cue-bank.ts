@@ -312,8 +312,8 @@ export class CueBank {
     return async () => {
       const now = this.#now()
       const written = await this.#withRetry(() =>
-        this.#repository.transaction(() =>
-          writeTurnCues(this.#repository, this.options, { partition: state.partition, sessionId: session.id, turn: record.turn, segment, draft, now }),
+        this.#repository.transaction((writer) =>
+          writeTurnCues(writer, this.options, { partition: state.partition, sessionId: session.id, turn: record.turn, segment, draft, now }),
         ),
       )
       if (written.cueIds.length === 0 && written.evicted.length === 0) return undefined
@@ -330,17 +330,16 @@ export class CueBank {
     const embedder = this.#embedder
     if (!embedder || !embedder.available) return
     try {
-      const fresh = ids.map((id) => this.#repository.getCue(id)).filter((cue): cue is Cue => !!cue)
-      const backlog = this.#repository
-        .cuesWithoutEmbedding(partitions, embedder.model, BACKFILL_PER_WRITE + fresh.length)
+      const fresh = (await Promise.all(ids.map((id) => this.#repository.getCue(id)))).filter((cue): cue is Cue => !!cue)
+      const backlog = (await this.#repository.cuesWithoutEmbedding(partitions, embedder.model, BACKFILL_PER_WRITE + fresh.length))
         .filter((cue) => !ids.includes(cue.id))
         .slice(0, BACKFILL_PER_WRITE)
       const cues = [...fresh, ...backlog]
       if (cues.length === 0) return
       const vectors = await embedder.embed(cues.map(embeddingText))
       await this.#withRetry(() =>
-        this.#repository.transaction(() => {
-          cues.forEach((cue, index) => this.#repository.setEmbedding(cue.id, vectors[index]!, embedder.model))
+        this.#repository.transaction(async (writer) => {
+          for (const [index, cue] of cues.entries()) await writer.setEmbedding(cue.id, vectors[index]!, embedder.model)
         }),
       )
     } catch (error) {
@@ -370,7 +369,7 @@ export class CueBank {
    * @throws CueBankError `not-found`
    */
   async open(cueId: string, viewer?: SessionRef): Promise<OpenedCue> {
-    const cue = this.#repository.getCue(cueId)
+    const cue = await this.#repository.getCue(cueId)
     if (!cue || (viewer && !this.readPartitions(viewer).includes(cue.partition))) {
       throw new CueBankError('not-found', `no cue with id ${JSON.stringify(cueId)}`)
     }
@@ -393,6 +392,11 @@ export class CueBank {
 
   // -------------------------------------------------------------------------------------------
   // lifecycle
+
+  /** Catch the wake's reads up with the database now (PostgreSQL's view; nothing to do on SQLite). */
+  refresh(): Promise<void> {
+    return this.#repository.refresh()
+  }
 
   /** Resolves when every queued cue write has committed (what the host's flush waits for). */
   whenCommitted(): Promise<void> {
@@ -471,11 +475,11 @@ export class CueBank {
     return run
   }
 
-  /** Run a synchronous write, retrying later (not blocking) while another connection holds the lock. */
-  async #withRetry<T>(op: () => T): Promise<T> {
+  /** Run a write, retrying later while another connection held the lock past the store's busy timeout. */
+  async #withRetry<T>(op: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return op()
+        return await op()
       } catch (error) {
         if (!isCueBankError(error, 'busy') || attempt >= BUSY_RETRIES.length) throw error
         await new Promise((resolve) => setTimeout(resolve, BUSY_RETRIES[attempt]))

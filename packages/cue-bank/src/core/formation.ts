@@ -12,7 +12,7 @@ import { candidateTerms, extractKeywords, type Keyword } from './keywords.js'
 import { mergeKeywords } from './matching.js'
 import type { Cue, CueDimensions } from './model.js'
 import type { ExtractOptions, ResolvedCueBankOptions } from './options.js'
-import type { CueRepository } from './store-cue-repository.js'
+import type { CueWriter } from './cue-queries.js'
 import { detectLanguage, excerpt, omitCodeBlocks, type TextLanguage } from './text.js'
 
 const DAY_MS = 86_400_000
@@ -88,10 +88,10 @@ export interface TurnWrite {
 
 /**
  * Write a drafted turn: its conversation cue, the session's task cue (created, or merged when
- * the turn is newer), the idiom window, then decay and the LRU cap. Call inside a transaction;
- * `options` are those in force at write time (caps and decay are live settings).
+ * the turn is newer), the idiom window, then decay and the LRU cap. Call inside one write unit
+ * (`repository.transaction`); `options` are those in force at write time (caps and decay are live settings).
  */
-export function writeTurnCues(repository: CueRepository, options: ResolvedCueBankOptions, write: TurnWrite): CueWrittenEvent {
+export async function writeTurnCues(repository: CueWriter, options: ResolvedCueBankOptions, write: TurnWrite): Promise<CueWrittenEvent> {
   const { partition, sessionId, turn, segment, draft, now } = write
   const { extract } = draft
   const dimensions = (level: Cue['level']): CueDimensions => ({
@@ -120,9 +120,9 @@ export function writeTurnCues(repository: CueRepository, options: ResolvedCueBan
     lastTouchedAt: now,
     hitCount: 0,
   }
-  if (repository.insertCue(conversation)) cueIds.push(conversation.id)
+  if (await repository.insertCue(conversation)) cueIds.push(conversation.id)
 
-  const task = repository.taskCue(partition, sessionId)
+  const task = await repository.taskCue(partition, sessionId)
   if (!task) {
     const created: Cue = {
       ...conversation,
@@ -131,10 +131,10 @@ export function writeTurnCues(repository: CueRepository, options: ResolvedCueBan
       keywords: mergeKeywords([], draft.keywords, extract.maxKeywordsPerTurn * 2),
       dimensions: dimensions('task'),
     }
-    if (repository.insertCue(created)) cueIds.push(created.id)
+    if (await repository.insertCue(created)) cueIds.push(created.id)
   } else if (task.turn < turn) {
     // A replayed turn (resume) is not merged twice.
-    repository.updateCue({
+    await repository.updateCue({
       ...task,
       turn,
       keywords: mergeKeywords(task.keywords, draft.keywords, extract.maxKeywordsPerTurn * 2),
@@ -148,16 +148,16 @@ export function writeTurnCues(repository: CueRepository, options: ResolvedCueBan
     cueIds.push(task.id)
   }
 
-  if (draft.terms.length > 0) repository.addUserTurn(partition, sessionId, turn, segment, [...draft.terms], now)
-  const window = repository.recentUserTurns(partition, extract.userIdiomWindowTurns)
-  repository.upsertIdioms(partition, computeIdioms(window))
-  repository.evictIdioms(partition, options.maxIdioms)
-  repository.pruneUserTurns(partition, extract.userIdiomWindowTurns)
+  if (draft.terms.length > 0) await repository.addUserTurn(partition, sessionId, turn, segment, [...draft.terms], now)
+  const window = await repository.recentUserTurns(partition, extract.userIdiomWindowTurns)
+  await repository.upsertIdioms(partition, computeIdioms(window))
+  await repository.evictIdioms(partition, options.maxIdioms)
+  await repository.pruneUserTurns(partition, extract.userIdiomWindowTurns)
 
   const evicted: string[] = []
   const cutoff = pruneCutoff(options, now)
-  if (cutoff !== undefined) evicted.push(...repository.deleteUntouchedSince(partition, cutoff))
-  evicted.push(...repository.evictCues(partition, options.maxTopics))
+  if (cutoff !== undefined) evicted.push(...(await repository.deleteUntouchedSince(partition, cutoff)))
+  evicted.push(...(await repository.evictCues(partition, options.maxTopics)))
   return { partition, sessionId, turn, cueIds: cueIds.filter((id) => !evicted.includes(id)), evicted }
 }
 

@@ -54,13 +54,14 @@ export async function importCueBankJson(
   const duplicate = firstDuplicate(topics.map((topic) => topic.id))
   if (duplicate) throw invalid(`topics`, `topic id ${JSON.stringify(duplicate)} appears twice`)
 
-  const repository = await openCueRepository(store)
+  // The import never wakes cues: no poll of the PostgreSQL view.
+  const repository = await openCueRepository(store, { pollMs: 0 })
   try {
-    return repository.transaction(() => {
+    return await repository.transaction(async (writer) => {
       let insertedTopics = 0
       let insertedIdioms = 0
-      for (const topic of topics) if (repository.insertCue(topic)) insertedTopics++
-      for (const idiom of idioms) if (repository.insertIdiom(idiom)) insertedIdioms++
+      for (const topic of topics) if (await writer.insertCue(topic)) insertedTopics++
+      for (const idiom of idioms) if (await writer.insertIdiom(idiom)) insertedIdioms++
       return {
         partition,
         userId,
