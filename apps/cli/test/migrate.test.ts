@@ -251,7 +251,7 @@ describe('on PostgreSQL (the run’s throwaway cluster)', () => {
     expect(status.code).toBe(0)
     const report = JSON.parse(status.stdout)
     expect(report).toMatchObject({ backend: 'postgres', dataDir: shown(url), counts: { conversations: 2, messages: { total: 6 }, memories: { current: 5, superseded: 1 } } })
-    expect(report.distill.error).toContain('not on PostgreSQL in this version')
+    expect(report.distill.error).toContain('not read by the CLI on PostgreSQL in this version')
 
     const zh = await step(['search', '数据库', '--database-url', url, '--json'])
     expect(JSON.parse(zh.stdout).memories.map((hit: { memory: { id: string } }) => hit.memory.id)).toContain(fixture.memories.database)

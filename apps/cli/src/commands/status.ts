@@ -57,8 +57,8 @@ function schemaVersions(migrations: readonly AppliedMigration[]): { owner: strin
   return [...latest.entries()].map(([owner, version]) => ({ owner, version })).sort((a, b) => a.owner.localeCompare(b.owner))
 }
 
-/** Said instead of the distill state and ledger on PostgreSQL, where package tables are not yet. */
-const DISTILL_NOT_ON_POSTGRES = 'distillation state and cost ledger are package tables, which are not on PostgreSQL in this version (the store core only)'
+/** Said instead of the distill state and ledger on PostgreSQL: the CLI reads only the store core there. */
+const DISTILL_NOT_ON_POSTGRES = 'distillation state and cost ledger (package tables) are not read by the CLI on PostgreSQL in this version (the store core only)'
 
 const noDistill = (error: string): DistillReport => ({ lastRunAt: null, lastScanAt: null, pending: { conversations: 0, messages: 0 }, failing: [], skippedRanges: 0, error })
 

@@ -92,7 +92,7 @@ export interface MigrateOptions {
 }
 
 /** Why package tables stay behind in this version. */
-export const NOT_MOVED_REASON = 'this version moves the store core only; package tables are not on PostgreSQL yet, so they stay in the source'
+export const NOT_MOVED_REASON = 'this version of migrate moves the store core only; package tables (tree, cue bank, palace, distill, recall) stay in the source'
 
 /**
  * Let the event loop turn. SQLite answers without I/O waits, so a copy would otherwise run to
