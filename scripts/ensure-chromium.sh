@@ -5,7 +5,9 @@
 set -euo pipefail
 bin="${DSHM_CHROMIUM:-/usr/bin/chromium}"
 # Screenshots of Chinese/Japanese pages need a CJK font; without one they render as boxes.
-if [ -x "$bin" ] && { [ -n "${DSHM_CHROMIUM:-}" ] || fc-list 2>/dev/null | grep -qi "noto.*cjk"; }; then
+# grep reads all of fc-list's output (no -q): with pipefail, a grep that quits at the first match
+# can leave fc-list dying of SIGPIPE, and the pipeline then fails although the font is there.
+if [ -x "$bin" ] && { [ -n "${DSHM_CHROMIUM:-}" ] || fc-list 2>/dev/null | grep -i "noto.*cjk" > /dev/null; }; then
   exit 0
 fi
 echo "[setup] installing Debian's chromium and a CJK font for the browser tests (apt-get)"
