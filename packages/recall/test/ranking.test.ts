@@ -182,6 +182,32 @@ describe('rankDocuments', () => {
     expect(queryPeriod('How many of the 2000 users?')).toBeUndefined()
   })
 
+  it('the session-document prior lifts a turn whose session, taken as a whole, holds the other query terms', () => {
+    // Both 'hit' turns match the question alike; only the session of 'trip/hit' also talks
+    // about the trip's other words (in other turns), so it comes first with the prior.
+    const turns = RankingCorpus.from([
+      { id: 'trip/hit', text: 'B: we went to the mountains', group: 'trip', position: 0 },
+      { id: 'trip/more', text: 'A: the hiking trail was steep', group: 'trip', position: 5 },
+      { id: 'trip/camp', text: 'A: we slept in a tent by the lake', group: 'trip', position: 9 },
+      { id: 'home/hit', text: 'B: we went to the mountains', group: 'home', position: 0 },
+      { id: 'home/other', text: 'A: the kitchen needs paint', group: 'home', position: 5 },
+      { id: 'cn/hit', text: '我们去了山里', group: 'cn', position: 0 },
+      { id: 'cn/more', text: '徒步的路很陡，晚上在湖边搭帐篷', group: 'cn', position: 6 },
+      { id: 'cn2/hit', text: '我们去了山里', group: 'cn2', position: 0 },
+    ])
+    const parameters = { ...TURN_RANKING, context: { span: 0, weight: 0, falloff: 0 }, groupWeight: 0 }
+    const question = 'Where did they go hiking and camping with a tent in the mountains?'
+    const without = rankDocuments(turns, question, { ...parameters, sessionDocumentWeight: 0 })
+    expect(without.find((ranked) => ranked.id === 'trip/hit')!.score).toBe(without.find((ranked) => ranked.id === 'home/hit')!.score)
+    const withPrior = rankDocuments(turns, question, parameters)
+    const order = withPrior.map((ranked) => ranked.id)
+    expect(order.indexOf('trip/hit')).toBeLessThan(order.indexOf('home/hit'))
+    const chinese = rankDocuments(turns, '他们去山里徒步、搭帐篷了吗？', parameters).map((ranked) => ranked.id)
+    expect(chinese.indexOf('cn/hit')).toBeLessThan(chinese.indexOf('cn2/hit'))
+    expect(TURN_RANKING.sessionDocumentWeight).toBeGreaterThan(0)
+    expect(MEMORY_RANKING.sessionDocumentWeight ?? 0).toBe(0)
+  })
+
   it('the temporal prior favours turns with time expressions for "when" questions only', () => {
     expect(asksAboutTime('When did she move?')).toBe(true)
     expect(asksAboutTime('什么时候搬家的？')).toBe(true)
