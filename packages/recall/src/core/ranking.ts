@@ -8,7 +8,7 @@
  * plugin runs.
  */
 import { analyze, UNIGRAM_MARK } from './analyzer.ts'
-import { type Bm25Parameters, RankingCorpus, type WeightedQuery } from './corpus.ts'
+import type { Bm25Parameters, RankingCorpus, WeightedQuery } from './corpus.ts'
 import { queryPeriod } from './query-period.ts'
 
 /** Context windows: a document borrows score from its neighbours in the same group. */
@@ -200,17 +200,43 @@ export function rankDocuments(
  * a term said in few sessions marks the one it was said in.
  */
 export function groupDocumentScores(corpus: RankingCorpus, query: WeightedQuery): Map<string, number> {
-  const groups = new Map<string, string[]>()
+  // The same BM25 as RankingCorpus.bm25 over one document per group, computed from the
+  // documents' own term counts: only the query's terms are counted, so it costs a pass over
+  // the documents, not a second analysed corpus.
+  const terms = [...query].filter(([, weight]) => weight > 0)
+  const groups = new Map<string, { length: number; frequencies: number[] }>()
   corpus.documents.forEach((document, index) => {
     if (document.group === undefined) return
-    let terms = groups.get(document.group)
-    if (!terms) groups.set(document.group, (terms = []))
-    for (const term of corpus.terms(index)) terms.push(term)
+    let group = groups.get(document.group)
+    if (!group) groups.set(document.group, (group = { length: 0, frequencies: terms.map(() => 0) }))
+    group.length += corpus.length(index)
+    const frequencies = corpus.frequencies(index)
+    terms.forEach(([term], slot) => (group.frequencies[slot]! += frequencies.get(term) ?? 0))
   })
-  const names = [...groups.keys()]
-  const scores = RankingCorpus.from(names.map((name) => ({ id: name, text: '', terms: groups.get(name)! }))).bm25(query, GROUP_DOCUMENT_BM25)
-  const best = Math.max(0, ...scores)
-  return new Map(names.map((name, index) => [name, best > 0 ? scores[index]! / best : 0]))
+  const size = groups.size
+  let total = 0
+  for (const group of groups.values()) total += group.length
+  const average = size === 0 ? 1 : total / size || 1
+  const idf = terms.map((_, slot) => {
+    let documentFrequency = 0
+    for (const group of groups.values()) if (group.frequencies[slot]! > 0) documentFrequency++
+    return Math.log(1 + (size - documentFrequency + 0.5) / (documentFrequency + 0.5))
+  })
+  const { k1, b } = GROUP_DOCUMENT_BM25
+  const scores = new Map<string, number>()
+  let best = 0
+  for (const [name, group] of groups) {
+    const norm = k1 * (1 - b + (b * group.length) / average)
+    let score = 0
+    terms.forEach(([, weight], slot) => {
+      const frequency = group.frequencies[slot]!
+      if (frequency > 0) score += (weight * idf[slot]! * frequency * (k1 + 1)) / (frequency + norm)
+    })
+    scores.set(name, score)
+    best = Math.max(best, score)
+  }
+  for (const [name, score] of scores) scores.set(name, best > 0 ? score / best : 0)
+  return scores
 }
 
 /** See {@link RankedDocument.relevance}. */
