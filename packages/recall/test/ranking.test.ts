@@ -3,7 +3,7 @@ import { tokenize } from '@dsh-memory/store'
 import { analyze, searchText, UNIGRAM_MARK } from '../src/core/analyzer.ts'
 import { RankingCorpus } from '../src/core/corpus.ts'
 import { queryTermProbe } from '../src/core/recall-engine.ts'
-import { asksAboutTime, decayFactor, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING, UNIGRAM_WEIGHT, weightTerms } from '../src/core/ranking.ts'
+import { asksAboutTime, decayFactor, groupDocumentScores, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING, UNIGRAM_WEIGHT, weightTerms } from '../src/core/ranking.ts'
 import { queryPeriod } from '../src/core/query-period.ts'
 
 const DAY = 86_400_000
@@ -183,29 +183,34 @@ describe('rankDocuments', () => {
   })
 
   it('the session-document prior lifts a turn whose session, taken as a whole, holds the other query terms', () => {
-    // Both 'hit' turns match the question alike; only the session of 'trip/hit' also talks
-    // about the trip's other words (in other turns), so it comes first with the prior.
+    // Both first turns ('trip/0', 'home/0') match the question alike; only the trip's session
+    // also holds the question's other words (in other turns), so it comes first with the prior.
+    const session = (group: string, texts: string[]) => texts.map((text, turn) => ({ id: `${group}/${turn}`, text, group, position: turn * 4 }))
     const turns = RankingCorpus.from([
-      { id: 'trip/hit', text: 'B: we went to the mountains', group: 'trip', position: 0 },
-      { id: 'trip/more', text: 'A: the hiking trail was steep', group: 'trip', position: 5 },
-      { id: 'trip/camp', text: 'A: we slept in a tent by the lake', group: 'trip', position: 9 },
-      { id: 'home/hit', text: 'B: we went to the mountains', group: 'home', position: 0 },
-      { id: 'home/other', text: 'A: the kitchen needs paint', group: 'home', position: 5 },
-      { id: 'cn/hit', text: '我们去了山里', group: 'cn', position: 0 },
-      { id: 'cn/more', text: '徒步的路很陡，晚上在湖边搭帐篷', group: 'cn', position: 6 },
-      { id: 'cn2/hit', text: '我们去了山里', group: 'cn2', position: 0 },
+      ...session('trip', ['B: we went to the mountains', 'A: the hiking trail was steep', 'A: we slept in a tent by the lake']),
+      ...session('home', ['B: we went to the mountains', 'A: the kitchen needs paint']),
+      ...session('cn', ['我们去了山里', '徒步的路很陡，晚上在湖边搭帐篷']),
+      ...session('cn2', ['我们去了山里']),
     ])
     const parameters = { ...TURN_RANKING, context: { span: 0, weight: 0, falloff: 0 }, groupWeight: 0 }
     const question = 'Where did they go hiking and camping with a tent in the mountains?'
     const without = rankDocuments(turns, question, { ...parameters, sessionDocumentWeight: 0 })
-    expect(without.find((ranked) => ranked.id === 'trip/hit')!.score).toBe(without.find((ranked) => ranked.id === 'home/hit')!.score)
+    expect(without.find((ranked) => ranked.id === 'trip/0')!.score).toBe(without.find((ranked) => ranked.id === 'home/0')!.score)
     const withPrior = rankDocuments(turns, question, parameters)
     const order = withPrior.map((ranked) => ranked.id)
-    expect(order.indexOf('trip/hit')).toBeLessThan(order.indexOf('home/hit'))
+    expect(order.indexOf('trip/0')).toBeLessThan(order.indexOf('home/0'))
     const chinese = rankDocuments(turns, '他们去山里徒步、搭帐篷了吗？', parameters).map((ranked) => ranked.id)
-    expect(chinese.indexOf('cn/hit')).toBeLessThan(chinese.indexOf('cn2/hit'))
+    expect(chinese.indexOf('cn/0')).toBeLessThan(chinese.indexOf('cn2/0'))
     expect(TURN_RANKING.sessionDocumentWeight).toBeGreaterThan(0)
     expect(MEMORY_RANKING.sessionDocumentWeight ?? 0).toBe(0)
+    // The session scores are BM25 (k1 1.2, b 0.75) over one document per session, the best = 1.
+    const query = weightTerms(analyze(question))
+    const sessions = ['trip', 'home', 'cn', 'cn2']
+    const asDocuments = RankingCorpus.from(sessions.map((group) => ({ id: group, text: turns.documents.filter((turn) => turn.group === group).map((turn) => turn.text).join('\n') })))
+    const expected = asDocuments.bm25(query, { k1: 1.2, b: 0.75 })
+    const scores = groupDocumentScores(turns, query)
+    sessions.forEach((group, index) => expect(scores.get(group)).toBeCloseTo(expected[index]! / Math.max(...expected), 10))
+    expect(scores.get('trip')).toBe(1)
   })
 
   it('the temporal prior favours turns with time expressions for "when" questions only', () => {
