@@ -66,7 +66,7 @@ export type {
 } from './core/options.js'
 export { CUE_BLOCK_TAG, formatDate, renderCueBlock } from './core/render.js'
 export type { RenderCueBlockInput } from './core/render.js'
-export { openCueRepository } from './core/store-cue-repository.js'
+export { cueBankTables, openCueRepository } from './core/store-cue-repository.js'
 export type { CueReads, CueRepository, CueRepositoryOptions, CueWriter } from './core/store-cue-repository.js'
 export { breakTemplateBraces, detectLanguage, excerpt, messageText, omitCodeBlocks, stripNonProse } from './core/text.js'
 export type { ContentBlockLike, TextLanguage } from './core/text.js'

@@ -25,6 +25,7 @@ export { ActivityLog, formatActivityLine, MAX_CODE_CHARS } from './core/activity
 export type { ActivityLogOptions, ActivityValue } from './core/activity-log.ts'
 export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, DEFAULT_POSTGRES_SCHEMA, resolveDataDir } from './core/options.ts'
 export type { MemoryStoreOptions, PostgresStoreOptions } from './core/options.ts'
+export { checkPostgresSchema } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'
 export type { MemoryStoreErrorCode } from './core/errors.ts'
 export { findPackageMigrations, loadMigrationDir, migrationChecksum } from './core/migrations.ts'
