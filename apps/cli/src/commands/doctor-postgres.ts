@@ -17,7 +17,7 @@ import { isMemoryStoreError, type MemoryStore, type SceneOrphans } from '@dsh-me
 import { DistillStateRepository } from '@dsh-memory/distill'
 import { type DataSource, openSourceStore } from '../data/data-dir.ts'
 import { PACKAGE_DECLARATIONS, packageOwners } from '../data/package-tables.ts'
-import { afterRepairs, checkIndex, type DoctorCheck, type DoctorReport, type Findings, orphanDistillRows, schemaCheck, storeChecks } from './doctor.ts'
+import { checkIndex, type DoctorCheck, type DoctorReport, type Findings, orphanDistillRows, runChecks, schemaCheck, storeChecks } from './doctor.ts'
 
 type PostgresSource = Extract<DataSource, { kind: 'postgres' }>
 
@@ -166,13 +166,6 @@ async function repair(source: PostgresSource, findings: PostgresFindings): Promi
 }
 
 /** Run the checks on a PostgreSQL database (and with `fix`, the repairs, then the checks again). */
-export async function runPostgresDoctor(source: PostgresSource, options: { fix: boolean }): Promise<DoctorReport> {
-  const before = await inspect(source)
-  let checks = checksOf(before)
-  if (options.fix && checks.some((check) => check.status !== 'ok')) {
-    const fixed = await repair(source, before)
-    checks = afterRepairs(checks, checksOf(await inspect(source)), fixed)
-  }
-  const problems = checks.filter((check) => check.status === 'problem').length
-  return { database: source.label, fix: options.fix, checks, problems }
+export function runPostgresDoctor(source: PostgresSource, options: { fix: boolean }): Promise<DoctorReport> {
+  return runChecks(source.label, options.fix, { inspect: () => inspect(source), checks: checksOf, repair: (findings) => repair(source, findings) })
 }

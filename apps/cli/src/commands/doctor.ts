@@ -258,28 +258,38 @@ async function repair(path: string, findings: Findings): Promise<Map<string, str
   return fixed
 }
 
-/**
- * The checks after the repairs, each with what `--fix` did about it and what was found before.
- */
-export function afterRepairs(previous: readonly DoctorCheck[], after: readonly DoctorCheck[], fixed: ReadonlyMap<string, string>): DoctorCheck[] {
-  return after.map((check) => {
-    const withFix = fixed.has(check.name) ? { ...check, fixed: fixed.get(check.name)! } : check
-    const found = previous.find((entry) => entry.name === check.name)
-    return found && found.status !== 'ok' ? { ...withFix, found: { status: found.status, summary: found.summary, details: found.details } } : withFix
-  })
+/** How one backend's doctor finds, judges and repairs (SQLite here, PostgreSQL in `doctor-postgres.ts`). */
+export interface DoctorSteps<F> {
+  inspect(): Promise<F>
+  checks(findings: F): DoctorCheck[]
+  /** @returns what each repaired check's fix did, by check name */
+  repair(findings: F): Promise<Map<string, string>>
 }
 
-/** Run the checks (and with `fix`, the repairs, then the checks again). */
-export async function runDoctor(dataDir: string, options: { fix: boolean }): Promise<DoctorReport> {
-  const path = existingDatabase(dataDir)
-  const before = await inspect(path)
-  let checks = checksOf(before)
-  if (options.fix && checks.some((check) => check.status !== 'ok')) {
-    const fixed = await repair(path, before)
-    checks = afterRepairs(checks, checksOf(await inspect(path)), fixed)
+/**
+ * Run the checks, and with `fix` the repairs, then the checks again: each check then reports
+ * what `--fix` did about it and what was found before.
+ */
+export async function runChecks<F>(database: string, fix: boolean, steps: DoctorSteps<F>): Promise<DoctorReport> {
+  const before = await steps.inspect()
+  let checks = steps.checks(before)
+  if (fix && checks.some((check) => check.status !== 'ok')) {
+    const fixed = await steps.repair(before)
+    const previous = checks
+    checks = steps.checks(await steps.inspect()).map((check) => {
+      const withFix = fixed.has(check.name) ? { ...check, fixed: fixed.get(check.name)! } : check
+      const found = previous.find((entry) => entry.name === check.name)
+      return found && found.status !== 'ok' ? { ...withFix, found: { status: found.status, summary: found.summary, details: found.details } } : withFix
+    })
   }
   const problems = checks.filter((check) => check.status === 'problem').length
-  return { database: path, fix: options.fix, checks, problems }
+  return { database, fix, checks, problems }
+}
+
+/** Run the checks of a data dir (and with `fix`, the repairs, then the checks again). */
+export async function runDoctor(dataDir: string, options: { fix: boolean }): Promise<DoctorReport> {
+  const path = existingDatabase(dataDir)
+  return runChecks(path, options.fix, { inspect: () => inspect(path), checks: checksOf, repair: (findings) => repair(path, findings) })
 }
 
 /** The text form of a doctor report. */
