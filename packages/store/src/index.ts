@@ -18,6 +18,8 @@ export type {
   PackageTablesHost,
   PackageWriteOptions,
 } from './core/package-tables.ts'
+export { packageDeclaration, packageMigrations, sqlGreatest } from './core/package-declaration.ts'
+export type { PackageDeclarationOptions, PackageMigrationRoot } from './core/package-declaration.ts'
 export { schemaDrift } from './core/schema-drift.ts'
 export { openStoreMaintenance } from './core/sqlite-maintenance.ts'
 export type { ForeignKeyViolation, SceneOrphans, StoreMaintenance, StoreMaintenanceOptions } from './core/sqlite-maintenance.ts'

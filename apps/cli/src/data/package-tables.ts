@@ -23,7 +23,7 @@
 import { and, asc, count, eq, getTableColumns, getTableName, inArray, or, type SQL, sql, type Table } from 'drizzle-orm'
 import { getTableConfig as pgTableConfig, type PgTable } from 'drizzle-orm/pg-core'
 import { getTableConfig as sqliteTableConfig, type SQLiteTable } from 'drizzle-orm/sqlite-core'
-import { cueBankTables } from '@dsh-memory/cue-bank'
+import { cueBankDeclaration } from '@dsh-memory/cue-bank'
 import { distillDeclaration } from '@dsh-memory/distill'
 import { palaceTables } from '@dsh-memory/palace'
 import { recallDeclaration } from '@dsh-memory/recall'
@@ -35,7 +35,7 @@ type AnySchema = Record<string, unknown>
 type Declaration = PackageTablesDeclaration<AnySchema>
 
 /** The declarations of every package this CLI knows, in copy order. */
-export const PACKAGE_DECLARATIONS: readonly (() => Declaration)[] = [treeTables, cueBankTables, palaceTables, distillDeclaration, recallDeclaration] as readonly (() => Declaration)[]
+export const PACKAGE_DECLARATIONS: readonly (() => Declaration)[] = [treeTables, cueBankDeclaration, palaceTables, distillDeclaration, recallDeclaration] as readonly (() => Declaration)[]
 
 /** Rows per page of a package table (one target write each). */
 export const PACKAGE_PAGE_SIZE = 500

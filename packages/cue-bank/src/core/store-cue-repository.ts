@@ -11,14 +11,13 @@
  * (`cue-view.ts`), which is eventually consistent with other processes' writes.
  */
 import { and, desc, eq } from 'drizzle-orm'
-import { isMemoryStoreError, type MemoryStore, type PackageDialect, type PackageTables, type PackageTablesDeclaration, type PackageTablesHost } from '@dsh-memory/store'
-import { cueBankMigrations, cueBankPostgresMigrations } from '../migrations.js'
+import { isMemoryStoreError, type MemoryStore, type PackageDialect, type PackageTables, type PackageTablesHost } from '@dsh-memory/store'
+import { cueBankDeclaration } from '../migrations.js'
 import { cueWriter, inPartitions, toCue, type CueWriter } from './cue-queries.js'
 import { CueView, DEFAULT_POLL_MS, type CueReads } from './cue-view.js'
 import { CueBankError } from './errors.js'
 import type { Cue, Idiom } from './model.js'
-import { cueBankPgSchema } from './pg-schema.js'
-import { type CueBankSchema, cueBankSchema } from './schema.js'
+import type { CueBankSchema } from './schema.js'
 
 export type { CueWriter } from './cue-queries.js'
 export type { CueReads } from './cue-view.js'
@@ -54,11 +53,6 @@ export interface CueRepositoryOptions {
   readonly onError?: (error: unknown) => void
 }
 
-/** The cue bank's tables on both backends, for `store.tables(...)` (the CLI's migrate copies them through it). */
-export function cueBankTables(): PackageTablesDeclaration<CueBankSchema> {
-  return { migrations: cueBankMigrations(), schema: cueBankSchema, postgres: { migrations: cueBankPostgresMigrations(), schema: cueBankPgSchema } }
-}
-
 /**
  * Declare the cue tables on the store (its migration runner brings them up to date) and
  * open the repository on the store's session; on PostgreSQL the view is loaded first.
@@ -69,7 +63,7 @@ export async function openCueRepository(
   options: CueRepositoryOptions = {},
 ): Promise<CueRepository> {
   if (store.readonly) throw new CueBankError('unsupported-store', 'the cue bank needs a writable memory store')
-  const tables = await store.tables(cueBankTables())
+  const tables = await store.tables(cueBankDeclaration())
   if (tables.dialect === 'sqlite') return new StoreCueRepository(store.path, tables, new SqliteCueReads(tables))
   const view = new CueView(tables, options.onError ?? (() => undefined))
   await view.start(options.pollMs ?? DEFAULT_POLL_MS)
