@@ -28,7 +28,7 @@ export { FULL_SIZES, formatScaleComparison, formatScaleReport, latencyStats, POS
 export type { LatencyStats, ScaleBenchOptions, ScaleKind, ScaleReport, ScaleSize } from './bench/scale.ts'
 export { formatTokenCostReport, runTokenCostBench, scriptedDistillModel, TOKEN_COST_FACTS, TOKEN_COST_REFERENCE, tokenCostConversation } from './bench/token-cost.ts'
 export type { LayerCost, ScriptedFact, ScriptedTurn, TokenCostBenchOptions, TokenCostReport } from './bench/token-cost.ts'
-export { DATABASE_FILE, openDataStore, openSourceStore, requireDataDir, resolveCliDataDir, resolveDataSource } from './data/data-dir.ts'
+export { DATABASE_FILE, openDataStore, openSourceStore, resolveCliDataDir, resolveDataSource } from './data/data-dir.ts'
 export type { DataSource, DataSourceOptions } from './data/data-dir.ts'
 export { checkDatabaseUrl, DATABASE_URL_ENV, isDatabaseUrl, redactDatabaseUrl } from './data/database-url.ts'
 export { DEFAULT_PAGE_SIZE, migrateEndpoint, NOT_MOVED_REASON, RECORD_TYPES, runMigrate } from './data/migrate.ts'

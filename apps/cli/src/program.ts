@@ -16,6 +16,7 @@ import { registerStatus } from './commands/status.ts'
 import { registerMigrate } from './commands/migrate.ts'
 import { acceptsDatabaseUrl, DATABASE_URL_ENV, redactDatabaseUrl } from './data/database-url.ts'
 import { CliError, type CliIO, CliUsageError, EXIT, processIO } from './io.ts'
+import { DEFAULT_POSTGRES_SCHEMA } from '@dsh-memory/store'
 
 /** Registration functions of every command group, in help order. */
 export const COMMANDS: readonly ((program: Command, io: CliIO) => void)[] = [registerStatus, registerRecords, registerExport, registerImport, registerMigrate, registerReembed, registerDoctor, registerBench, registerServe, registerInstall]
@@ -34,15 +35,20 @@ export function createProgram(io: CliIO = processIO()): Command {
   program.addOption(
     new Option('--database-url <url>', `work on this PostgreSQL database (postgres://user@host:5432/db) instead of a data dir (default: $${DATABASE_URL_ENV}); put the password in ~/.pgpass, not in the URL`),
   )
+  program.addOption(new Option('--schema <name>', `with --database-url: the PostgreSQL schema of the store's tables, as the store row's \`schema\` (default: ${DEFAULT_POSTGRES_SCHEMA})`))
   // The URL is the program's option, so it goes before or after the command name; every
   // command that opens a store (those taking --data-dir) reads it from its own options.
   program.hook('preAction', (_program, command) => {
-    const databaseUrl = program.opts<{ databaseUrl?: string }>().databaseUrl
-    if (databaseUrl === undefined) return
-    if (!command.options.some((option) => option.long === '--data-dir') && !acceptsDatabaseUrl(command)) {
-      throw new CliUsageError(`--database-url does not apply to \`${commandPath(command)}\`${command.name() === 'migrate' ? ' (it takes --from and --to)' : ''}`)
+    const { databaseUrl, schema } = program.opts<{ databaseUrl?: string; schema?: string }>()
+    if (databaseUrl === undefined && schema === undefined) return
+    const dataCommand = command.options.some((option) => option.long === '--data-dir')
+    // The benches take a URL but make schemas of their own: a --schema would be ignored there.
+    const refused = !dataCommand && databaseUrl !== undefined && !acceptsDatabaseUrl(command) ? '--database-url' : !dataCommand && schema !== undefined ? '--schema' : undefined
+    if (refused) {
+      throw new CliUsageError(`${refused} does not apply to \`${commandPath(command)}\`${command.name() === 'migrate' ? ' (it takes --from and --to, and --from-schema and --to-schema)' : ''}`)
     }
-    command.setOptionValue('databaseUrl', databaseUrl)
+    if (databaseUrl !== undefined) command.setOptionValue('databaseUrl', databaseUrl)
+    if (schema !== undefined) command.setOptionValue('schema', schema)
   })
   for (const register of COMMANDS) register(program, io)
   // Subcommands inherit the overrides so errors surface as exceptions, not process.exit.

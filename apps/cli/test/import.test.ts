@@ -1,13 +1,13 @@
-import { randomUUID } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openCueRepository } from '@dsh-memory/cue-bank'
-import { ArchiveIndex, buildTurns, PalaceWorkspace, parseQuery, planArchive, resolvePalaceOptions } from '@dsh-memory/palace'
+import { ArchiveIndex, PalaceWorkspace, parseQuery, resolvePalaceOptions } from '@dsh-memory/palace'
 import { openMemoryStore, type MemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { classifyInstruction, splitInstructions } from '@dsh-memory/recall'
 import { decodeProjectSlug, detectFormat, instructionTarget } from '../src/import/sources.ts'
 import { cli, scratch } from './helpers.ts'
+import { CUE_BANK_FILE, writePalace } from './package-fixture.ts'
 
 let temp: ReturnType<typeof scratch>
 beforeAll(() => {
@@ -167,23 +167,7 @@ describe('import', () => {
 
   it('imports a cue-bank JSON file into the cue tables, idempotently', async () => {
     const file = join(temp.dir, 'cue-bank.json')
-    writeFileSync(
-      file,
-      JSON.stringify({
-        version: 1,
-        userId: 'u-1',
-        topics: [
-          {
-            id: 'topic-db',
-            level: 'task',
-            keywords: [{ word: 'postgresql', score: 1 }, { word: '主数据库', score: 0.8 }],
-            summary: '讨论主数据库迁移到 PostgreSQL 16',
-            createdAt: '2025-11-01T09:00:00.000Z',
-          },
-        ],
-        idiosyncrasies: [{ word: '搞定', score: 0.6 }],
-      }),
-    )
+    writeFileSync(file, JSON.stringify(CUE_BANK_FILE))
     const dataDir = join(temp.dir, 'cues')
     const project = join(temp.dir, 'work', 'cue-project')
     const result = await cli(['import', file, '--data-dir', dataDir, '--workspace', project, '--json'])
@@ -209,26 +193,8 @@ describe('import', () => {
 
   it('indexes a memory-palace folder into the palace tables (not L0), so its turns are searchable, once', async () => {
     const workspace = join(temp.dir, 'work', 'palace-project')
-    mkdirSync(workspace, { recursive: true })
-    const palace = new PalaceWorkspace(workspace, resolvePalaceOptions({}), { now: () => new Date(Date.UTC(2025, 10, 30, 12)) })
-    const sessionId = `session-${randomUUID()}`
-    await palace.setNamespace(sessionId, 'Project Alpha')
-    let seq = 0
-    const event = (type: string, data: unknown) => ({ type, seq: ++seq, time: Date.UTC(2025, 10, 30, 11) + seq * 1000, data, surfaceOp: { op: 'append' } })
-    const events = [
-      event('user/message', { id: 'u1', role: 'user', content: [{ type: 'text', text: 'The launch codename is 蓝鲸-Orion.' }], source: { kind: 'user' } }),
-      event('assistant/message', { turn: 1, step: 1, message: { id: 'a1', role: 'assistant', content: [{ type: 'text', text: 'Noted the codename.' }], source: { kind: 'model' } } }),
-      event('user/message', { id: 'u2', role: 'user', content: [{ type: 'text', text: 'The rollback window is 42 minutes.' }], source: { kind: 'user' } }),
-      event('assistant/message', { turn: 2, step: 1, message: { id: 'a2', role: 'assistant', content: [{ type: 'text', text: 'Rollback window noted.' }], source: { kind: 'model' } } }),
-    ]
-    const turns = buildTurns(events as never, { includeReasoning: true })
-    const plan = planArchive(
-      { segments: [{ category: 'launch', fromTurn: turns[0]!.turn, toTurn: turns[turns.length - 1]!.turn }], summary: 'Launch facts.', selfName: 'assistant' },
-      turns,
-      () => false,
-      { maxFileBytes: 5_000_000 },
-    )
-    await palace.archive('Project Alpha', sessionId, plan)
+    const { turns, sessionId } = await writePalace(workspace, 'Project Alpha', ['The launch codename is 蓝鲸-Orion.', 'Noted the codename.', 'The rollback window is 42 minutes.', 'Rollback window noted.'])
+    const palace = new PalaceWorkspace(workspace, resolvePalaceOptions({}), { now: () => new Date() })
 
     const dataDir = join(temp.dir, 'palace-data')
     const result = await cli(['import', join(workspace, 'memory-palace'), '--data-dir', dataDir])

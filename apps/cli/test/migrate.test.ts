@@ -3,11 +3,13 @@ import { join } from 'node:path'
 import { type CoordinatedMemoryStore, openMemoryStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 // The cluster comes from the store project's globalSetup (see vitest.config.ts), as `inject('pgUrl')`.
-import { runPgClient } from '../../../packages/store/test/support/pg-cluster.ts'
 import type {} from '../../../packages/store/test/support/pg-global-setup.ts'
 import { type DataSource, postgresSource } from '../src/data/data-dir.ts'
 import { type MigrateReport, runMigrate } from '../src/data/migrate.ts'
+import { PACKAGE_DECLARATIONS } from '../src/data/package-tables.ts'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
+import { importPackageData, seedRecallTables, writePalace } from './package-fixture.ts'
+import { clusterPassword, freshDatabase } from './pg-database.ts'
 
 let fixture: Fixture
 let temp: ReturnType<typeof scratch>
@@ -49,8 +51,29 @@ async function withTarget<T>(dataDir: string, fn: (store: CoordinatedMemoryStore
 
 const json = (stdout: string): MigrateReport => JSON.parse(stdout) as MigrateReport
 
+/** Every row of every package table of a data dir, as sorted JSON lines per `<owner>.<table key>` (Buffers as hex). */
+async function packageRows(dataDir: string): Promise<Record<string, string[]>> {
+  const store = openMemoryStore({ path: join(dataDir, 'memory.db'), readonly: true })
+  try {
+    const owners = new Set((await store.meta.migrations()).map((migration) => migration.owner))
+    const out: Record<string, string[]> = {}
+    for (const declare of PACKAGE_DECLARATIONS) {
+      const declaration = declare()
+      if (!owners.has(declaration.migrations.owner)) continue
+      const tables = await store.tables(declaration)
+      for (const [key, table] of Object.entries(tables.t)) {
+        const rows = await tables.read(async (db) => db.select().from(table as never))
+        out[`${declaration.migrations.owner}.${key}`] = rows.map((row) => JSON.stringify(row, (_, value) => (value?.type === 'Buffer' ? Buffer.from(value.data).toString('hex') : value))).sort()
+      }
+    }
+    return out
+  } finally {
+    await store.close()
+  }
+}
+
 describe('dsh-memory migrate between two data dirs', () => {
-  it('copies every record, keeps ids, history and text, verifies, and names the package tables it left behind', async () => {
+  it('copies every record and the package tables, keeps ids, history and text, and verifies per table', async () => {
     const target = freshDir()
     const result = await cli(['migrate', '--from', fixture.dataDir, '--to', target, '--json'])
     expect(result.stderr).toContain('migrate: copy')
@@ -58,10 +81,20 @@ describe('dsh-memory migrate between two data dirs', () => {
     const report = json(result.stdout)
     expect(report).toMatchObject({ from: fixture.dataDir, to: target, completed: true, ok: true, copied: FIXTURE_COUNTS })
     for (const [type, count] of Object.entries(FIXTURE_COUNTS)) expect(report.verified?.[type as keyof typeof FIXTURE_COUNTS]).toEqual({ source: count, target: count, missing: 0 })
-    // The fixture's distill state and ledger are package tables: named, with their rows, not dropped silently.
-    const distill = report.notMoved.find((entry) => entry.owner === 'distill')
-    expect(distill?.tables).toEqual(expect.arrayContaining([{ name: 'distill_conversations', rows: 2 }, { name: 'distill_calls', rows: expect.any(Number) }]))
-    expect(report.notMovedReason).toContain('store core only')
+    // The fixture's distill state and ledger are package tables: copied and verified per table.
+    expect(report.notMoved).toEqual([])
+    expect(report.packages).toEqual(
+      expect.arrayContaining([
+        { owner: 'distill', table: 'distill_conversations', copied: 2, alreadyPresent: 0, verified: { source: 2, target: 2, missing: 0 } },
+        { owner: 'distill', table: 'distill_calls', copied: expect.any(Number), alreadyPresent: 0, verified: expect.objectContaining({ missing: 0 }) },
+      ]),
+    )
+    // What status reads from them (distillation state and the token ledger) is the source's.
+    const status = async (dataDir: string) => {
+      const { distill, cost } = JSON.parse((await cli(['status', '--data-dir', dataDir, '--json'])).stdout)
+      return { distill, cost }
+    }
+    expect(await status(target)).toEqual(await status(fixture.dataDir))
 
     // Record for record the same (ids, times, revisions, supersededBy, Chinese and Japanese text).
     expect(await records(target)).toEqual(await records(fixture.dataDir))
@@ -80,8 +113,9 @@ describe('dsh-memory migrate between two data dirs', () => {
     const again = await cli(['migrate', '--from', fixture.dataDir, '--to', target])
     expect(again.code).toBe(0)
     expect(again.stdout).toContain('copied 0 conversations, 0 messages, 0 memories, 0 scenes, 0 persona')
-    expect(again.stdout).toContain('verified: every record of the source is in the target')
-    expect(again.stdout).toMatch(/not moved \(.*\):\n {2}distill: distill_conversations 2 rows/)
+    expect(again.stdout).toContain('package tables: copied 0 rows, already in the target')
+    expect(again.stdout).toMatch(/distill: distill_conversations\s+2\s+2\s+0\n/)
+    expect(again.stdout).toContain('verified: every record and package row of the source is in the target')
   })
 
   it('resumes an interrupted run: the second run skips what is there and copies the rest', async () => {
@@ -116,7 +150,7 @@ describe('dsh-memory migrate between two data dirs', () => {
     })
     const result = await cli(['migrate', '--from', fixture.dataDir, '--to', target, '--json'])
     expect(result.code).toBe(1)
-    expect(result.stderr).toContain('error: the target lacks records of the source')
+    expect(result.stderr).toContain('error: the target lacks records or rows of the source')
     const report = json(result.stdout)
     expect(report.ok).toBe(false)
     expect(report.verified?.messages).toEqual({ source: 6, target: 6, missing: 1 })
@@ -155,7 +189,9 @@ describe('dsh-memory migrate between two data dirs', () => {
     expect(noDatabase.stderr).toBe('error: --from names no database: expected postgres://user@host:5432/database, got "postgres://alice@db.example:5432/"\n')
     const global = await cli(['--database-url', 'postgres://alice:s3cret@db.example/team', 'migrate', '--from', fixture.dataDir, '--to', freshDir()])
     expect(global.code).toBe(2)
-    expect(global.stderr).toBe('error: --database-url does not apply to `migrate` (it takes --from and --to)\n')
+    expect(global.stderr).toBe('error: --database-url does not apply to `migrate` (it takes --from and --to, and --from-schema and --to-schema)\n')
+    const schema = await cli(['--schema', 'team', 'bench', 'cjk'])
+    expect(schema.stderr).toBe('error: --schema does not apply to `bench cjk`\n')
   })
 })
 
@@ -190,24 +226,23 @@ describe('--database-url and DSH_MEMORY_DATABASE_URL', () => {
     }
   })
 
-  it('makes SQLite-only commands refuse a PostgreSQL database with one line', async () => {
+  it('checks --schema like the store row, before connecting, and only where a database is named', async () => {
     const url = 'postgres://alice:s3cret@db.example/team'
-    const cases: [string[], string][] = [
-      [['doctor'], 'doctor'],
-      [['serve', '--port', '0'], 'serve'],
-      [['import', fixture.dataDir, '--format', 'palace'], 'import --format palace'],
-      [['reembed', '--only', 'cues', '--url', 'http://127.0.0.1:9', '--model', 'm'], 'reembed --only cues'],
-    ]
-    for (const [args, what] of cases) {
-      const result = await cli([...args, '--database-url', url])
-      expect(result.code).toBe(2)
-      expect(result.stderr).toBe(
-        `error: ${what} works on a SQLite data dir only: --database-url names a PostgreSQL database, which holds only the store core (conversations, messages, memories, scenes, persona) in this version; pass --data-dir\n`,
-      )
-    }
-    const fromEnv = await withEnv(url, () => cli(['doctor']))
-    expect(fromEnv.stderr).toContain('DSH_MEMORY_DATABASE_URL names a PostgreSQL database')
-    expect(fromEnv.stderr).toContain('pass --data-dir or unset DSH_MEMORY_DATABASE_URL')
+    const bad = await cli(['status', '--database-url', url, '--schema', 'Team-Memory'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toBe('error: --schema must match /^[a-z_][a-z0-9_]{0,62}$/ (lower-case letters, digits, _), got "Team-Memory"\n')
+    const fromEnv = await withEnv(url, () => cli(['--schema', '1x', 'doctor']))
+    expect(fromEnv.stderr).toContain('error: --schema must match')
+    const noDatabase = await cli(['status', '--data-dir', fixture.dataDir, '--schema', 'team'])
+    expect(noDatabase.stderr).toBe('error: --schema applies to a PostgreSQL database only (--database-url or DSH_MEMORY_DATABASE_URL); a data dir has no schemas\n')
+    const migrateSchema = await cli(['migrate', '--from', fixture.dataDir, '--from-schema', 'team', '--to', url])
+    expect(migrateSchema.stderr).toBe('error: --from-schema applies to a postgres:// --from only; --from names a data dir\n')
+    const badTo = await cli(['migrate', '--from', fixture.dataDir, '--to', url, '--to-schema', 'a b'])
+    expect(badTo.stderr).toContain('error: --to-schema must match')
+    // Two schemas of one database are two stores; the same schema under two URLs is one.
+    const same = await cli(['migrate', '--from', url, '--to', 'postgres://bob@db.example:5432/team', '--to-schema', 'dsh_memory'])
+    expect(same.stderr).toContain('name the same database')
+    for (const result of [bad, fromEnv, noDatabase, migrateSchema, badTo, same]) expect(result.stderr + result.stdout).not.toContain('s3cret')
     // An explicit --data-dir beats the variable; both flags at once are a usage error.
     const explicit = await withEnv(url, () => cli(['status', '--data-dir', fixture.dataDir, '--json']))
     expect(explicit.code).toBe(0)
@@ -221,18 +256,7 @@ describe('--database-url and DSH_MEMORY_DATABASE_URL', () => {
 
 describe('on PostgreSQL (the run’s throwaway cluster)', () => {
   const adminUrl = () => inject('pgUrl')
-  const password = () => decodeURIComponent(new URL(adminUrl()).password)
-  let databases = 0
-
-  /** A fresh database on the cluster (each test its own), as the URL the CLI is given. */
-  async function freshDatabase(): Promise<string> {
-    const admin = new URL(adminUrl())
-    const name = `cli_${process.pid}_${++databases}`
-    await runPgClient('createdb', admin.href, [name])
-    const url = new URL(admin.href)
-    url.pathname = `/${name}`
-    return url.href
-  }
+  const password = clusterPassword
   const shown = (url: string) => url.replace(`:${encodeURIComponent(password())}@`, '@')
 
   it('round-trips SQLite → PostgreSQL → SQLite, every record kept, searchable in Chinese and Japanese, no password printed', async () => {
@@ -251,7 +275,9 @@ describe('on PostgreSQL (the run’s throwaway cluster)', () => {
     expect(status.code).toBe(0)
     const report = JSON.parse(status.stdout)
     expect(report).toMatchObject({ backend: 'postgres', dataDir: shown(url), counts: { conversations: 2, messages: { total: 6 }, memories: { current: 5, superseded: 1 } } })
-    expect(report.distill.error).toContain('not read by the CLI on PostgreSQL in this version')
+    // Distillation state and the token ledger came along in distill's tables: status reads them there.
+    const local = JSON.parse((await cli(['status', '--data-dir', fixture.dataDir, '--json'])).stdout)
+    expect({ distill: report.distill, cost: report.cost }).toEqual({ distill: local.distill, cost: local.cost })
 
     const zh = await step(['search', '数据库', '--database-url', url, '--json'])
     expect(JSON.parse(zh.stdout).memories.map((hit: { memory: { id: string } }) => hit.memory.id)).toContain(fixture.memories.database)
@@ -289,6 +315,49 @@ describe('on PostgreSQL (the run’s throwaway cluster)', () => {
     expect(report.alreadyPresent).toEqual({ conversations: 2, messages: 6, memories: 3, scenes: 0, persona: 0 })
     expect(report.copied).toEqual({ conversations: 0, messages: 0, memories: 3, scenes: 1, persona: 1 })
     for (const [type, count] of Object.entries(FIXTURE_COUNTS)) expect(report.verified?.[type as keyof typeof FIXTURE_COUNTS]).toEqual({ source: count, target: count, missing: 0 })
+  })
+
+  it('moves every package table SQLite → PostgreSQL → SQLite row for row, resumes a copy stopped inside them, keeps identity columns usable', async () => {
+    const source = await buildFixture(join(temp.dir, 'full'))
+    const files = join(temp.dir, 'full-files')
+    const { workspace } = await importPackageData(['--data-dir', source.dataDir], files)
+    await withTarget(source.dataDir, (store) => seedRecallTables(store))
+    const url = await freshDatabase()
+
+    // Stopped after 12 pages of 2: the store core takes 9, so the copy stops inside the package tables.
+    const controller = new AbortController()
+    const first = await runMigrate(sqlite(source.dataDir), postgresSource(url, '--to'), { pageSize: 2, signal: controller.signal, onPage: (pages) => pages === 12 && controller.abort() })
+    expect(first).toMatchObject({ completed: false, ok: false, copied: FIXTURE_COUNTS })
+    const partly = first.packages.reduce((sum, line) => sum + line.copied, 0)
+    expect(partly).toBeGreaterThan(0)
+
+    const second = await cli(['migrate', '--from', source.dataDir, '--to', url, '--json'])
+    expect(second.stderr).not.toContain('error')
+    expect(second.code).toBe(0)
+    const report = json(second.stdout)
+    expect(report.ok).toBe(true)
+    const owners = new Set(report.packages.filter((line) => line.verified!.source > 0).map((line) => line.owner))
+    expect([...owners].sort()).toEqual(['cue-bank', 'distill', 'palace', 'recall', 'tree'])
+    for (const line of report.packages) {
+      expect(line.verified).toEqual({ source: line.verified!.source, target: line.verified!.source, missing: 0 })
+      expect(line.copied + line.alreadyPresent).toBe(line.verified!.source)
+      expect(line.copied + (first.packages.find((entry) => entry.table === line.table)?.copied ?? 0)).toBe(line.verified!.source)
+    }
+    expect(report.packages.reduce((sum, line) => sum + line.copied, 0) + partly).toBe(report.packages.reduce((sum, line) => sum + line.verified!.source, 0))
+
+    // And back: every package row is the source's, value for value (flags, times, vectors, Chinese text).
+    const back = freshDir()
+    const out = await cli(['migrate', '--from', url, '--to', back, '--json'])
+    expect(json(out.stdout)).toMatchObject({ ok: true, notMoved: [] })
+    const rows = await packageRows(back)
+    expect(Object.keys(rows).length).toBeGreaterThanOrEqual(20)
+    expect(rows).toEqual(await packageRows(source.dataDir))
+
+    // New rows on PostgreSQL after the copy get fresh identity values (the sequences moved past the copied ids).
+    await writePalace(workspace, 'Project Beta', ['Beta ships on Friday.', 'Friday it is.'])
+    const beta = await cli(['import', join(workspace, 'memory-palace'), '--database-url', url, '--json', '--quiet'])
+    expect(beta.stderr).toBe('')
+    expect(JSON.parse(beta.stdout).namespaces).toEqual(expect.arrayContaining([expect.objectContaining({ namespace: 'Project Beta', inserted: 2 })]))
   })
 
   it('takes the password from PGPASSFILE when the URL has none', async () => {

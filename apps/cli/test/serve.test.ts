@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
+import { clusterPassword, freshDatabase } from './pg-database.ts'
 
 const BIN = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'src', 'bin.ts')
 
@@ -53,6 +54,38 @@ describe('dsh-memory serve', () => {
       const page = await fetch(`${origin}/memories?q=${encodeURIComponent('数据库')}`, { headers: { cookie } })
       expect(page.status).toBe(200)
       expect(await page.text()).toContain('主数据库使用 PostgreSQL')
+    } finally {
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+      child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+    }
+  })
+
+  it('serves a PostgreSQL database: search, a memory page and an edit go through the server', async () => {
+    const url = await freshDatabase('serve')
+    expect((await cli(['migrate', '--from', fixture.dataDir, '--to', url, '--quiet'])).code).toBe(0)
+    const { child, url: address, stderr } = await serve(['--port', '0', '--database-url', url])
+    try {
+      await expect.poll(stderr).toContain('press Ctrl+C to stop')
+      expect(stderr()).toContain(`serving ${url.replace(`:${encodeURIComponent(clusterPassword())}@`, '@')} on`)
+      expect(stderr()).not.toContain(clusterPassword())
+      const origin = new URL(address).origin
+      const login = await fetch(address, { redirect: 'manual' })
+      const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!
+      const page = await fetch(`${origin}/memories?q=${encodeURIComponent('数据库')}`, { headers: { cookie } })
+      expect(page.status).toBe(200)
+      expect(await page.text()).toContain('主数据库使用 PostgreSQL')
+      const token = new URL(address).searchParams.get('token')!
+      const api = (path: string, init: RequestInit = {}) => fetch(`${origin}/api${path}`, { ...init, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } })
+      const memory = await api(`/memories/${fixture.memories.blogHost}`)
+      expect(memory.status).toBe(200)
+      expect(JSON.stringify(await memory.json())).toContain('ブログは Cloudflare Pages でホストしている。')
+      // An edit through the browser lands in the database (a new version, the old one its history).
+      const edit = await api(`/memories/${fixture.memories.blogHost}/edit`, { method: 'POST', body: JSON.stringify({ text: 'ブログは Vercel に移行した。' }) })
+      expect(edit.status).toBe(200)
+      const { id } = (await edit.json()) as { id: string }
+      const shown = JSON.parse((await cli(['show', id, '--database-url', url, '--json'])).stdout)
+      expect(shown.history.map((entry: { text: string }) => entry.text)).toEqual(['ブログは Cloudflare Pages でホストしている。', 'ブログは Vercel に移行した。'])
     } finally {
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
       child.kill('SIGTERM')

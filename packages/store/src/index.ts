@@ -18,6 +18,8 @@ export type {
   PackageTablesHost,
   PackageWriteOptions,
 } from './core/package-tables.ts'
+export { packageDeclaration, packageMigrations, sqlGreatest } from './core/package-declaration.ts'
+export type { PackageDeclarationOptions, PackageMigrationRoot } from './core/package-declaration.ts'
 export { schemaDrift } from './core/schema-drift.ts'
 export { openStoreMaintenance } from './core/sqlite-maintenance.ts'
 export type { ForeignKeyViolation, SceneOrphans, StoreMaintenance, StoreMaintenanceOptions } from './core/sqlite-maintenance.ts'
@@ -25,6 +27,7 @@ export { ActivityLog, formatActivityLine, MAX_CODE_CHARS } from './core/activity
 export type { ActivityLogOptions, ActivityValue } from './core/activity-log.ts'
 export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, DEFAULT_POSTGRES_SCHEMA, resolveDataDir } from './core/options.ts'
 export type { MemoryStoreOptions, PostgresStoreOptions } from './core/options.ts'
+export { checkPostgresSchema } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'
 export type { MemoryStoreErrorCode } from './core/errors.ts'
 export { findPackageMigrations, loadMigrationDir, migrationChecksum } from './core/migrations.ts'

@@ -49,7 +49,7 @@ async function main(): Promise<void> {
 
   const log = (message: string) => process.stderr.write(`[memory-tree] ${message}\n`)
   const opened = await openMemoryTree({
-    ...(settings.databaseUrl === undefined ? { dataDir: settings.dataDir } : { databaseUrl: settings.databaseUrl }),
+    ...(settings.databaseUrl === undefined ? { dataDir: settings.dataDir } : { databaseUrl: settings.databaseUrl, ...(settings.schema ? { schema: settings.schema } : {}) }),
     projectionDir: settings.projectionDir,
     onError: (error, where) => log(`${where} failed: ${describeError(error)}`),
   })
@@ -85,7 +85,7 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (error) => log(`unhandled: ${describeError(error)}`))
 
   await server.connect(new StdioServerTransport())
-  log(`serving ${settings.databaseUrl === undefined ? settings.dataDir : describeDatabaseUrl(settings.databaseUrl)} (workspace ${settings.workspace})`)
+  log(`serving ${settings.databaseUrl === undefined ? settings.dataDir : `${describeDatabaseUrl(settings.databaseUrl)}${settings.schema ? ` schema ${settings.schema}` : ''}`} (workspace ${settings.workspace})`)
 }
 
 main().catch((error: unknown) => {

@@ -83,10 +83,10 @@ describe('dsh-memory-tree-mcp over stdio with the MCP SDK client', () => {
     expect(execFileSync(process.execPath, [SERVER, '--version'], { encoding: 'utf8' }).trim()).toMatch(/^\d+\.\d+\.\d+/)
   })
 
-  it('--database-url keeps the tree on PostgreSQL: what the server writes, the library reads there; the password is never printed', async () => {
-    // The run's throwaway cluster; the store's default schema (dsh_memory), as a team would use it.
+  it('--database-url keeps the tree on PostgreSQL (in the --schema given): what the server writes, the library reads there; the password is never printed', async () => {
+    // The run's throwaway cluster, in a schema of its own (as a second team would use it).
     const url = inject('pgUrl')
-    const server = await connect({ args: ['--database-url', url, '--workspace', workspace, '--projection-dir', join(temp.dir, 'tree')] })
+    const server = await connect({ args: ['--database-url', url, '--schema', 'tree_mcp', '--workspace', workspace, '--projection-dir', join(temp.dir, 'tree')] })
     try {
       const noted = await callTool(server.client, 'mt_note', { kind: 'decision', text: '数据库选 PostgreSQL、チーム全員で共有する' })
       expect(noted.isError).toBe(false)
@@ -94,12 +94,15 @@ describe('dsh-memory-tree-mcp over stdio with the MCP SDK client', () => {
       await server.close()
     }
     expect(server.stderr()).not.toContain(decodeURIComponent(new URL(url).password))
+    expect(server.stderr()).toContain('schema tree_mcp')
     expect(existsSync(join(temp.dir, 'memory.db'))).toBe(false)
-    const reader = await openMemoryTree({ databaseUrl: url, projectionDir: null })
-    try {
-      expect((await reader.tree.getContext({ workspace })).text).toContain('数据库选 PostgreSQL、チーム全員で共有する')
-    } finally {
-      await reader.close()
+    for (const [schema, found] of [['tree_mcp', true], ['tree_mcp_other', false]] as const) {
+      const reader = await openMemoryTree({ databaseUrl: url, schema, projectionDir: null })
+      try {
+        expect((await reader.tree.getContext({ workspace })).text.includes('数据库选 PostgreSQL、チーム全員で共有する')).toBe(found)
+      } finally {
+        await reader.close()
+      }
     }
   })
 })
@@ -122,6 +125,10 @@ describe('MCP settings', () => {
     expect(resolveMcpSettings([], { DSH_MEMORY_DATABASE_URL: ` ${team} `, DSH_HOME: '/h' }, '/')).toMatchObject({ databaseUrl: team })
     expect(resolveMcpSettings(['--data-dir', '/d'], { DSH_MEMORY_DATABASE_URL: team }, '/')).not.toHaveProperty('databaseUrl')
     expect(() => resolveMcpSettings(['--database-url', team, '--data-dir', '/d'], {}, '/')).toThrow(/--database-url and --data-dir/)
+    // --schema: the store row's rule, and only with a database.
+    expect(resolveMcpSettings(['--database-url', team, '--schema', 'team_b'], { DSH_HOME: '/h' }, '/')).toMatchObject({ databaseUrl: team, schema: 'team_b' })
+    expect(() => resolveMcpSettings(['--database-url', team, '--schema', 'Team B'], {}, '/')).toThrow('--schema must match /^[a-z_][a-z0-9_]{0,62}$/ (lower-case letters, digits, _), got "Team B"')
+    expect(() => resolveMcpSettings(['--schema', 'team_b'], { DSH_HOME: '/h' }, '/')).toThrow('--schema applies to a PostgreSQL database only (--database-url or $DSH_MEMORY_DATABASE_URL)')
     // A bad URL names where it came from, and never echoes the password.
     for (const [argv, env, source] of [
       [['--database-url', 'mysql://tree:s3cret@db/team'], {}, '--database-url'],

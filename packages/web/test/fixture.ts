@@ -12,7 +12,7 @@ import { openCueRepository } from '@dsh-memory/cue-bank'
 import { DistillStateRepository, initialConversationState } from '@dsh-memory/distill'
 import { buildTurns, type SessionEventLike, Palace, planArchive, resolvePalaceOptions } from '@dsh-memory/palace'
 import { applyFeedback } from '@dsh-memory/recall'
-import { openMemoryStore } from '@dsh-memory/store'
+import { type MemoryStore, openMemoryStore, openStore, type PostgresStoreOptions } from '@dsh-memory/store'
 import { openMemoryTree } from '@dsh-memory/tree'
 import { afterAll, beforeAll } from 'vitest'
 import { type RunningMemoryBrowser, startMemoryBrowser } from '../src/index.ts'
@@ -26,14 +26,17 @@ export function scratch(label: string): { dir: string; cleanup: () => void } {
 /**
  * For the calling test file: the fixture data dir built in a scratch folder and a memory
  * browser serving it, started once before all tests and closed after them. Read `fixture`
- * and `app` inside the tests (they are set by then).
+ * and `app` inside the tests (they are set by then). With `postgres` (called when the tests
+ * start) the fixture is written to that PostgreSQL store and the browser serves it there.
  */
-export function servedFixture(label: string): { readonly fixture: WebFixture; readonly app: RunningMemoryBrowser } {
+export function servedFixture(label: string, postgres?: () => PostgresStoreOptions): { readonly fixture: WebFixture; readonly app: RunningMemoryBrowser } {
   const served = {} as { fixture: WebFixture; app: RunningMemoryBrowser; temp?: ReturnType<typeof scratch> }
   beforeAll(async () => {
     served.temp = scratch(label)
-    served.fixture = await buildWebFixture(served.temp.dir)
-    served.app = await startMemoryBrowser({ dataDir: served.fixture.dataDir, port: 0 })
+    const database = postgres?.()
+    served.fixture = await buildWebFixture(served.temp.dir, database && (() => openStore({ ...database, actor: 'fixture' })))
+    const store = database && (await openStore({ ...database, actor: 'web' }))
+    served.app = await startMemoryBrowser({ dataDir: served.fixture.dataDir, ...(store ? { store } : {}), port: 0 })
   })
   afterAll(async () => {
     await served.app?.close()
@@ -70,13 +73,16 @@ export interface WebFixture {
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
 
-/** Build the fixture under `root` (data dir `root/data`, workspaces `root/shop-api` and `root/blog`). */
-export async function buildWebFixture(root: string): Promise<WebFixture> {
+/**
+ * Build the fixture under `root` (data dir `root/data`, workspaces `root/shop-api` and
+ * `root/blog`), in `root/data/memory.db` or the store `open` opens.
+ */
+export async function buildWebFixture(root: string, open?: () => Promise<MemoryStore>): Promise<WebFixture> {
   const dataDir = join(root, 'data')
   const shop = join(root, 'shop-api')
   const blog = join(root, 'blog')
   for (const dir of [dataDir, shop, blog]) mkdirSync(dir, { recursive: true })
-  const store = openMemoryStore({ path: join(dataDir, 'memory.db'), actor: 'fixture' })
+  const store = open ? await open() : openMemoryStore({ path: join(dataDir, 'memory.db'), actor: 'fixture' })
   try {
     const t0 = Date.now() - 20 * DAY
     const shopId = `session-${randomUUID()}`

@@ -14,11 +14,14 @@
  *   bookkeeping of deleted conversations (`--fix` drops the dangling ids / rows);
  * - the search index: the FTS5 tables in the database must be built with the current
  *   tokenizer and hold exactly the database's messages and memories (`--fix` rebuilds them).
+ *
+ * On PostgreSQL the checks that make sense on a server run instead (`doctor-postgres.ts`).
  */
 import type { Command } from 'commander'
 import { DistillStateRepository } from '@dsh-memory/distill'
 import { type ForeignKeyViolation, isMemoryStoreError, type MemoryStore, openMemoryStore, openStoreMaintenance, type SceneOrphans } from '@dsh-memory/store'
-import { existingDatabase, requireDataDir, resolveDataSource, withDataDir } from '../data/data-dir.ts'
+import { existingDatabase, resolveDataSource, withDataDir } from '../data/data-dir.ts'
+import { runPostgresDoctor } from './doctor-postgres.ts'
 import { CliError, type CliIO, EXIT, printJson, println } from '../io.ts'
 
 /** One check's outcome. */
@@ -43,7 +46,7 @@ export interface DoctorReport {
   readonly problems: number
 }
 
-interface Findings {
+export interface Findings {
   schema: { status: 'ok' | 'pending' | 'too-new' | 'error'; message: string; versions: string }
   integrity: string[]
   violations: ForeignKeyViolation[]
@@ -74,7 +77,7 @@ function tryOpen(path: string, readonly: boolean): { store?: MemoryStore; schema
  * tokenizer, and holding exactly the database's messages and memories. Rows written behind
  * the store's back (or FTS rows without their row) show up as a count mismatch.
  */
-async function checkIndex(store: MemoryStore, expected: { messages: number; memories: number }): Promise<Findings['index']> {
+export async function checkIndex(store: MemoryStore, expected: { messages: number; memories: number }): Promise<Findings['index']> {
   // A read-only store reports a pending backfill or rebuild instead of running it.
   const status = await store.search.warm()
   const details: string[] = []
@@ -140,7 +143,7 @@ async function inspect(path: string): Promise<Findings> {
 }
 
 /** Distill state (through distill's own library) of conversations that no longer exist. */
-function orphanDistillRows(store: MemoryStore): Promise<string[]> {
+export function orphanDistillRows(store: MemoryStore): Promise<string[]> {
   return new DistillStateRepository(store).orphanConversations(async (id) => (await store.conversations.get(id)) !== undefined)
 }
 
@@ -148,32 +151,28 @@ function describeViolation(violation: ForeignKeyViolation): string {
   return `${violation.table} row ${violation.id ?? `#${violation.rowid}`}: ${violation.column} points to a missing ${violation.parent} row`
 }
 
-function checksOf(findings: Findings): DoctorCheck[] {
-  const schemaCheck: DoctorCheck =
-    findings.schema.status === 'ok'
-      ? { name: 'schema', status: 'ok', summary: `migrations applied (${findings.schema.versions})`, details: [] }
-      : findings.schema.status === 'pending'
-        ? { name: 'schema', status: 'problem', summary: 'migrations pending (the database was written by an older dsh-memory)', details: [findings.schema.message] }
-        : findings.schema.status === 'too-new'
-          ? { name: 'schema', status: 'problem', summary: 'written by a newer dsh-memory: upgrade dsh-memory (nothing here can fix it)', details: [findings.schema.message] }
-          : { name: 'schema', status: 'problem', summary: 'the store cannot open the database', details: [findings.schema.message] }
-  const integrityOk = findings.integrity.length === 1 && findings.integrity[0] === 'ok'
-  const distillOrphans = findings.distillStates.length + findings.distillRows.length
+/** The `schema` check of the store's own tables. */
+export function schemaCheck(schema: Findings['schema']): DoctorCheck {
+  return schema.status === 'ok'
+    ? { name: 'schema', status: 'ok', summary: `migrations applied (${schema.versions})`, details: [] }
+    : schema.status === 'pending'
+      ? { name: 'schema', status: 'problem', summary: 'migrations pending (the database was written by an older dsh-memory)', details: [schema.message] }
+      : schema.status === 'too-new'
+        ? { name: 'schema', status: 'problem', summary: 'written by a newer dsh-memory: upgrade dsh-memory (nothing here can fix it)', details: [schema.message] }
+        : { name: 'schema', status: 'problem', summary: 'the store cannot open the database', details: [schema.message] }
+}
+
+/** The `scene-members`, `distill-state` and `search-index` checks (the same on both backends). */
+export function storeChecks(scenes: readonly SceneOrphans[], distillStates: readonly string[], distillRows: readonly string[], index: Findings['index']): DoctorCheck[] {
+  const distillOrphans = distillStates.length + distillRows.length
   return [
-    schemaCheck,
-    integrityOk
-      ? { name: 'integrity', status: 'ok', summary: 'integrity_check ok', details: [] }
-      : { name: 'integrity', status: 'problem', summary: `integrity_check found ${findings.integrity.length} problem${findings.integrity.length > 1 ? 's' : ''}`, details: findings.integrity.slice(0, 20) },
-    findings.violations.length === 0
-      ? { name: 'foreign-keys', status: 'ok', summary: 'no orphan rows', details: [] }
-      : { name: 'foreign-keys', status: 'problem', summary: `${findings.violations.length} orphan row${findings.violations.length > 1 ? 's' : ''}`, details: findings.violations.slice(0, 50).map(describeViolation) },
-    findings.scenes.length === 0
+    scenes.length === 0
       ? { name: 'scene-members', status: 'ok', summary: 'every scene lists existing memories', details: [] }
       : {
           name: 'scene-members',
           status: 'problem',
-          summary: `${findings.scenes.length} scene${findings.scenes.length > 1 ? 's list' : ' lists'} deleted memories`,
-          details: findings.scenes.map((scene) => `scene ${scene.sceneId}: missing ${scene.missing.join(', ')}`),
+          summary: `${scenes.length} scene${scenes.length > 1 ? 's list' : ' lists'} deleted memories`,
+          details: scenes.map((scene) => `scene ${scene.sceneId}: missing ${scene.missing.join(', ')}`),
         },
     distillOrphans === 0
       ? { name: 'distill-state', status: 'ok', summary: 'no bookkeeping of deleted conversations', details: [] }
@@ -181,9 +180,23 @@ function checksOf(findings: Findings): DoctorCheck[] {
           name: 'distill-state',
           status: 'warning',
           summary: `${distillOrphans} distill state row${distillOrphans > 1 ? 's' : ''} of deleted conversations`,
-          details: [...findings.distillStates, ...findings.distillRows.map((id) => `distill_conversations ${id}`)],
+          details: [...distillStates, ...distillRows.map((id) => `distill_conversations ${id}`)],
         },
-    { name: 'search-index', status: findings.index.status, summary: findings.index.summary, details: findings.index.details },
+    { name: 'search-index', status: index.status, summary: index.summary, details: index.details },
+  ]
+}
+
+function checksOf(findings: Findings): DoctorCheck[] {
+  const integrityOk = findings.integrity.length === 1 && findings.integrity[0] === 'ok'
+  return [
+    schemaCheck(findings.schema),
+    integrityOk
+      ? { name: 'integrity', status: 'ok', summary: 'integrity_check ok', details: [] }
+      : { name: 'integrity', status: 'problem', summary: `integrity_check found ${findings.integrity.length} problem${findings.integrity.length > 1 ? 's' : ''}`, details: findings.integrity.slice(0, 20) },
+    findings.violations.length === 0
+      ? { name: 'foreign-keys', status: 'ok', summary: 'no orphan rows', details: [] }
+      : { name: 'foreign-keys', status: 'problem', summary: `${findings.violations.length} orphan row${findings.violations.length > 1 ? 's' : ''}`, details: findings.violations.slice(0, 50).map(describeViolation) },
+    ...storeChecks(findings.scenes, findings.distillStates, findings.distillRows, findings.index),
   ]
 }
 
@@ -245,24 +258,38 @@ async function repair(path: string, findings: Findings): Promise<Map<string, str
   return fixed
 }
 
-/** Run the checks (and with `fix`, the repairs, then the checks again). */
-export async function runDoctor(dataDir: string, options: { fix: boolean }): Promise<DoctorReport> {
-  const path = existingDatabase(dataDir)
-  const before = await inspect(path)
-  let checks = checksOf(before)
-  if (options.fix && checks.some((check) => check.status !== 'ok')) {
-    const fixed = await repair(path, before)
-    const after = checksOf(await inspect(path))
-    checks = after.map((check) => (fixed.has(check.name) ? { ...check, fixed: fixed.get(check.name)! } : check))
-    // Keep what was found before the repairs, for the record.
-    const previous = checksOf(before)
-    checks = checks.map((check) => {
-      const found = previous.find((entry) => entry.name === check.name)!
-      return found.status !== 'ok' ? { ...check, found: { status: found.status, summary: found.summary, details: found.details } } : check
+/** How one backend's doctor finds, judges and repairs (SQLite here, PostgreSQL in `doctor-postgres.ts`). */
+export interface DoctorSteps<F> {
+  inspect(): Promise<F>
+  checks(findings: F): DoctorCheck[]
+  /** @returns what each repaired check's fix did, by check name */
+  repair(findings: F): Promise<Map<string, string>>
+}
+
+/**
+ * Run the checks, and with `fix` the repairs, then the checks again: each check then reports
+ * what `--fix` did about it and what was found before.
+ */
+export async function runChecks<F>(database: string, fix: boolean, steps: DoctorSteps<F>): Promise<DoctorReport> {
+  const before = await steps.inspect()
+  let checks = steps.checks(before)
+  if (fix && checks.some((check) => check.status !== 'ok')) {
+    const fixed = await steps.repair(before)
+    const previous = checks
+    checks = steps.checks(await steps.inspect()).map((check) => {
+      const withFix = fixed.has(check.name) ? { ...check, fixed: fixed.get(check.name)! } : check
+      const found = previous.find((entry) => entry.name === check.name)
+      return found && found.status !== 'ok' ? { ...withFix, found: { status: found.status, summary: found.summary, details: found.details } } : withFix
     })
   }
   const problems = checks.filter((check) => check.status === 'problem').length
-  return { database: path, fix: options.fix, checks, problems }
+  return { database, fix, checks, problems }
+}
+
+/** Run the checks of a data dir (and with `fix`, the repairs, then the checks again). */
+export async function runDoctor(dataDir: string, options: { fix: boolean }): Promise<DoctorReport> {
+  const path = existingDatabase(dataDir)
+  return runChecks(path, options.fix, { inspect: () => inspect(path), checks: checksOf, repair: (findings) => repair(path, findings) })
 }
 
 /** The text form of a doctor report. */
@@ -290,11 +317,12 @@ export function formatDoctor(report: DoctorReport): string {
 /** Register `doctor`. */
 export function registerDoctor(program: Command, io: CliIO): void {
   withDataDir(program.command('doctor'))
-    .description('Check schema version, database integrity, orphan rows and search-index consistency; --fix repairs what it can. Exits 4 while problems remain.')
+    .description('Check schema versions, database integrity, orphan rows and search-index consistency (on PostgreSQL: schema versions of every owner, package tables, orphan references, the search terms); --fix repairs what it can. Exits 4 while problems remain.')
     .option('--fix', 'apply the repairs (migrations, REINDEX, orphan rows, index rebuild)')
     .option('--json', 'print the report as one JSON object')
     .action(async (options: { dataDir?: string; databaseUrl?: string; fix?: boolean; json?: boolean }) => {
-      const report = await runDoctor(requireDataDir(resolveDataSource(options), 'doctor'), { fix: options.fix === true })
+      const source = resolveDataSource(options)
+      const report = source.kind === 'sqlite' ? await runDoctor(source.dataDir, { fix: options.fix === true }) : await runPostgresDoctor(source, { fix: options.fix === true })
       if (options.json) printJson(io, report)
       else println(io, formatDoctor(report))
       if (report.problems > 0) throw new CliError('problems', `${report.problems} problem${report.problems > 1 ? 's' : ''} found${options.fix ? ' that --fix could not repair' : ''}`, EXIT.problems)

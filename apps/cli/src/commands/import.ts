@@ -21,7 +21,8 @@ import { ArchiveIndex, isPalaceError, PalaceWorkspace, resolvePalaceOptions } fr
 import { autoMemoryItem, importInstructionItems, type InstructionItem, type PlannedImport, splitInstructions } from '@dsh-memory/recall'
 import { isMemoryStoreError, type MemoryStore, type RecordCounts } from '@dsh-memory/store'
 import { importReferenceTree, isTreeError, openMemoryTree, type ReferenceImportReport } from '@dsh-memory/tree'
-import { requireDataDir, resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
+import { resolveCliDataDir, resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
+import { isDatabaseUrl } from '../data/database-url.ts'
 import { type CliIO, CliUsageError, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
 import { detectFormat, type ImportFormat, IMPORT_FORMATS, instructionFiles, instructionTarget } from '../import/sources.ts'
@@ -192,8 +193,10 @@ function isDirectory(path: string): boolean {
 }
 
 async function importMemoryTree(store: MemoryStore, path: string, options: ImportOptions): Promise<ImportReport> {
-  // The projection goes where the plugin writes it by default, next to the database.
-  const opened = await openMemoryTree({ store, projectionDir: join(dirname(store.path), 'tree') })
+  // The projection goes where the plugin writes it by default: <data dir>/tree, next to the
+  // database; on PostgreSQL this machine's data dir (as for dsh-memory-tree-mcp).
+  const dataDir = isDatabaseUrl(store.path) ? resolveCliDataDir(undefined) : dirname(store.path)
+  const opened = await openMemoryTree({ store, projectionDir: join(dataDir, 'tree') })
   try {
     const report = await importReferenceTree(opened.tree, path, options.workspace ? { workspace: options.workspace } : {})
     return { format: 'memory-tree', path, ...report }
@@ -271,8 +274,6 @@ export function registerImport(program: Command, io: CliIO): void {
       if (!existsSync(path)) throw new CliUsageError(`cannot read ${path}: no such file or directory`)
       const progress = createProgress(io, options.quiet === true)
       const source = resolveDataSource(options)
-      // The cue bank, the palace and the memory tree write their own package tables: SQLite only for now.
-      if (format !== 'jsonl' && format !== 'instructions') requireDataDir(source, `import --format ${format}`)
       const report = await withStore(source, { create: true }, (store) => runImport(store, path, format, options, progress))
       if (options.json) printJson(io, report)
       else println(io, formatImport(report))

@@ -1,6 +1,7 @@
 /**
  * `dsh-memory migrate --from <data dir | postgres://…> --to <postgres://… | data dir>`: move
- * the store core between backends, resumable, then verify (the work is in `data/migrate.ts`).
+ * the store core and every plugin's package tables between backends, resumable, then verify
+ * (the work is in `data/migrate.ts` and `data/package-tables.ts`).
  */
 import type { Command } from 'commander'
 import type { RecordCounts } from '@dsh-memory/store'
@@ -13,6 +14,8 @@ import { parseCount } from './records.ts'
 interface MigrateFlags {
   from: string
   to: string
+  fromSchema?: string
+  toSchema?: string
   pageSize?: string
   check?: boolean
   json?: boolean
@@ -31,21 +34,20 @@ export function formatMigrate(report: MigrateReport): string {
   }
   if (!report.completed) lines.push('interrupted: every page copied so far is committed; run the same command again to copy the rest')
   else if (report.verifyInterrupted) lines.push('interrupted while verifying: the copy is complete; run it again with --check to verify')
+  if (!report.checkOnly && report.packages.length > 0) {
+    const copied = report.packages.reduce((sum, line) => sum + line.copied, 0)
+    const present = report.packages.reduce((sum, line) => sum + line.alreadyPresent, 0)
+    lines.push(`  package tables: copied ${n(copied)} rows, already in the target ${n(present)}`)
+  }
   if (report.verified) {
-    lines.push('', `  ${'verify'.padEnd(14)} ${'source'.padStart(10)} ${'target'.padStart(10)} ${'missing'.padStart(8)}`)
-    for (const type of RECORD_TYPES) {
-      const line = report.verified[type]
-      lines.push(`  ${type.padEnd(14)} ${n(line.source).padStart(10)} ${n(line.target).padStart(10)} ${n(line.missing).padStart(8)}`)
-    }
-    lines.push(report.ok ? 'verified: every record of the source is in the target' : 'MISMATCH: the target lacks records of the source (see "missing")')
+    const row = (name: string, line: { source: number; target: number; missing: number }) =>
+      `  ${name.padEnd(28)} ${n(line.source).padStart(10)} ${n(line.target).padStart(10)} ${n(line.missing).padStart(8)}`
+    lines.push('', `  ${'verify'.padEnd(28)} ${'source'.padStart(10)} ${'target'.padStart(10)} ${'missing'.padStart(8)}`)
+    for (const type of RECORD_TYPES) lines.push(row(type, report.verified[type]))
+    for (const line of report.packages) if (line.verified) lines.push(row(`${line.owner}: ${line.table}`, line.verified))
+    lines.push(report.ok ? 'verified: every record and package row of the source is in the target' : 'MISMATCH: the target lacks records or rows of the source (see "missing")')
   }
-  if (report.notMoved.length > 0) {
-    lines.push('', `not moved (${report.notMovedReason}):`)
-    for (const entry of report.notMoved) {
-      const tables = entry.tables.map((table) => `${table.name} ${table.rows === null ? '(not counted: another version of the package)' : `${n(table.rows)} row${table.rows === 1 ? '' : 's'}`}`).join(', ')
-      lines.push(`  ${entry.owner}: ${tables || 'tables of a package this CLI does not know'}`)
-    }
-  }
+  if (report.notMoved.length > 0) lines.push('', `not moved (${report.notMovedReason}): ${report.notMoved.map((entry) => entry.owner).join(', ')}`)
   return lines.join('\n')
 }
 
@@ -53,16 +55,18 @@ export function formatMigrate(report: MigrateReport): string {
 export function registerMigrate(program: Command, io: CliIO): void {
   program
     .command('migrate')
-    .description('Move the store core (conversations, messages, memories with their history, scenes, persona) between a data dir and a PostgreSQL database, either way; resumable, then verified.')
+    .description('Move the store core (conversations, messages, memories with their history, scenes, persona) and every plugin\'s tables (tree, cue bank, palace index, distill, recall) between a data dir and a PostgreSQL database, either way; resumable, then verified per table.')
     .requiredOption('--from <source>', 'a data dir or a postgres:// URL to copy from (read only)')
     .requiredOption('--to <target>', 'a postgres:// URL or a data dir to copy into (created when missing)')
+    .option('--from-schema <name>', 'with a postgres:// --from: the PostgreSQL schema of its store (default: dsh_memory)')
+    .option('--to-schema <name>', 'with a postgres:// --to: the PostgreSQL schema of its store (default: dsh_memory)')
     .option('--page-size <n>', 'records per committed page (default 1000)')
     .option('--check', 'only verify: compare the source with the target, copy nothing')
     .option('--json', 'print the report as one JSON object')
     .option('--quiet', 'no progress output')
     .action(async (flags: MigrateFlags) => {
-      const from = migrateEndpoint(flags.from, '--from')
-      const to = migrateEndpoint(flags.to, '--to')
+      const from = migrateEndpoint(flags.from, '--from', flags.fromSchema)
+      const to = migrateEndpoint(flags.to, '--to', flags.toSchema)
       const pageSize = flags.pageSize === undefined ? undefined : parseCount('--page-size', flags.pageSize, 100_000)
       // Ctrl-C stops the copy after the page in flight is committed; the report says where it
       // stands, then the interrupt handler exits 130 (see process-exit.ts).
@@ -83,7 +87,7 @@ export function registerMigrate(program: Command, io: CliIO): void {
         if (flags.json) printJson(io, report)
         else println(io, formatMigrate(report))
         if (controller.signal.aborted) return
-        if (!report.ok) throw new CliError('mismatch', 'the target lacks records of the source (see "missing"); run migrate again to copy them')
+        if (!report.ok) throw new CliError('mismatch', 'the target lacks records or rows of the source (see "missing"); run migrate again to copy them')
       } finally {
         release()
         markDone()

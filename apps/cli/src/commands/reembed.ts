@@ -27,7 +27,7 @@ import {
   type Scope,
 } from '@dsh-memory/store'
 import type { BenchProgress } from '../bench/locomo.ts'
-import { requireDataDir, resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
+import { resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
 import { CliError, type CliIO, CliUsageError, EXIT, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
 import { parseCount } from './records.ts'
@@ -377,9 +377,6 @@ export function registerReembed(program: Command, io: CliIO): void {
     .action(async (flags: ReembedFlags) => {
       const settings = resolveReembedSettings(flags)
       const source = resolveDataSource(flags)
-      // Cues live in the cue bank's package tables, which are not on PostgreSQL yet (there a
-      // default run finds no cue bank and embeds memories only).
-      if (flags.only === 'cues') requireDataDir(source, 'reembed --only cues')
       const progress = createProgress(io, flags.quiet === true || settings.dryRun)
       const report = await withStore(source, {}, (store) => runReembed(store, settings, progress, source.label))
       if (flags.json) printJson(io, report)

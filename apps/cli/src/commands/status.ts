@@ -57,9 +57,6 @@ function schemaVersions(migrations: readonly AppliedMigration[]): { owner: strin
   return [...latest.entries()].map(([owner, version]) => ({ owner, version })).sort((a, b) => a.owner.localeCompare(b.owner))
 }
 
-/** Said instead of the distill state and ledger on PostgreSQL: the CLI reads only the store core there. */
-const DISTILL_NOT_ON_POSTGRES = 'distillation state and cost ledger (package tables) are not read by the CLI on PostgreSQL in this version (the store core only)'
-
 const noDistill = (error: string): DistillReport => ({ lastRunAt: null, lastScanAt: null, pending: { conversations: 0, messages: 0 }, failing: [], skippedRanges: 0, error })
 
 /** Read the distill state of every conversation (through `@dsh-memory/distill`'s own repository). */
@@ -129,8 +126,8 @@ export async function collectStatus(source: DataSource | string): Promise<Status
       database: { path, bytes: sqlite ? fileSize(path) : 0, walBytes: sqlite ? fileSize(`${path}-wal`) : 0, searchIndexBytes: await store.stats.searchIndexBytes() },
       schema: schemaVersions(await store.meta.migrations()),
       counts,
-      distill: sqlite ? await distillReport(store) : noDistill(DISTILL_NOT_ON_POSTGRES),
-      cost: sqlite ? await costReport(store) : { rows: [], total: { calls: 0, failures: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0 } },
+      distill: await distillReport(store),
+      cost: await costReport(store),
     }
   })
 }
@@ -182,10 +179,6 @@ export function formatStatus(report: StatusReport): string {
     if (counts.workspaces.length > 20) lines.push(`  … and ${counts.workspaces.length - 20} more (--json lists all)`)
   }
   lines.push('', 'distillation')
-  if (report.backend === 'postgres') {
-    lines.push(`  ${distill.error ?? DISTILL_NOT_ON_POSTGRES}`)
-    return lines.join('\n')
-  }
   if (distill.error) lines.push(`  state unreadable: ${distill.error}`)
   lines.push(`  last run ${time(distill.lastRunAt)}; last start-up scan ${time(distill.lastScanAt)}`)
   lines.push(`  pending ${n(distill.pending.conversations)} conversations, ${n(distill.pending.messages)} undistilled messages`)
@@ -212,7 +205,7 @@ export function formatStatus(report: StatusReport): string {
 /** Register `status`. */
 export function registerStatus(program: Command, io: CliIO): void {
   withDataDir(program.command('status'))
-    .description('Counts per layer and scope, database size, schema, last distillation, pending work and token cost of a data dir (or of a PostgreSQL database: the store core only).')
+    .description('Counts per layer and scope, database size, schema, last distillation, pending work and token cost of a data dir or a PostgreSQL database.')
     .option('--json', 'print the report as one JSON object')
     .action(async (options: { dataDir?: string; databaseUrl?: string; json?: boolean }) => {
       const report = await collectStatus(resolveDataSource(options))

@@ -7,7 +7,7 @@
  *   (`$DSH_HOME/memory`, else `~/.dsh/memory`), so it finds what the DSH plugins wrote.
  */
 import { join, resolve } from 'node:path'
-import { isMemoryStoreError, type MemoryStore, openMemoryStore, openStore } from '@dsh-memory/store'
+import { checkPostgresSchema, DEFAULT_POSTGRES_SCHEMA, isMemoryStoreError, type MemoryStore, openMemoryStore, openStore } from '@dsh-memory/store'
 import { DATABASE_FILE, databaseOf, isWebError, locateDataDir } from '@dsh-memory/web'
 import { type Command, Option } from 'commander'
 import { CliError, CliUsageError } from '../io.ts'
@@ -64,17 +64,33 @@ export type DataSource =
       readonly label: string
       /** How the user named it (`--database-url` or the environment variable), for errors. */
       readonly origin: string
+      /** The PostgreSQL schema of the store's tables (`--schema`); the store's default when absent. */
+      readonly schema?: string
     }
 
 /** The options a data command reads its source from (`--database-url` is the program's, copied in by `program.ts`). */
 export interface DataSourceOptions {
   readonly dataDir?: string
   readonly databaseUrl?: string
+  /** The program's `--schema`. */
+  readonly schema?: string
 }
 
-/** A PostgreSQL source of a checked URL. */
-export function postgresSource(databaseUrl: string, origin: string): DataSource {
-  return { kind: 'postgres', databaseUrl: checkDatabaseUrl(databaseUrl, origin), label: redactDatabaseUrl(databaseUrl.trim()), origin }
+/**
+ * A PostgreSQL source of a checked URL and schema (the store's own check, as for the store row's `schema`).
+ * @throws CliUsageError naming `origin`, or `schema.origin` for a bad schema name
+ */
+export function postgresSource(databaseUrl: string, origin: string, schema?: { readonly name: string; readonly origin: string }): DataSource {
+  const checked = checkDatabaseUrl(databaseUrl, origin)
+  if (schema === undefined) return { kind: 'postgres', databaseUrl: checked, label: redactDatabaseUrl(databaseUrl.trim()), origin }
+  try {
+    checkPostgresSchema(schema.name)
+  } catch (error) {
+    throw new CliUsageError(`${schema.origin} ${(error as Error).message.replace(/^schema /, '')}`, { cause: error })
+  }
+  // The schema is part of which store it is: the label says it unless it is the default.
+  const label = `${redactDatabaseUrl(databaseUrl.trim())}${schema.name === DEFAULT_POSTGRES_SCHEMA ? '' : ` (schema ${schema.name})`}`
+  return { kind: 'postgres', databaseUrl: checked, label, origin, schema: schema.name }
 }
 
 /**
@@ -83,29 +99,16 @@ export function postgresSource(databaseUrl: string, origin: string): DataSource 
  */
 export function resolveDataSource(options: DataSourceOptions, env: Record<string, string | undefined> = process.env): DataSource {
   const flag = options.databaseUrl
+  const schema = options.schema === undefined ? undefined : { name: options.schema, origin: '--schema' }
   if (flag !== undefined) {
     if (options.dataDir !== undefined) throw new CliUsageError('--database-url and --data-dir name two different stores; give one of them')
-    return postgresSource(flag, '--database-url')
+    return postgresSource(flag, '--database-url', schema)
   }
   const fromEnv = env[DATABASE_URL_ENV]?.trim()
-  if (fromEnv && options.dataDir === undefined) return postgresSource(fromEnv, DATABASE_URL_ENV)
+  if (fromEnv && options.dataDir === undefined) return postgresSource(fromEnv, DATABASE_URL_ENV, schema)
+  if (schema !== undefined) throw new CliUsageError(`--schema applies to a PostgreSQL database only (--database-url or ${DATABASE_URL_ENV}); a data dir has no schemas`)
   const dataDir = resolveCliDataDir(options.dataDir, env)
   return { kind: 'sqlite', dataDir, label: dataDir }
-}
-
-/**
- * The data dir of a command that reads SQLite files or package tables directly (doctor, serve,
- * the tree/palace/cue-bank imports). PostgreSQL holds only the store core in this version, so
- * such a command refuses a PostgreSQL source with one line instead of failing half-way.
- * @param what - the command, as the user typed it (`doctor`, `import --format palace`).
- * @throws CliError `unsupported` (exit 2) on a PostgreSQL source
- */
-export function requireDataDir(source: DataSource, what: string): string {
-  if (source.kind === 'sqlite') return source.dataDir
-  throw new CliError(
-    'unsupported',
-    `${what} works on a SQLite data dir only: ${source.origin} names a PostgreSQL database, which holds only the store core (conversations, messages, memories, scenes, persona) in this version; pass --data-dir${source.origin === DATABASE_URL_ENV ? ` or unset ${DATABASE_URL_ENV}` : ''}`,
-  )
 }
 
 /**
@@ -117,7 +120,7 @@ export function requireDataDir(source: DataSource, what: string): string {
 export async function openSourceStore(source: DataSource, options: { readonly?: boolean; create?: boolean } = {}): Promise<MemoryStore> {
   if (source.kind === 'sqlite') return openDataStore(source.dataDir, options)
   try {
-    return await openStore({ databaseUrl: source.databaseUrl, readonly: options.readonly === true, actor: 'cli' })
+    return await openStore({ databaseUrl: source.databaseUrl, ...(source.schema ? { schema: source.schema } : {}), readonly: options.readonly === true, actor: 'cli' })
   } catch (error) {
     if (isMemoryStoreError(error, 'invalid-argument')) {
       throw new CliUsageError(`${source.origin}: ${redactDatabaseUrl((error as Error).message)}`, { cause: error })

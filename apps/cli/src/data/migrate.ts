@@ -12,21 +12,23 @@
  * - **Verify.** A second pass over the source looks every record up in the target and counts
  *   per record type: source, target and missing. The run is good when nothing is missing;
  *   the target may hold more (several data dirs merged into one team database).
- * - **Say what is not moved.** Package tables (tree, cue bank, palace, distill, recall) are
- *   not on PostgreSQL in this version; when the source has rows in them, the report names
- *   them instead of dropping them silently.
+ * - **Package tables too.** Then every plugin's tables (tree, cue bank, palace index, distill,
+ *   recall) through their packages' declarations, page by page, verified per table
+ *   (`package-tables.ts`). Tables of a package this CLI does not know are named in the report,
+ *   not dropped silently.
+ * - **Not moved**: the store's meta table (backend-internal state: the search index's build
+ *   state, `reembed` checkpoints) and the audit log, which records who changed what in the
+ *   source database; the target's audit records the copy itself (one entry per page).
  */
 import { realpathSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { cueBankMigrations } from '@dsh-memory/cue-bank'
-import { distillMigrations } from '@dsh-memory/distill'
-import { palaceMigrations } from '@dsh-memory/palace'
-import { recallMigrations } from '@dsh-memory/recall'
-import type { MemoryStore, MigrationSet, RecordCounts } from '@dsh-memory/store'
-import { treeMigrations } from '@dsh-memory/tree'
+import { DEFAULT_POSTGRES_SCHEMA, type MemoryStore, type RecordCounts } from '@dsh-memory/store'
 import { CliError, CliUsageError } from '../io.ts'
 import { type DataSource, DATABASE_FILE, openSourceStore, postgresSource, resolveCliDataDir } from './data-dir.ts'
 import { databaseIdentity, isDatabaseUrl } from './database-url.ts'
+import { migratePackageTables, type PackageTableReport, unknownOwners } from './package-tables.ts'
+
+export type { PackageTableReport } from './package-tables.ts'
 
 /** The record types of the store core, in export order. */
 export const RECORD_TYPES = ['conversations', 'messages', 'memories', 'scenes', 'persona'] as const
@@ -45,12 +47,10 @@ export interface VerifiedCount {
   readonly missing: number
 }
 
-/** A package's tables that hold rows in the source and were not moved. */
+/** A package of the source whose tables were not moved: one this CLI has no declaration of. */
 export interface NotMoved {
-  /** The package's migration owner (`tree`, `cue-bank`, `palace`, `distill`, `recall`, or another package's). */
+  /** The package's migration owner. */
   readonly owner: string
-  /** Its tables with rows; `rows` is null when they could not be counted. */
-  readonly tables: readonly { readonly name: string; readonly rows: number | null }[]
 }
 
 /** What one `migrate` run did. */
@@ -70,10 +70,12 @@ export interface MigrateReport {
   readonly alreadyPresent: RecordCounts
   /** Null when the run did not get to verify, or when copying was skipped for `checkOnly`. */
   readonly verified: Readonly<Record<RecordType, VerifiedCount>> | null
-  /** True when every source record is in the target. */
+  /** Every known package's tables in the source: copied, already present and (once verified) counts. */
+  readonly packages: readonly PackageTableReport[]
+  /** True when every source record and every package row is in the target. */
   readonly ok: boolean
   readonly notMoved: readonly NotMoved[]
-  /** Why the package tables were not moved (printed with them). */
+  /** Why those packages' tables were not moved (printed with them). */
   readonly notMovedReason: string
 }
 
@@ -91,8 +93,8 @@ export interface MigrateOptions {
   readonly onPage?: (pages: number) => void
 }
 
-/** Why package tables stay behind in this version. */
-export const NOT_MOVED_REASON = 'this version of migrate moves the store core only; package tables (tree, cue bank, palace, distill, recall) stay in the source'
+/** Why some packages' tables stay behind. */
+export const NOT_MOVED_REASON = 'packages this dsh-memory does not know: their tables stay in the source; migrate with the dsh-memory that comes with them'
 
 /**
  * Let the event loop turn. SQLite answers without I/O waits, so a copy would otherwise run to
@@ -108,16 +110,17 @@ const TYPE_OF_RECORD: Readonly<Record<string, RecordType>> = { conversation: 'co
  * A `--from`/`--to` value: a PostgreSQL URL, else a data dir.
  * @throws CliUsageError for a bad URL, naming `flag`
  */
-export function migrateEndpoint(value: string, flag: '--from' | '--to'): DataSource {
+export function migrateEndpoint(value: string, flag: '--from' | '--to', schema?: string): DataSource {
   if (value.trim() === '') throw new CliUsageError(`${flag} expects a data dir or a postgres:// URL`)
-  if (isDatabaseUrl(value)) return postgresSource(value, flag)
+  if (isDatabaseUrl(value)) return postgresSource(value, flag, schema === undefined ? undefined : { name: schema, origin: `${flag}-schema` })
+  if (schema !== undefined) throw new CliUsageError(`${flag}-schema applies to a postgres:// ${flag} only; ${flag} names a data dir`)
   const dataDir = resolveCliDataDir(value)
   return { kind: 'sqlite', dataDir, label: dataDir }
 }
 
 /** Where an endpoint's data is, for telling whether two name the same database. */
 function identityOf(source: DataSource): string {
-  if (source.kind === 'postgres') return databaseIdentity(source.databaseUrl)
+  if (source.kind === 'postgres') return `${databaseIdentity(source.databaseUrl)} schema ${source.schema ?? DEFAULT_POSTGRES_SCHEMA}`
   const file = join(resolve(source.dataDir), DATABASE_FILE)
   try {
     return `sqlite:${realpathSync(file)}`
@@ -129,53 +132,6 @@ function identityOf(source: DataSource): string {
       return `sqlite:${file}`
     }
   }
-}
-
-/** The packages this CLI knows, for counting their rows in a source. */
-const KNOWN_PACKAGES: readonly (() => MigrationSet)[] = [treeMigrations, cueBankMigrations, palaceMigrations, distillMigrations, recallMigrations]
-
-/** Table names a migration set creates (its own `CREATE TABLE` statements). */
-function tablesOf(set: MigrationSet): string[] {
-  const names = new Set<string>()
-  for (const migration of set.migrations) {
-    for (const match of migration.sql.matchAll(/create\s+table\s+(?:if\s+not\s+exists\s+)?["`]?([a-z_][a-z0-9_]*)/gi)) names.add(match[1]!)
-  }
-  return [...names]
-}
-
-/** Package tables of the source that hold rows (owners other than the store's own). */
-async function packageRows(store: MemoryStore): Promise<NotMoved[]> {
-  const owners = [...new Set((await store.meta.migrations()).map((migration) => migration.owner).filter((owner) => owner !== 'store'))]
-  const known = new Map(KNOWN_PACKAGES.map((load) => load()).map((set) => [set.owner, set]))
-  const result: NotMoved[] = []
-  for (const owner of owners) {
-    const set = known.get(owner)
-    if (!set) {
-      // A package this CLI does not know: its tables cannot be named, but it is not hidden.
-      result.push({ owner, tables: [] })
-      continue
-    }
-    let tables: { name: string; rows: number | null }[]
-    try {
-      const handle = await store.tables({ migrations: set })
-      tables = await handle.read((db) =>
-        tablesOf(set).map((name) => {
-          try {
-            return { name, rows: Number(db.get<{ n: number }>(`SELECT count(*) AS n FROM "${name}"`).n) }
-          } catch {
-            // Dropped by a later migration of the package.
-            return { name, rows: 0 }
-          }
-        }),
-      )
-    } catch {
-      // Another version of the package (pending or newer migrations): name them, uncounted.
-      tables = tablesOf(set).map((name) => ({ name, rows: null }))
-    }
-    const withRows = tables.filter((table) => table.rows !== 0)
-    if (withRows.length > 0) result.push({ owner, tables: withRows })
-  }
-  return result
 }
 
 /** Total records of a store, from its counts. */
@@ -212,13 +168,12 @@ async function* sourceRecords(store: MemoryStore, onHeader: (line: string) => vo
  * point at a row the target does not have yet.
  * @returns false when `signal` stopped it.
  */
-async function copyRecords(source: MemoryStore, target: MemoryStore, options: MigrateOptions, copied: RecordCounts, present: RecordCounts): Promise<boolean> {
+async function copyRecords(source: MemoryStore, target: MemoryStore, options: MigrateOptions, copied: RecordCounts, present: RecordCounts, nextPage: () => void): Promise<boolean> {
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE
   let header = ''
   let page: ExportLine[] = []
   let held: ExportLine[] = []
   const seenMemories = new Set<string>()
-  let pages = 0
   const flush = async (): Promise<void> => {
     const ready = held.filter((record) => seenMemories.has(record.data.supersededBy!))
     held = held.filter((record) => !seenMemories.has(record.data.supersededBy!))
@@ -231,7 +186,7 @@ async function copyRecords(source: MemoryStore, target: MemoryStore, options: Mi
       present[type] += result.skipped[type]
     }
     for (let index = 0; index < lines.length; index++) options.progress?.tick()
-    options.onPage?.(++pages)
+    nextPage()
     await turn()
   }
   for await (const record of sourceRecords(source, (line) => (header = line))) {
@@ -311,19 +266,26 @@ export async function runMigrate(from: DataSource, to: DataSource, options: Migr
     try {
       const copied = emptyCounts()
       const alreadyPresent = emptyCounts()
-      const notMoved = await packageRows(source)
+      const notMoved = (await unknownOwners(source)).map((owner) => ({ owner }))
       const total = await recordTotal(source)
-      const base = { from: from.label, to: to.label, copied, alreadyPresent, notMoved, notMovedReason: NOT_MOVED_REASON, verifyInterrupted: false, checkOnly: options.checkOnly === true }
+      let packages: PackageTableReport[] = []
+      const base = () => ({ from: from.label, to: to.label, copied, alreadyPresent, packages, notMoved, notMovedReason: NOT_MOVED_REASON, verifyInterrupted: false, checkOnly: options.checkOnly === true })
+      let pages = 0
+      const nextPage = () => options.onPage?.(++pages)
       if (options.checkOnly !== true) {
         options.progress?.start('migrate: copy', total)
         let finished: boolean
         try {
-          finished = await copyRecords(source, target, options, copied, alreadyPresent)
+          finished = await copyRecords(source, target, options, copied, alreadyPresent, nextPage)
         } finally {
           options.progress?.stop()
         }
-        if (!finished) return { ...base, completed: false, verified: null, ok: false }
+        if (!finished) return { ...base(), completed: false, verified: null, ok: false }
       }
+      // The package tables after the store core: a package row may name a conversation or a memory.
+      const moved = await migratePackageTables(source, target, { ...(options.pageSize ? { pageSize: options.pageSize } : {}), checkOnly: options.checkOnly === true, ...(options.signal ? { signal: options.signal } : {}), onPage: nextPage })
+      packages = moved.tables
+      if (!moved.completed) return { ...base(), completed: false, verified: null, ok: false }
       options.progress?.start('migrate: verify', total)
       let verified: Record<RecordType, VerifiedCount> | undefined
       try {
@@ -331,8 +293,9 @@ export async function runMigrate(from: DataSource, to: DataSource, options: Migr
       } finally {
         options.progress?.stop()
       }
-      if (verified === undefined) return { ...base, completed: true, verifyInterrupted: true, verified: null, ok: false }
-      return { ...base, completed: true, verified, ok: RECORD_TYPES.every((type) => verified[type].missing === 0) }
+      if (verified === undefined || packages.some((line) => line.verified === null)) return { ...base(), completed: true, verifyInterrupted: true, verified: verified ?? null, ok: false }
+      const ok = RECORD_TYPES.every((type) => verified[type].missing === 0) && packages.every((line) => line.verified!.missing === 0)
+      return { ...base(), completed: true, verified, ok }
     } finally {
       await target.close()
     }

@@ -2,12 +2,12 @@
  * The cue bank's queries inside one unit of the store's seam, written once in the portable
  * style so the same code runs on SQLite and PostgreSQL: every statement is awaited (no
  * `.all()`/`.get()`/`.run()`), tables come from the seam's `t`, counts come from `.returning`,
- * and the two scalar expressions that differ between the dialects branch on `dialect`.
+ * and the scalar `max`/`GREATEST` that differs between the dialects is the store's `sqlGreatest`.
  * Also the mapping between a row and a {@link Cue}, shared with the readers.
  */
 import { and, asc, desc, eq, inArray, isNull, lt, ne, or, type SQL, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
-import type { PackageDatabase, PackageDialect } from '@dsh-memory/store'
+import { type PackageDatabase, type PackageDialect, sqlGreatest } from '@dsh-memory/store'
 import type { IdiomCandidate, UserTurnTerms } from './idioms.js'
 import type { Keyword } from './keywords.js'
 import type { Cue, CueDimensions, Idiom } from './model.js'
@@ -60,9 +60,6 @@ export function inPartitions(column: SQLiteColumn, partitions: readonly string[]
 /** {@link CueWriter} on one unit's `db` and tables `t`. */
 export function cueWriter(db: Db, t: CueBankSchema, dialect: PackageDialect): CueWriter {
   const { topics, idioms, userTurns } = t
-  /** The larger of two numbers: SQLite's scalar MAX is PostgreSQL's GREATEST. */
-  const larger = (a: SQL | SQLiteColumn, b: SQL | SQLiteColumn | number): SQL =>
-    dialect === 'postgresql' ? sql`GREATEST(${a}, ${b})` : sql`MAX(${a}, ${b})`
   /** Most recently touched first, ties by id: the order every cue list is read in. */
   const recentFirst = [desc(topics.lastTouchedAt), asc(topics.id)] as const
   /** Newest first: the order of the idiom window (and of what its pruning keeps). */
@@ -93,7 +90,7 @@ export function cueWriter(db: Db, t: CueBankSchema, dialect: PackageDialect): Cu
       if (ids.length === 0) return 0
       const touched = await db
         .update(topics)
-        .set({ hitCount: sql`${topics.hitCount} + 1`, lastTouchedAt: larger(topics.lastTouchedAt, at) })
+        .set({ hitCount: sql`${topics.hitCount} + 1`, lastTouchedAt: sqlGreatest(dialect, topics.lastTouchedAt, at) })
         .where(inArray(topics.id, [...ids]))
         .returning({ id: topics.id })
       return touched.length
@@ -140,7 +137,7 @@ export function cueWriter(db: Db, t: CueBankSchema, dialect: PackageDialect): Cu
           .values({ partition, word: idiom.word, score: idiom.score, turns: idiom.turns, firstSeen: idiom.lastUsed, lastSeen: idiom.lastUsed })
           .onConflictDoUpdate({
             target: [idioms.partition, idioms.word],
-            set: { score: sql`excluded.score`, turns: sql`excluded.turns`, lastSeen: larger(idioms.lastSeen, sql`excluded.last_seen`) },
+            set: { score: sql`excluded.score`, turns: sql`excluded.turns`, lastSeen: sqlGreatest(dialect, idioms.lastSeen, sql`excluded.last_seen`) },
           })
       }
     },

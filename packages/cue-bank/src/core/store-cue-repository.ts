@@ -12,13 +12,12 @@
  */
 import { and, desc, eq } from 'drizzle-orm'
 import { isMemoryStoreError, type MemoryStore, type PackageDialect, type PackageTables, type PackageTablesHost } from '@dsh-memory/store'
-import { cueBankMigrations, cueBankPostgresMigrations } from '../migrations.js'
+import { cueBankDeclaration } from '../migrations.js'
 import { cueWriter, inPartitions, toCue, type CueWriter } from './cue-queries.js'
 import { CueView, DEFAULT_POLL_MS, type CueReads } from './cue-view.js'
 import { CueBankError } from './errors.js'
 import type { Cue, Idiom } from './model.js'
-import { cueBankPgSchema } from './pg-schema.js'
-import { type CueBankSchema, cueBankSchema } from './schema.js'
+import type { CueBankSchema } from './schema.js'
 
 export type { CueWriter } from './cue-queries.js'
 export type { CueReads } from './cue-view.js'
@@ -64,11 +63,7 @@ export async function openCueRepository(
   options: CueRepositoryOptions = {},
 ): Promise<CueRepository> {
   if (store.readonly) throw new CueBankError('unsupported-store', 'the cue bank needs a writable memory store')
-  const tables = await store.tables({
-    migrations: cueBankMigrations(),
-    schema: cueBankSchema,
-    postgres: { migrations: cueBankPostgresMigrations(), schema: cueBankPgSchema },
-  })
+  const tables = await store.tables(cueBankDeclaration())
   if (tables.dialect === 'sqlite') return new StoreCueRepository(store.path, tables, new SqliteCueReads(tables))
   const view = new CueView(tables, options.onError ?? (() => undefined))
   await view.start(options.pollMs ?? DEFAULT_POLL_MS)

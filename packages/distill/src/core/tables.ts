@@ -5,8 +5,7 @@
  * tables come from `pg-tables.ts` and `migrations-postgres/distill/`; queries take their tables
  * from the unit's `t`, so one code path serves both backends.
  */
-import { fileURLToPath } from 'node:url'
-import { findPackageMigrations, type MigrationSet, type PackageDatabase, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
+import { type MigrationSet, type PackageDatabase, packageDeclaration, packageMigrations, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
 import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { DistillError } from './errors.js'
 import { DISTILL_LAYERS } from './options.js'
@@ -103,16 +102,14 @@ export type DistillTables = PackageTables<DistillSchema>
  * @throws DistillError `unsupported-state` when the package was installed without its migrations folder.
  */
 export function distillMigrations(root: 'migrations' | 'migrations-postgres' = 'migrations'): MigrationSet {
-  const set = findPackageMigrations(import.meta.url, DISTILL_MIGRATION_OWNER, root)
-  if (set) return set
-  throw new DistillError('unsupported-state', `the distill ${root} folder is missing next to ${fileURLToPath(import.meta.url)}`)
+  return packageMigrations(import.meta.url, DISTILL_MIGRATION_OWNER, root, missing)
 }
 
 /** What `store.tables(...)` gets: the SQLite tables and, for a PostgreSQL store, their pg-core twins. */
 export function distillDeclaration(): PackageTablesDeclaration<DistillSchema> {
-  return {
-    migrations: distillMigrations(),
-    schema: distillSchema,
-    postgres: { migrations: distillMigrations('migrations-postgres'), schema: distillPgSchema },
-  }
+  return packageDeclaration(import.meta.url, DISTILL_MIGRATION_OWNER, { schema: distillSchema, pgSchema: distillPgSchema, missing })
+}
+
+function missing(message: string): DistillError {
+  return new DistillError('unsupported-state', message)
 }

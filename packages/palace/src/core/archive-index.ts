@@ -17,8 +17,7 @@
  */
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { findPackageMigrations, redactSecrets, tokenize, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
+import { packageDeclaration, packageMigrations, redactSecrets, tokenize, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
 import { and, count, eq, gt, inArray } from 'drizzle-orm'
 import MiniSearch, { type SearchResult } from 'minisearch'
 import { PalaceError } from './errors.js'
@@ -36,10 +35,8 @@ export const INDEX_VERSION = 2
 const WRITE_BATCH = 200
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u
 
-function packageMigrations(root: 'migrations' | 'migrations-postgres'): MigrationSet {
-  const set = findPackageMigrations(import.meta.url, PALACE_MIGRATION_OWNER, root)
-  if (set) return set
-  throw new PalaceError('not-found', `the memory-palace ${root} folder is missing next to ${fileURLToPath(import.meta.url)}`)
+function missing(message: string): PalaceError {
+  return new PalaceError('not-found', message)
 }
 
 /**
@@ -47,7 +44,7 @@ function packageMigrations(root: 'migrations' | 'migrations-postgres'): Migratio
  * @throws PalaceError `not-found` when the package was installed without its migrations folder
  */
 export function palaceMigrations(): MigrationSet {
-  return packageMigrations('migrations')
+  return packageMigrations(import.meta.url, PALACE_MIGRATION_OWNER, 'migrations', missing)
 }
 
 /**
@@ -55,12 +52,12 @@ export function palaceMigrations(): MigrationSet {
  * @throws PalaceError `not-found` when the package was installed without that folder
  */
 export function palacePgMigrations(): MigrationSet {
-  return packageMigrations('migrations-postgres')
+  return packageMigrations(import.meta.url, PALACE_MIGRATION_OWNER, 'migrations-postgres', missing)
 }
 
 /** The palace tables on both backends, for `store.tables(...)`. */
 export function palaceTables(): PackageTablesDeclaration<PalaceSchema> {
-  return { migrations: palaceMigrations(), schema: palaceSchema, postgres: { migrations: palacePgMigrations(), schema: palacePgSchema } }
+  return packageDeclaration(import.meta.url, PALACE_MIGRATION_OWNER, { schema: palaceSchema, pgSchema: palacePgSchema, missing })
 }
 
 /** The slice of the store the index needs: the package-tables seam. */

@@ -4,8 +4,7 @@
  * `legacy-state.ts`). Session settings, the injection ledger and the lifecycle all reach
  * their rows through {@link openRecallTables}.
  */
-import { fileURLToPath } from 'node:url'
-import { findPackageMigrations, type MemoryStore, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
+import { type MemoryStore, type MigrationSet, packageDeclaration, packageMigrations, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
 import { RecallError } from './errors.ts'
 import { upgradeLegacyState } from './legacy-state.ts'
 import { recallPgSchema } from './pg-state-schema.ts'
@@ -26,18 +25,16 @@ export type RecallStateHost = Pick<MemoryStore, 'tables' | 'meta' | 'transaction
  * @throws RecallError `not-found` when the package was installed without its migrations folder.
  */
 export function recallMigrations(root: 'migrations' | 'migrations-postgres' = 'migrations'): MigrationSet {
-  const set = findPackageMigrations(import.meta.url, RECALL_MIGRATION_OWNER, root)
-  if (set) return set
-  throw new RecallError('not-found', `the recall ${root} folder is missing next to ${fileURLToPath(import.meta.url)}`)
+  return packageMigrations(import.meta.url, RECALL_MIGRATION_OWNER, root, missing)
 }
 
 /** What `store.tables(...)` gets: the SQLite tables and, for a PostgreSQL store, their pg-core twins. */
 export function recallDeclaration(): PackageTablesDeclaration<RecallSchema> {
-  return {
-    migrations: recallMigrations(),
-    schema: recallSchema,
-    postgres: { migrations: recallMigrations('migrations-postgres'), schema: recallPgSchema },
-  }
+  return packageDeclaration(import.meta.url, RECALL_MIGRATION_OWNER, { schema: recallSchema, pgSchema: recallPgSchema, missing })
+}
+
+function missing(message: string): RecallError {
+  return new RecallError('not-found', message)
 }
 
 const opened = new WeakMap<object, Promise<RecallTables>>()

@@ -96,6 +96,19 @@ export interface PostgresStoreOptions extends Omit<MemoryStoreOptions, 'path' | 
 export const DEFAULT_POSTGRES_SCHEMA = 'dsh_memory'
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/
 
+/**
+ * Check a PostgreSQL schema name the way the store does (`openStore`'s `schema`, the store
+ * row's), for front ends that take one (`--schema` of the CLI and `dsh-memory-tree-mcp`).
+ * @returns the name
+ * @throws MemoryStoreError `invalid-argument` whose message starts with `schema ` (callers put their flag's name first)
+ */
+export function checkPostgresSchema(schema: unknown): string {
+  if (typeof schema !== 'string' || !SCHEMA_PATTERN.test(schema)) {
+    throw new MemoryStoreError('invalid-argument', `schema must match ${SCHEMA_PATTERN} (lower-case letters, digits, _), got ${JSON.stringify(schema)}`, { path: 'schema' })
+  }
+  return schema
+}
+
 /** {@link PostgresStoreOptions} after checks: the shared resolved options plus the server's. */
 export interface ResolvedPostgresOptions {
   readonly store: ResolvedStoreOptions
@@ -124,10 +137,7 @@ export function resolvePostgresOptions(options: PostgresStoreOptions): ResolvedP
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
     throw new MemoryStoreError('invalid-argument', `databaseUrl must start with postgres:// or postgresql://, got ${url.protocol}//`)
   }
-  const schema = options.schema ?? DEFAULT_POSTGRES_SCHEMA
-  if (typeof schema !== 'string' || !SCHEMA_PATTERN.test(schema)) {
-    throw new MemoryStoreError('invalid-argument', `schema must match ${SCHEMA_PATTERN} (lower-case letters, digits, _), got ${JSON.stringify(schema)}`)
-  }
+  const schema = checkPostgresSchema(options.schema ?? DEFAULT_POSTGRES_SCHEMA)
   const redacted = new URL(url.href)
   if (redacted.password) redacted.password = ''
   // node-postgres also reads a password from the query string.

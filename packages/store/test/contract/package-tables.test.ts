@@ -1,7 +1,11 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { eq, sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
-import { rejectionOf } from '../helpers.ts'
-import { demoDeclaration } from '../support/demo-tables.ts'
+import { packageDeclaration, sqlGreatest } from '../../src/index.ts'
+import { rejectionOf, tempDir } from '../helpers.ts'
+import { demoDeclaration, demoMigrations, demoPgSchema, demoSchema } from '../support/demo-tables.ts'
 import { backends } from './backends.ts'
 
 /** A clock the test moves by hand (lease expiry). */
@@ -194,5 +198,31 @@ describe.each(backends)('package tables ($name)', (backend) => {
       // Nothing was migrated for the refused declaration.
       expect((await other.meta.migrations()).filter((m) => m.owner === 'demo')).toEqual([])
     }
+  })
+
+  it('packageDeclaration finds both migration trees from a package module, and sqlGreatest is the larger value on both dialects', async () => {
+    // A package laid out as installed: <root>/migrations{,-postgres}/demo/ and a module in src/core/.
+    const root = tempDir()
+    for (const tree of ['migrations', 'migrations-postgres']) {
+      mkdirSync(join(root, tree, 'demo'), { recursive: true })
+      writeFileSync(join(root, tree, 'demo', '0001_init.sql'), demoMigrations().migrations[0]!.sql)
+    }
+    const moduleUrl = pathToFileURL(join(root, 'src', 'core', 'tables.js')).href
+    const declaration = packageDeclaration(moduleUrl, 'demo', { schema: demoSchema, pgSchema: demoPgSchema })
+    expect(declaration.postgres?.migrations.owner).toBe('demo')
+    const store = await backend.open()
+    const tables = await store.tables(declaration)
+    await tables.write((db, t) => db.insert(t.notes).values([{ id: 'a', body: '早い', hits: 5 }, { id: 'b', body: '晚', hits: 1 }]))
+    await tables.write((db, t) => db.update(t.notes).set({ hits: sqlGreatest(tables.dialect, t.notes.hits, 3) }))
+    expect(await tables.read((db, t) => db.select({ id: t.notes.id, hits: t.notes.hits }).from(t.notes).orderBy(t.notes.id))).toEqual([
+      { id: 'a', hits: 5 },
+      { id: 'b', hits: 3 },
+    ])
+
+    // A package installed without a tree fails with the package's own error, default the store's not-found.
+    const bare = pathToFileURL(join(tempDir(), 'dist', 'index.js')).href
+    expect(() => packageDeclaration(bare, 'demo', { schema: demoSchema, pgSchema: demoPgSchema })).toThrow(expect.objectContaining({ code: 'not-found', message: expect.stringContaining('migrations folder is missing') }))
+    const own = (message: string) => Object.assign(new Error(message), { code: 'demo-missing' })
+    expect(() => packageDeclaration(bare, 'demo', { pgSchema: demoPgSchema, missing: own })).toThrow(expect.objectContaining({ code: 'demo-missing' }))
   })
 })

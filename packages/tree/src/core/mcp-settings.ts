@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { resolveDataDir } from '@dsh-memory/store'
+import { checkPostgresSchema, resolveDataDir } from '@dsh-memory/store'
 import { TREE_TOOLS } from './tools.js'
 
 /** Usage text of the `dsh-memory-tree-mcp` binary. */
@@ -15,6 +15,8 @@ Options:
   --database-url URL    use this PostgreSQL database (postgres://user@host:5432/db) instead of
                         memory.db (default: $DSH_MEMORY_DATABASE_URL unless --data-dir is given);
                         put the password in ~/.pgpass, not in the URL
+  --schema NAME         with --database-url: the PostgreSQL schema of the store's tables, as the
+                        store row's schema (default: dsh_memory)
   --workspace DIR       the workspace whose project the tools use (default: the current directory)
   --projection-dir DIR  where the markdown projection goes (default: <data-dir>/tree)
   --no-projection       do not write the markdown projection
@@ -30,6 +32,8 @@ export interface McpServerSettings {
   dataDir: string
   /** The PostgreSQL database holding the store, when one was named. */
   databaseUrl?: string
+  /** Its schema (`--schema`); the store's default when absent. */
+  schema?: string
   workspace: string
   projectionDir: string | null
 }
@@ -44,6 +48,7 @@ export function resolveMcpSettings(argv: readonly string[], env: Record<string, 
     options: {
       'data-dir': { type: 'string' },
       'database-url': { type: 'string' },
+      schema: { type: 'string' },
       workspace: { type: 'string' },
       'projection-dir': { type: 'string' },
       'no-projection': { type: 'boolean' },
@@ -60,7 +65,18 @@ export function resolveMcpSettings(argv: readonly string[], env: Record<string, 
   const fromEnv = values['data-dir'] === undefined ? env[DATABASE_URL_ENV]?.trim() || undefined : undefined
   if (values['database-url'] !== undefined && values['data-dir'] !== undefined) throw new Error('--database-url and --data-dir name two different stores; give one of them')
   const databaseUrl = values['database-url'] === undefined ? fromEnv && checkDatabaseUrl(fromEnv, DATABASE_URL_ENV) : checkDatabaseUrl(values['database-url'], '--database-url')
-  return { dataDir, workspace: resolve(cwd, values.workspace ?? '.'), projectionDir, ...(databaseUrl ? { databaseUrl } : {}) }
+  if (values.schema !== undefined && !databaseUrl) throw new Error(`--schema applies to a PostgreSQL database only (--database-url or $${DATABASE_URL_ENV})`)
+  const schema = values.schema === undefined ? undefined : checkSchema(values.schema)
+  return { dataDir, workspace: resolve(cwd, values.workspace ?? '.'), projectionDir, ...(databaseUrl ? { databaseUrl } : {}), ...(schema ? { schema } : {}) }
+}
+
+/** The store's own check of a schema name, naming the flag. @throws Error */
+function checkSchema(value: string): string {
+  try {
+    return checkPostgresSchema(value)
+  } catch (error) {
+    throw new Error(`--schema ${(error as Error).message.replace(/^schema /, '')}`)
+  }
 }
 
 /**

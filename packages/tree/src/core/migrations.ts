@@ -1,14 +1,12 @@
-import { fileURLToPath } from 'node:url'
-import { findPackageMigrations, type MigrationSet } from '@dsh-memory/store'
+import { type MigrationSet, packageMigrations } from '@dsh-memory/store'
 import { TreeError } from './errors.js'
 
 /** Migration owner of this package: its tables are named `tree_…`. */
 export const TREE_MIGRATION_OWNER = 'tree'
 
-function packageMigrations(root: 'migrations' | 'migrations-postgres'): MigrationSet {
-  const set = findPackageMigrations(import.meta.url, TREE_MIGRATION_OWNER, root)
-  if (set) return set
-  throw new TreeError('not-found', `the memory-tree ${root} folder is missing next to ${fileURLToPath(import.meta.url)}`)
+/** The package's own error for a migrations folder missing from its install. */
+export function missingTreeMigrations(message: string): TreeError {
+  return new TreeError('not-found', message)
 }
 
 /**
@@ -17,7 +15,7 @@ function packageMigrations(root: 'migrations' | 'migrations-postgres'): Migratio
  * @throws TreeError `not-found` when the package was installed without its migrations folder.
  */
 export function treeMigrations(): MigrationSet {
-  return packageMigrations('migrations')
+  return packageMigrations(import.meta.url, TREE_MIGRATION_OWNER, 'migrations', missingTreeMigrations)
 }
 
 /**
@@ -26,5 +24,5 @@ export function treeMigrations(): MigrationSet {
  * @throws TreeError `not-found` when the package was installed without that folder.
  */
 export function treePgMigrations(): MigrationSet {
-  return packageMigrations('migrations-postgres')
+  return packageMigrations(import.meta.url, TREE_MIGRATION_OWNER, 'migrations-postgres', missingTreeMigrations)
 }

@@ -6,14 +6,14 @@
  *
  * Both backends run the same code: queries follow the seam's portable style (awaited builders,
  * tables from `tables.t`, counts through `.returning(...)`); the one SQL function that differs
- * (`max` vs `GREATEST`) branches on `tables.dialect`. Every method is one unit of the seam (a
+ * (`max` vs `GREATEST`) is the store's `sqlGreatest(tables.dialect, …)`. Every method is one unit of the seam (a
  * write is one transaction under the store's write lock, a read one snapshot) that awaits only
  * its own queries, so other processes serialise on the database's write lock.
  */
 import { and, asc, desc, eq, getTableColumns, isNull, lte, ne, or, type SQL, sql } from 'drizzle-orm'
 import type { SQLiteUpdateSetSource } from 'drizzle-orm/sqlite-core'
-import type { PackageDatabase, PackageDialect, PackageTables, PackageTablesDeclaration } from '@dsh-memory/store'
-import { treeMigrations, treePgMigrations } from './migrations.js'
+import { type PackageDatabase, packageDeclaration, type PackageDialect, type PackageTables, type PackageTablesDeclaration, sqlGreatest } from '@dsh-memory/store'
+import { missingTreeMigrations, TREE_MIGRATION_OWNER } from './migrations.js'
 import { TreeError } from './errors.js'
 import { newId } from './ids.js'
 import { treePgSchema } from './pg-schema.js'
@@ -40,7 +40,7 @@ export interface TreeTablesHost {
 
 /** The tree's tables on both backends, for `store.tables(...)`. */
 export function treeTables(): PackageTablesDeclaration<TreeSchema> {
-  return { migrations: treeMigrations(), schema: treeSchema, postgres: { migrations: treePgMigrations(), schema: treePgSchema } }
+  return packageDeclaration(import.meta.url, TREE_MIGRATION_OWNER, { schema: treeSchema, pgSchema: treePgSchema, missing: missingTreeMigrations })
 }
 
 /**
@@ -91,12 +91,9 @@ function toCheckpoint(row: TreeSchema['checkpoints']['$inferSelect']): Checkpoin
   return { ...row, state }
 }
 
-/**
- * `updated_at = max(updated_at, now)`: a clock that went back never moves a row into the past.
- * SQLite's two-argument `max` is PostgreSQL's `GREATEST`.
- */
+/** `updated_at = greatest(updated_at, now)`: a clock that went back never moves a row into the past. */
 function notBefore(dialect: PackageDialect, column: TreeSchema['projects']['updatedAt'] | TreeSchema['branches']['updatedAt'], now: number): SQL {
-  return dialect === 'postgresql' ? sql`GREATEST(${column}, ${now})` : sql`max(${column}, ${now})`
+  return sqlGreatest(dialect, column, now)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { MemoryStore } from '@dsh-memory/store'
 import { MemoryBrowser } from './browser.ts'
 import { createMemoryBrowserHandler } from './handler.ts'
 import { resolveServeOptions, type ServeOptionsInput } from './options.ts'
@@ -12,10 +13,16 @@ import { newToken } from './token.ts'
 
 /** Options of {@link startMemoryBrowser}. */
 export interface StartMemoryBrowserOptions extends ServeOptionsInput {
-  /** The data dir holding `memory.db`. */
+  /** The data dir holding `memory.db` (with `store`: the local data dir shown on the overview). */
   readonly dataDir: string
   /** Workspaces whose `memory-palace/` folders to show besides those the store knows. */
   readonly palaceWorkspaces?: readonly string[]
+  /**
+   * A store the caller opened (a PostgreSQL database, `openStore({ databaseUrl })`) to serve
+   * instead of `dataDir`'s `memory.db`. The server takes it over: {@link RunningMemoryBrowser.close}
+   * closes it, and so does a failed start.
+   */
+  readonly store?: MemoryStore
 }
 
 /** A running memory browser. */
@@ -43,9 +50,23 @@ function urlHost(host: string): string {
  * @throws WebError `refused` (remote bind without `allowRemote`), `invalid-config`, `not-found` (no database); listen errors (EADDRINUSE) as thrown by node:http
  */
 export async function startMemoryBrowser(options: StartMemoryBrowserOptions): Promise<RunningMemoryBrowser> {
-  const serve = resolveServeOptions(options)
+  const given = options.store
+  let serve: ReturnType<typeof resolveServeOptions>
+  let browser: MemoryBrowser
+  try {
+    serve = resolveServeOptions(options)
+    const palace = options.palaceWorkspaces ? { palaceWorkspaces: options.palaceWorkspaces } : {}
+    browser = given ? MemoryBrowser.fromStore(given, { dataDir: options.dataDir, ...palace }) : MemoryBrowser.open({ dataDir: options.dataDir, ...palace })
+  } catch (error) {
+    await given?.close()
+    throw error
+  }
   const token = serve.token ?? newToken()
-  const browser = MemoryBrowser.open({ dataDir: options.dataDir, ...(options.palaceWorkspaces ? { palaceWorkspaces: options.palaceWorkspaces } : {}) })
+  // A given store stays the caller's for the browser, so the server closes it after the browser.
+  const closeBrowser = async () => {
+    await browser.close()
+    await given?.close()
+  }
   let handler: ReturnType<typeof createMemoryBrowserHandler> | undefined
   const server = createServer((req, res) => {
     if (!handler) {
@@ -63,7 +84,7 @@ export async function startMemoryBrowser(options: StartMemoryBrowserOptions): Pr
       })
     })
   } catch (error) {
-    await browser.close()
+    await closeBrowser()
     throw error
   }
   const port = (server.address() as AddressInfo).port
@@ -86,7 +107,7 @@ export async function startMemoryBrowser(options: StartMemoryBrowserOptions): Pr
           server.close(() => resolve())
           server.closeAllConnections()
         })
-        await browser.close()
+        await closeBrowser()
       })()),
   }
 }
