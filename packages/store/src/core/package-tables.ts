@@ -15,6 +15,7 @@ import { MemoryStoreError } from './errors.ts'
 import { validateMigrationSet } from './migrations.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { MigrationSet } from './types-meta.ts'
+import type { WorkspaceKeyColumn } from './workspace-carry-over.ts'
 
 /** The backend a store runs on, as package code branches on it (`tables.dialect`). */
 export type PackageDialect = 'sqlite' | 'postgresql'
@@ -48,6 +49,12 @@ export interface PackageTablesDeclaration<TSchema extends Record<string, unknown
    * `tables()` on PostgreSQL rejects with `unsupported` naming the owner.
    */
   readonly postgres?: { readonly migrations: MigrationSet; readonly schema: Record<string, unknown> }
+  /**
+   * The package's columns that hold a workspace id (the session's workspace, or a key embedding
+   * it after a prefix). The DSH store service re-keys rows under a path that is now a git
+   * workspace id the first time the package opens its tables (see `workspace-carry-over.ts`).
+   */
+  readonly workspaceKeys?: readonly WorkspaceKeyColumn[]
 }
 
 /** One audit row of a package write: the op is `<owner>.<verb>`, never content. */
