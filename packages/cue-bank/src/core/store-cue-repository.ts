@@ -11,6 +11,7 @@
  * (`cue-view.ts`), which is eventually consistent with other processes' writes.
  */
 import { and, desc, eq } from 'drizzle-orm'
+import { CUE_BANK_WORKSPACE_KEYS } from './workspace-keys.js'
 import { isMemoryStoreError, type MemoryStore, type PackageDialect, type PackageTables, type PackageTablesHost } from '@dsh-memory/store'
 import { cueBankMigrations, cueBankPostgresMigrations } from '../migrations.js'
 import { cueWriter, inPartitions, toCue, type CueWriter } from './cue-queries.js'
@@ -68,6 +69,7 @@ export async function openCueRepository(
     migrations: cueBankMigrations(),
     schema: cueBankSchema,
     postgres: { migrations: cueBankPostgresMigrations(), schema: cueBankPgSchema },
+    workspaceKeys: CUE_BANK_WORKSPACE_KEYS,
   })
   if (tables.dialect === 'sqlite') return new StoreCueRepository(store.path, tables, new SqliteCueReads(tables))
   const view = new CueView(tables, options.onError ?? (() => undefined))

@@ -15,7 +15,6 @@ import { MemoryStoreError } from './errors.ts'
 import { validateMigrationSet } from './migrations.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { MigrationSet } from './types-meta.ts'
-import type { WorkspaceKeyColumn } from './workspace-carry-over.ts'
 
 /** The backend a store runs on, as package code branches on it (`tables.dialect`). */
 export type PackageDialect = 'sqlite' | 'postgresql'
@@ -34,6 +33,23 @@ export interface PackageRunResult {
  * no `.all()`/`.get()`/`.run()`/`.values()`) exists.
  */
 export type PackageDatabase<TSchema extends Record<string, unknown> = Record<string, never>> = BaseSQLiteDatabase<'sync', PackageRunResult, TSchema>
+
+/** A column that holds a workspace id, as the workspace carry-over (`workspace-carry-over.ts`) re-keys it. */
+export interface WorkspaceKeyColumn {
+  /** The table, unqualified (PostgreSQL: the store's schema is the session's search_path). */
+  readonly table: string
+  readonly column: string
+  /** What precedes the workspace in the column (`'workspace:'` for layer keys); default none. */
+  readonly prefix?: string
+  /**
+   * The other columns of a unique key that includes `column`: a row moves only when no row
+   * already holds (new key, same values of these). `[]` when `column` alone is unique; omit
+   * when no unique key involves it.
+   */
+  readonly unique?: readonly string[]
+  /** The change-log entity of the table's rows (`id` column), so derived views follow the move. */
+  readonly changeEntity?: string
+}
 
 /** What a package declares to get its tables on the store's session. */
 export interface PackageTablesDeclaration<TSchema extends Record<string, unknown> = Record<string, never>> {

@@ -18,25 +18,8 @@
  */
 import { isAbsolute } from 'node:path'
 import { sql, type SQL } from 'drizzle-orm'
-import type { PackageDatabase, PackageTables, PackageTablesDeclaration, PackageTablesHost } from './package-tables.ts'
+import type { PackageDatabase, PackageTables, PackageTablesDeclaration, PackageTablesHost, WorkspaceKeyColumn } from './package-tables.ts'
 import { isGitWorkspace } from './workspace-id.ts'
-
-/** A column that holds a workspace id, as {@link carryOverWorkspaces} re-keys it. */
-export interface WorkspaceKeyColumn {
-  /** The table, unqualified (PostgreSQL: the store's schema is the session's search_path). */
-  readonly table: string
-  readonly column: string
-  /** What precedes the workspace in the column (`'workspace:'` for layer keys); default none. */
-  readonly prefix?: string
-  /**
-   * The other columns of a unique key that includes `column`: a row moves only when no row
-   * already holds (new key, same values of these). `[]` when `column` alone is unique; omit
-   * when no unique key involves it.
-   */
-  readonly unique?: readonly string[]
-  /** The change-log entity of the table's rows (`id` column), so derived views follow the move. */
-  readonly changeEntity?: string
-}
 
 /** One re-keyed path. */
 export interface WorkspaceMove {

@@ -12,6 +12,7 @@
  */
 import { and, asc, desc, eq, getTableColumns, isNull, lte, ne, or, type SQL, sql } from 'drizzle-orm'
 import type { SQLiteUpdateSetSource } from 'drizzle-orm/sqlite-core'
+import { TREE_WORKSPACE_KEYS } from './workspace-keys.js'
 import type { PackageDatabase, PackageDialect, PackageTables, PackageTablesDeclaration } from '@dsh-memory/store'
 import { treeMigrations, treePgMigrations } from './migrations.js'
 import { TreeError } from './errors.js'
@@ -49,7 +50,7 @@ export function treeTables(): PackageTablesDeclaration<TreeSchema> {
  * @throws MemoryStoreError from the store (`schema-too-new`, `schema-too-old` on a read-only store, `closed`, ...)
  */
 export async function openStoreTreeRepository(store: TreeTablesHost): Promise<TreeRepository> {
-  return new StoreTreeRepository(await store.tables(treeTables()))
+  return new StoreTreeRepository(await store.tables({ ...treeTables(), workspaceKeys: TREE_WORKSPACE_KEYS }))
 }
 
 type Db = PackageDatabase<TreeSchema>
