@@ -5,11 +5,10 @@
  */
 import type { Command } from 'commander'
 import { Option } from 'commander'
-import { resolve } from 'node:path'
 import type { Conversation, Memory, MemoryScopeFilter, MemoryStore, Message, Scene, Scope } from '@dsh-memory/store'
-import { isGitWorkspace, workspaceOf } from '@dsh-memory/store'
 import { didYouMean, loadVocabulary, SUGGEST_LIMITS } from '@dsh-memory/web'
 import { resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
+import { workspaceFilter } from '../data/workspace.ts'
 import { CliError, type CliIO, CliUsageError, printJson, println } from '../io.ts'
 
 const SCOPES: readonly Scope[] = ['global', 'workspace', 'session']
@@ -23,15 +22,6 @@ export function parseScopes(text: string | undefined): Scope[] | undefined {
   const bad = scopes.find((scope) => !(SCOPES as readonly string[]).includes(scope))
   if (scopes.length === 0 || bad !== undefined) throw new CliUsageError(`--scope expects ${SCOPES.join(', ')} (comma-separated), got ${JSON.stringify(text)}`)
   return scopes as Scope[]
-}
-
-/**
- * The workspace id a `--workspace` value names: a project id (`git:<host>/<o>/<r>`) as given;
- * a directory as the hosts key it (its git project's id in a clone with a remote, else its
- * absolute path).
- */
-export function workspaceFilter(value: string): string {
-  return isGitWorkspace(value) ? value : workspaceOf(resolve(value))
 }
 
 /** Parse a positive integer option, at most `max` when given. @throws CliUsageError */
