@@ -5,7 +5,8 @@
  * with both hosts running at once each session gets a memory, and a layer snapshot, exactly
  * once; each host keeps only its local files.
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { runProgram } from 'dsh-memory'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -24,11 +25,18 @@ const FACTS: ScriptedFact[] = [
   { match: 'Kamal', kind: 'fact', text: 'The team deploys the staging server with Kamal.', scope: 'global' },
 ]
 const KAMAL = FACTS[1]!.text
+/** A project fact (workspace scope): shared by every clone of the project's git remote. */
+const PROJECT_FACT: ScriptedFact = { match: 'vitest', kind: 'fact', text: 'The payments project runs its test suite with vitest.', scope: 'workspace' }
 const TOLD = 'Our staging server is called heron and we deploy it with Kamal. 我们决定使用 PostgreSQL 作为主数据库。'
 /** How recall's layer index snapshots start (explicit layers). */
 const INDEX = '<memory-layer-index'
 
-const responder = (request: LoggedRequest): ScriptedReply => distillReply(request, FACTS) ?? { kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }
+const responder = (request: LoggedRequest): ScriptedReply => distillReply(request, [...FACTS, PROJECT_FACT]) ?? { kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }
+
+/** Real git, without the machine's own config: a bare "remote" and clones of it. */
+function git(cwd: string, ...args: string[]): void {
+  execFileSync('git', args, { cwd, stdio: 'ignore', env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' } })
+}
 
 describe('two DSH hosts sharing one PostgreSQL database', () => {
   let database: PostgresDatabase
@@ -123,5 +131,58 @@ describe('two DSH hosts sharing one PostgreSQL database', () => {
     const rows = database.storeRows(PACKAGES).replaceAll(database.databaseUrl, 'mysql://team:hunter2-not-printed@db.internal/team')
     const output = await expectBootRejects(a, rows, [/memory-store: databaseUrl: must start with postgres:\/\//])
     expect(output).not.toContain('hunter2-not-printed')
+  })
+
+  it('two clones of one git remote at different paths, on two hosts, are one workspace: what A learns there reaches B; the CLI shows the project id', async () => {
+    // The team's "remote": a bare repository (any URL normalizes the same way; a local one to its path).
+    mkdirSync(join(a.root, 'remotes'), { recursive: true })
+    git(join(a.root, 'remotes'), 'init', '-q', '--bare', 'payments.git')
+    const project = `git:${join(a.root, 'remotes', 'payments')}`
+    const cloneA = join(a.root, 'work', 'payments')
+    const cloneB = join(b.root, 'src', 'checkout-of-payments')
+    for (const clone of [cloneA, cloneB]) {
+      mkdirSync(join(clone, '..'), { recursive: true })
+      git(join(clone, '..'), 'clone', '-q', join(a.root, 'remotes', 'payments.git'), clone)
+    }
+    const inClone = (host: HostedProfile, cwd: string, prompt: string) =>
+      host.home.run({ profile: 'team', cwd, modelUrl: host.server.url, patch: database.storeRows(PACKAGES), args: [prompt] })
+
+    const told = await inClone(a, cloneA, 'In the payments project we run the test suite with vitest, never jest.')
+    expect(told.stderr).not.toMatch(/Error:/)
+    expect(told.code).toBe(0)
+    await database.withStore(async (store) => {
+      const learned = await store.memories.list({ scope: 'workspace', workspace: project, includeGlobal: false })
+      expect(learned.map((memory) => memory.text)).toEqual([PROJECT_FACT.text])
+      // Keyed by the project, never by A's path.
+      expect(await store.memories.list({ scope: 'workspace', workspace: cloneA, includeGlobal: false })).toEqual([])
+      expect((await store.conversations.list({ workspace: project })).length).toBe(1)
+    })
+
+    const before = b.server.requests.length
+    const asked = await inClone(b, cloneB, 'Which test suite runner does the payments project use?')
+    expect(asked.stderr).not.toMatch(/Error:/)
+    expect(asked.code).toBe(0)
+    const chats = b.server.requests.slice(before).filter((request) => request.purpose === 'chat' && !distillLayer(request))
+    expect(chats).toHaveLength(1)
+    expect(recallTexts(chats[0]!).join('\n')).toContain(PROJECT_FACT.text)
+
+    // On B's machine, the CLI: `search --workspace <B's clone>` finds the project's memory under
+    // its id, and `status` lists the project (both hosts' conversations) under that id.
+    const cli = (args: string[]) =>
+      runProgram(process.execPath, [join(REPO_ROOT, 'apps/cli/dist/bin.js'), ...args], {
+        cwd: cloneB,
+        env: { ...b.home.env(), DSH_MEMORY_DATABASE_URL: database.databaseUrl, DSH_MEMORY_DIR: '' },
+        timeoutMs: 60_000,
+      })
+    const searched = await cli(['search', 'vitest', '--in', 'memories', '--workspace', cloneB, '--json'])
+    expect(searched.stderr).toBe('')
+    expect(searched.code).toBe(0)
+    const hits = (JSON.parse(searched.stdout) as { memories: { memory: { text: string; workspace: string | null } }[] }).memories
+    expect(hits.map((hit) => [hit.memory.text, hit.memory.workspace])).toEqual([[PROJECT_FACT.text, project]])
+    const status = await cli(['status'])
+    expect(status.code).toBe(0)
+    const line = status.stdout.split('\n').find((text) => text.trim().startsWith(`${project}  `))
+    expect(line).toMatch(/ 2 conversations,/)
+    expect(status.stdout).not.toContain(cloneB)
   })
 })

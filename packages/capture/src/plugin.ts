@@ -43,6 +43,7 @@ export function apply(ctx: Context, config: Config): void {
   const logger = ctx.logger('memory-capture')
   const log = stageLog(ctx)
   const recorder = new CaptureRecorder(ctx.memoryStore, options, {
+    workspaceOf: (cwd) => ctx.memoryStore.workspaceOf(cwd),
     onCaptured: (message) => {
       log('capture', 'stored', { session: message.conversationId, role: message.role, turn: message.turn, truncated: message.truncated })
       try {

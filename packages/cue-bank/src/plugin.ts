@@ -129,6 +129,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   const options = resolveCueBankOptions(config)
   const logger = ctx.logger('memory-cue-bank')
   // On PostgreSQL the wake reads a view of the bank, polled for other hosts' writes.
+  const workspaceOf = (cwd: string): string => ctx.memoryStore.workspaceOf(cwd)
   const repository = await openCueRepository(ctx.memoryStore, {
     onError: (error) => logger.warn('catching up with cues written by other processes failed (retrying): %s', error instanceof Error ? error.message : String(error)),
   })
@@ -185,11 +186,11 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
       } else if (event.type === 'compaction/end') {
         // The turns before the current one now live only in the summary.
         const current = turns.get(session.id)?.turn ?? 0
-        bank.observeCompaction(sessionRef(session), Math.max(0, current - 1))
+        bank.observeCompaction(sessionRef(session, workspaceOf), Math.max(0, current - 1))
       } else if (event.type === 'turn/end') {
         const record = turns.get(session.id)
         turns.delete(session.id)
-        if (record) void bank.recordTurn(sessionRef(session), record)
+        if (record) void bank.recordTurn(sessionRef(session, workspaceOf), record)
       }
     } catch (error) {
       logger.warn('session event %s not handled: %s', event?.type, error instanceof Error ? error.message : String(error))
@@ -218,7 +219,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
       if (!agent || message?.source?.kind !== 'user') return
       const text = messageText(message.content)
       if (!text) return
-      bank.observeUserMessage(sessionRef(agent.session ?? { id: agent.id }), { id: message.id ?? '', text }, payload.turn)
+      bank.observeUserMessage(sessionRef(agent.session ?? { id: agent.id }, workspaceOf), { id: message.id ?? '', text }, payload.turn)
     } catch (error) {
       logger.warn('wake failed: %s', error instanceof Error ? error.message : String(error))
     }
@@ -248,7 +249,7 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
 
   ctx.inject(['tools'], (sub) => {
     const tools = (sub as unknown as { tools: ToolServiceLike }).tools
-    tools.register(openToolDefinition(bank))
+    tools.register(openToolDefinition(bank, workspaceOf))
     toolRegistered = true
     sub.effect(() => () => {
       toolRegistered = false
@@ -262,8 +263,10 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   ctx.provide('cueBank', service)
 }
 
-function sessionRef(session: SessionLike): SessionRef {
-  return { id: session.id, workspace: session.header?.cwd ?? '' }
+/** The session and its workspace id (`workspaceOf` of its cwd: the project's git id, or the path). */
+function sessionRef(session: SessionLike, workspaceOf: (cwd: string) => string): SessionRef {
+  const cwd = session.header?.cwd ?? ''
+  return { id: session.id, workspace: cwd ? workspaceOf(cwd) : '' }
 }
 
 function sessionIdOf(context: AssembleContextLike | undefined): string {

@@ -81,7 +81,8 @@ const OPEN_TOOL_INPUT = z
   .strict()
 
 /** The `cue_bank_open` tool definition (dsh-tools shape: schema, mandatory output, execute). */
-export function openToolDefinition(bank: CueBank): unknown {
+/** @param workspaceOf - the store service's workspace id of a session directory (default: the directory). */
+export function openToolDefinition(bank: CueBank, workspaceOf: (cwd: string) => string = (cwd) => cwd): unknown {
   return {
     name: OPEN_TOOL_NAME,
     description:
@@ -98,7 +99,8 @@ export function openToolDefinition(bank: CueBank): unknown {
       const cueId = parsed.value.cueId
       // The calling session sees only the partitions it may be woken from.
       const session = exec?.agent?.session ?? (exec?.agent ? { id: exec.agent.id } : undefined)
-      const viewer = session ? { id: session.id, workspace: session.header?.cwd ?? '' } : undefined
+      const cwd = session?.header?.cwd ?? ''
+      const viewer = session ? { id: session.id, workspace: cwd ? workspaceOf(cwd) : '' } : undefined
       return renderOpenedCue(await bank.open(cueId, viewer))
     },
   }

@@ -191,7 +191,9 @@ export class DistillService extends Service {
     ctx.on('agent/status', (payload) => {
       try {
         const agent = payload?.agent
-        if (typeof agent?.id === 'string') this.distiller?.noteAgentStatus(agent.id, payload.status === 'running', agent.session?.header?.cwd)
+        const cwd = agent?.session?.header?.cwd
+        // The workspace id (the project's git id, or the path), as capture keys the conversation.
+        if (typeof agent?.id === 'string') this.distiller?.noteAgentStatus(agent.id, payload.status === 'running', cwd ? ctx.memoryStore.workspaceOf(cwd) : undefined)
       } catch (error) {
         logger.warn('agent/status: %s', describeError(error))
       }

@@ -71,7 +71,7 @@ export function applyLayers(
       content: [{ type: 'text', text }],
       source: { kind: 'plugin', plugin: RECALL_PLUGIN_ID, form: LAYER_SNAPSHOT_FORM },
     } as never)
-  const handle = (agent: AgentLike): LayerSessionHandle => layerSessionHandle(agent, snapshotMessage)
+  const handle = (agent: AgentLike): LayerSessionHandle => layerSessionHandle(agent, snapshotMessage, (cwd) => ctx.memoryStore.workspaceOf(cwd))
 
   // --- the snapshot protocol -------------------------------------------------------------
   const on = ctx.on.bind(ctx) as unknown as (event: string, listener: (...args: any[]) => unknown) => () => void

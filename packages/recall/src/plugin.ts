@@ -97,6 +97,7 @@ export function apply(ctx: Context, config: Config): void {
   const logger = ctx.logger('memory-recall')
   const warn = (message: string) => logger.warn(message)
   const stage = stageLog(ctx)
+  const workspaceOf = (cwd: string): string => ctx.memoryStore.workspaceOf(cwd)
   const engine = new RecallEngine(ctx.memoryStore, options, {
     embedder: options.embedding.enabled ? createEmbedder(options.embedding) : null,
     onWarning: warn,
@@ -118,6 +119,7 @@ export function apply(ctx: Context, config: Config): void {
   const layers = applyLayers(ctx, options, { warn, emit, track })
 
   const step = new RecallStep({
+    workspaceOf,
     engine,
     injector,
     createMessage: (text) =>
@@ -163,7 +165,7 @@ export function apply(ctx: Context, config: Config): void {
       const result = await next()
       try {
         const agent = context?.agent
-        const scope = scopeOf(agent)
+        const scope = scopeOf(agent, workspaceOf)
         if (!agent || !scope) return result
         const texts = await sections.forTurn(scope, turnKey(agent))
         // Other listeners may hand back frozen sections: build new objects, never mutate.
@@ -193,7 +195,7 @@ export function apply(ctx: Context, config: Config): void {
             render: (_args: unknown, value: unknown) => [{ type: 'text', text: spec.render(value as never) }],
           },
           async execute(args: unknown, exec: { agent?: AgentLike }) {
-            const scope = scopeOf(exec?.agent)
+            const scope = scopeOf(exec?.agent, workspaceOf)
             if (!scope) throw new Error(`${spec.name} needs a session (no calling agent)`)
             const started = Date.now()
             try {
@@ -223,7 +225,7 @@ export function apply(ctx: Context, config: Config): void {
           hint: 'status | list [n] | remember [--global] <text> | correct <id> <text> | forget <id> | mode <auto|chat|work|off> | inject <follow|on|off> | enable <global|workspace> | refresh [layer] | disable [layer] | promote <id> | review | project',
         },
         async handler(invocation: { agent: AgentLike; rawInput: string }) {
-          const scope = scopeOf(invocation.agent)
+          const scope = scopeOf(invocation.agent, workspaceOf)
           if (!scope) return { kind: 'error', text: `no session for /memory\n${MEMORY_COMMAND_USAGE}` }
           const handle = layers.handle(invocation.agent)
           return runMemoryCommand(engine, scope, invocation.rawInput ?? '', {

@@ -1,6 +1,7 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { scopeOf } from '../src/core/host-agent.ts'
 import { placeRecallMessage, RecallInjector } from '../src/core/injector.ts'
 import { resolveRecallOptions } from '../src/core/options.ts'
 import { RecallEngine } from '../src/core/recall-engine.ts'
@@ -37,6 +38,17 @@ describe('memory_import (rule files of the workspace → memories)', () => {
     const scope = { sessionId: 's1', workspace }
     return { engine, importTool, scope, workspace, store: handle.store }
   }
+
+  it('in a git project, reads the files from the session directory and keys the memories by the project id', async () => {
+    const { engine, importTool, workspace, store } = setup()
+    // What the store service's workspaceOf gives a clone with a remote (a pure function of the cwd).
+    const scope = scopeOf({ id: 's1', session: { header: { cwd: workspace } } }, (cwd) => (cwd === workspace ? 'git:example.com/team/project' : cwd))!
+    expect(scope).toEqual({ sessionId: 's1', workspace: 'git:example.com/team/project', directory: workspace })
+    const result = (await importTool.run(engine, scope, { path: 'AGENTS.md' })) as { inserted: number; memories: { id: string }[] }
+    expect(result.inserted).toBe(4)
+    expect((await store.memories.get(result.memories[0]!.id))?.workspace).toBe('git:example.com/team/project')
+    expect(await store.memories.list({ scope: 'workspace', workspace, includeGlobal: false })).toEqual([])
+  })
 
   it('imports each rule as a workspace memory (CJK included), tagged as imported; a second import adds nothing', async () => {
     const { engine, importTool, scope, workspace, store } = setup()

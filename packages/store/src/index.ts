@@ -17,9 +17,14 @@ export type {
   PackageTablesDeclaration,
   PackageTablesHost,
   PackageWriteOptions,
+  WorkspaceKeyColumn,
 } from './core/package-tables.ts'
 export { packageDeclaration, packageMigrations, sqlGreatest } from './core/package-declaration.ts'
 export type { PackageDeclarationOptions, PackageMigrationRoot } from './core/package-declaration.ts'
+export { GIT_WORKSPACE_PREFIX, isGitWorkspace, normalizeRemoteUrl, WORKSPACE_IDENTITIES, workspaceOf } from './core/workspace-id.ts'
+export type { WorkspaceIdentity, WorkspaceOfOptions } from './core/workspace-id.ts'
+export { carryOverStoreWorkspaces, carryOverWorkspaces, STORE_WORKSPACE_KEYS } from './core/workspace-carry-over.ts'
+export type { WorkspaceMove } from './core/workspace-carry-over.ts'
 export { schemaDrift } from './core/schema-drift.ts'
 export { openStoreMaintenance } from './core/sqlite-maintenance.ts'
 export type { ForeignKeyViolation, SceneOrphans, StoreMaintenance, StoreMaintenanceOptions } from './core/sqlite-maintenance.ts'

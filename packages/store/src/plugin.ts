@@ -27,6 +27,8 @@ import type { SceneRepository } from './core/types-scenes.ts'
 import type { SearchService } from './core/types-search.ts'
 import type { StatsService } from './core/types-stats.ts'
 import type { CoordinatedMemoryStore, ImportResult, MemoryStore } from './core/types-store.ts'
+import { carryOverStoreWorkspaces, carryOverWorkspaces, type WorkspaceMove } from './core/workspace-carry-over.ts'
+import { WORKSPACE_IDENTITIES, workspaceOf, type WorkspaceIdentity } from './core/workspace-id.ts'
 
 declare module '@deepseek-ai/cordis' {
   interface Context {
@@ -61,6 +63,8 @@ export interface Config {
   busyTimeoutMs: number
   /** SQLite page cache of the connection, MiB. */
   cacheMiB: number
+  /** How a session's directory becomes its workspace id: its git remote (default), or its path. */
+  workspaceIdentity: WorkspaceIdentity
   /** Rotate `memory.log` at this many KiB; 0 writes no log. */
   logMaxKiB: number
   /** Rotated `memory.log.N` files kept. */
@@ -94,6 +98,12 @@ export const Config: z<Partial<Config>, Config> = z.object({
     .max(MAX_CACHE_MIB)
     .default(DEFAULT_CACHE_MIB)
     .description('SQLite page cache of the connection (MiB). Filled only as pages are read; large stores search faster with more.'),
+  workspaceIdentity: z
+    .union([...WORKSPACE_IDENTITIES])
+    .default('git-remote')
+    .description(
+      'What makes two sessions one workspace. git-remote: the project, i.e. the git remote of the session\'s directory (origin, else the first remote), normalized to git:<host>/<owner>/<repo>, so clones at different paths or on different machines share workspace memory; directories outside a git work tree with a remote keep their path. path: the absolute directory, as before.',
+    ),
   logMaxKiB: z
     .natural()
     .default(DEFAULT_LOG_MAX_KIB)
@@ -142,6 +152,10 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   private current: (CoordinatedMemoryStore & PackageTablesHost) | undefined
   private readonly location: StoreRowLocation
   private readonly busyTimeoutMs: number
+  private readonly workspaceIdentity: WorkspaceIdentity
+  private readonly workspaceIds = new Map<string, string>()
+  /** Package owners whose workspace columns were carried over in this run. */
+  private readonly carriedOver = new Set<string>()
   /**
    * The stage log `<dataDir>/memory.log` every dsh-memory plugin of this host writes to
    * (`write(stage, event, fields)`; counts, ids and timings only, never text).
@@ -157,6 +171,9 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
     this.backend = location.postgres ? 'postgresql' : 'sqlite'
     this.path = location.postgres ? location.postgres.shown : join(this.dataDir, DATABASE_FILE)
     this.busyTimeoutMs = config.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
+    this.workspaceIdentity = config.workspaceIdentity ?? 'git-remote'
+    // An unknown identity fails the load here, naming the field.
+    workspaceOf('', { identity: this.workspaceIdentity })
     const cacheMiB = config.cacheMiB ?? DEFAULT_CACHE_MIB
     const logger = ctx.logger('memory-store')
     this.log = new ActivityLog({
@@ -171,17 +188,48 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
     ctx.effect(() => this.hold(openMemoryStore({ path: this.path, busyTimeoutMs: this.busyTimeoutMs, cacheMiB })), 'memory-store database')
   }
 
-  /** Connect to PostgreSQL (a `databaseUrl` row); a no-op on SQLite. */
+  /**
+   * Connect to PostgreSQL (a `databaseUrl` row), then carry rows keyed by a path that is now a
+   * git workspace over to its id, before any dependent plugin starts.
+   */
   async [Service.init](): Promise<void> {
     const postgres = this.location.postgres
-    if (!postgres) return
-    const store = await openPostgresStore({ databaseUrl: postgres.databaseUrl, schema: postgres.schema, busyTimeoutMs: this.busyTimeoutMs })
+    if (postgres) {
+      const store = await openPostgresStore({ databaseUrl: postgres.databaseUrl, schema: postgres.schema, busyTimeoutMs: this.busyTimeoutMs })
+      try {
+        this.ctx.effect(() => this.hold(store), 'memory-store database')
+      } catch (error) {
+        // Disposed while connecting: nobody else will close it.
+        await store.close()
+        throw error
+      }
+    }
+    if (this.workspaceIdentity === 'git-remote') await this.carryOver('store', () => carryOverStoreWorkspaces(this.store, (path) => this.workspaceOf(path)))
+  }
+
+  /**
+   * The workspace id of a session directory (`header.cwd`): its project's git remote
+   * (`git:<host>/<owner>/<repo>`) or, outside a git work tree with a remote or with
+   * `workspaceIdentity: path`, the directory itself. Cached per directory for the service's
+   * life (a remote renamed while the host runs counts from the next start). Every plugin keys
+   * workspace memory by this, never by the raw cwd; filesystem uses of cwd keep the path.
+   */
+  workspaceOf(cwd: string): string {
+    let id = this.workspaceIds.get(cwd)
+    if (id === undefined) {
+      id = workspaceOf(cwd, { identity: this.workspaceIdentity })
+      this.workspaceIds.set(cwd, id)
+    }
+    return id
+  }
+
+  /** One carry-over; a failure is logged and retried at the next start (the rows stay under their path, nothing is lost). */
+  private async carryOver(owner: string, run: () => Promise<WorkspaceMove[]>): Promise<void> {
     try {
-      this.ctx.effect(() => this.hold(store), 'memory-store database')
+      const moves = await run()
+      for (const move of moves) this.log.write('workspace', 'carry-over', { owner, rows: move.rows })
     } catch (error) {
-      // Disposed while connecting: nobody else will close it.
-      await store.close()
-      throw error
+      this.ctx.logger('memory-store').warn('memory-store: cannot carry %s rows over to git workspace ids (kept under their paths, retried at the next start): %s', owner, error instanceof Error ? error.message : String(error))
     }
   }
 
@@ -251,9 +299,20 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   migrate(sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> {
     return this.store.migrate(sets)
   }
-  /** A package's tables on this store's session; the handle fails with `closed` once the plugin is disposed. */
-  tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
-    return this.store.tables(declaration)
+  /**
+   * A package's tables on this store's session; the handle fails with `closed` once the plugin
+   * is disposed. The declaration's `workspaceKeys` are carried over from paths to git workspace
+   * ids the first time the package opens them in this run.
+   */
+  async tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
+    const tables = await this.store.tables(declaration)
+    const keys = declaration.workspaceKeys
+    if (keys?.length && this.workspaceIdentity === 'git-remote' && !this.carriedOver.has(tables.owner)) {
+      this.carriedOver.add(tables.owner)
+      const handle = tables as unknown as PackageTables<Record<string, unknown>>
+      await this.carryOver(tables.owner, () => carryOverWorkspaces(handle, keys, (path) => this.workspaceOf(path)))
+    }
+    return tables
   }
   /** The database is owned by the plugin's lifecycle: dispose the plugin instead. Resolves without closing. */
   async close(): Promise<void> {}

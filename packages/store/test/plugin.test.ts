@@ -12,7 +12,7 @@ describe('memory-store plugin', () => {
     expect(name).toBe('memory-store')
     expect(MemoryStoreDefault).toEqual({ name, Config, apply })
     expect(MemoryStoreService.Config).toBe(Config)
-    expect(Config({})).toEqual({ dataDir: '', databaseUrl: '', schema: 'dsh_memory', busyTimeoutMs: 30000, cacheMiB: 64, logMaxKiB: 1024, logFiles: 3 })
+    expect(Config({})).toEqual({ dataDir: '', databaseUrl: '', schema: 'dsh_memory', busyTimeoutMs: 30000, cacheMiB: 64, workspaceIdentity: 'git-remote', logMaxKiB: 1024, logFiles: 3 })
   })
 
   it('the README Config table matches the schema', () => {

@@ -16,6 +16,7 @@
 import { createRequire } from 'node:module'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import { workspaceOf } from '@dsh-memory/store'
 import { describeError } from './core/errors.js'
 import { openMemoryTree } from './core/open.js'
 import { describeDatabaseUrl, MCP_USAGE as USAGE, resolveMcpSettings as resolveSettings } from './core/mcp-settings.js'
@@ -54,7 +55,8 @@ async function main(): Promise<void> {
     onError: (error, where) => log(`${where} failed: ${describeError(error)}`),
   })
   // One id per server process: what this client writes is tagged with it.
-  const caller: Caller = { workspace: settings.workspace, sessionId: `mcp-${process.pid}`, source: 'mcp' }
+  // The directory's workspace id, as the hosts key it (its git project, or the path).
+  const caller: Caller = { workspace: workspaceOf(settings.workspace), sessionId: `mcp-${process.pid}`, source: 'mcp' }
 
   const server = new McpServer(
     { name: 'dsh-memory-tree', version: version() },
@@ -85,7 +87,7 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (error) => log(`unhandled: ${describeError(error)}`))
 
   await server.connect(new StdioServerTransport())
-  log(`serving ${settings.databaseUrl === undefined ? settings.dataDir : `${describeDatabaseUrl(settings.databaseUrl)}${settings.schema ? ` schema ${settings.schema}` : ''}`} (workspace ${settings.workspace})`)
+  log(`serving ${settings.databaseUrl === undefined ? settings.dataDir : `${describeDatabaseUrl(settings.databaseUrl)}${settings.schema ? ` schema ${settings.schema}` : ''}`} (workspace ${caller.workspace})`)
 }
 
 main().catch((error: unknown) => {

@@ -158,8 +158,10 @@ function messageText(message: unknown): string {
   return kitMessageText((message as { content?: unknown } | undefined)?.content)
 }
 
-function callerOf(agent: AgentLike | undefined, source: string): Caller {
-  return { workspace: agent?.session?.header?.cwd ?? '', sessionId: agent?.id ?? '', source }
+/** `workspaceOf` maps the session's directory to its workspace id (the project's git id, or the path). */
+function callerOf(agent: AgentLike | undefined, source: string, workspaceOf: (cwd: string) => string): Caller {
+  const cwd = agent?.session?.header?.cwd ?? ''
+  return { workspace: cwd ? workspaceOf(cwd) : '', sessionId: agent?.id ?? '', source }
 }
 
 /**
@@ -293,6 +295,11 @@ export class MemoryTreeService extends Service {
     return (await this.readSection(workspace, sessionId)).text
   }
 
+  /** The workspace id of a session directory ('' stays ''): the store's, so every plugin keys a workspace alike. */
+  private workspaceOf(cwd: string): string {
+    return cwd ? this.ctx.memoryStore.workspaceOf(cwd) : ''
+  }
+
   private async readSection(workspace: string, sessionId: string): Promise<{ text: string; projectId: string | undefined }> {
     const tree = await this.ready()
     const context = await tree.getContext({ workspace, sessionId }, { excludeSessionId: sessionId })
@@ -332,7 +339,7 @@ export class MemoryTreeService extends Service {
     const text = messageText(message)
     if (!text) return undefined
     const tree = await this.ready()
-    const caller: Caller = { workspace: session.header?.cwd ?? '', sessionId: session.id, source: 'user' }
+    const caller: Caller = { workspace: this.workspaceOf(session.header?.cwd ?? ''), sessionId: session.id, source: 'user' }
     const result = await tree.recordMessage({ role: 'user', text, caller })
     this.destinations.set(session.id, result.destination)
     return result
@@ -340,7 +347,7 @@ export class MemoryTreeService extends Service {
 
   private async onSessionEvent(session: SessionLike, event: SessionEventLike): Promise<void> {
     if (!session || typeof session.id !== 'string' || !event || this.disposed) return
-    const caller: Caller = { workspace: session.header?.cwd ?? '', sessionId: session.id, source: 'user' }
+    const caller: Caller = { workspace: this.workspaceOf(session.header?.cwd ?? ''), sessionId: session.id, source: 'user' }
     if (event.type === 'user/message') {
       await this.routeUserMessage(session, event.data)
       return
@@ -375,7 +382,7 @@ export class MemoryTreeService extends Service {
           let text = this.config.refresh === 'session' ? this.sections.get(id)?.text : undefined
           if (text === undefined) {
             try {
-              const read = await withTimeout(this.readSection(agent.session?.header?.cwd ?? '', id), this.config.contextTimeoutMs)
+              const read = await withTimeout(this.readSection(this.workspaceOf(agent.session?.header?.cwd ?? ''), id), this.config.contextTimeoutMs)
               this.sections.set(id, read)
               text = read.text
             } catch (error) {
@@ -403,7 +410,7 @@ export class MemoryTreeService extends Service {
           render: (_args, value) => [{ type: 'text', text: (value as TreeToolResult | undefined)?.text ?? '' }],
         },
         execute: async (args, exec) => {
-          const result = await this.runTool(spec.name, args, callerOf(exec?.agent, 'model'))
+          const result = await this.runTool(spec.name, args, callerOf(exec?.agent, 'model', (cwd) => this.workspaceOf(cwd)))
           // Lossless JSON only: drop undefined fields the registry would reject.
           return JSON.parse(JSON.stringify(result)) as unknown
         },

@@ -52,7 +52,8 @@ export function clientApiDeps(ctx: Context, browser: MemoryBrowser): ClientApiDe
     browser,
     async workspaceOf(sessionId) {
       const cwd = agentOf(sessionId)?.session?.header?.cwd
-      if (typeof cwd === 'string' && cwd !== '') return cwd
+      // The workspace id memory is keyed by (the project's git id, or the path), as capture stores it.
+      if (typeof cwd === 'string' && cwd !== '') return ctx.memoryStore.workspaceOf(cwd)
       return (await browser.store.conversations.get(sessionId))?.workspace || undefined
     },
     lastRecall: (sessionId) => recalls.get(sessionId),

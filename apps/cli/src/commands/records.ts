@@ -8,6 +8,7 @@ import { Option } from 'commander'
 import type { Conversation, Memory, MemoryScopeFilter, MemoryStore, Message, Scene, Scope } from '@dsh-memory/store'
 import { didYouMean, loadVocabulary, SUGGEST_LIMITS } from '@dsh-memory/web'
 import { resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
+import { workspaceFilter } from '../data/workspace.ts'
 import { CliError, type CliIO, CliUsageError, printJson, println } from '../io.ts'
 
 const SCOPES: readonly Scope[] = ['global', 'workspace', 'session']
@@ -89,7 +90,7 @@ export function registerRecords(program: Command, io: CliIO): void {
     .addOption(new Option('--in <what>', 'what to search').choices(['memories', 'messages', 'all']).default('all'))
     .option('--scope <list>', 'memories only: global, workspace and/or session (comma-separated)')
     .option('--kind <list>', 'memories only: kinds such as fact,preference,instruction,episode (comma-separated)')
-    .option('--workspace <dir>', 'only this workspace (plus global memories)')
+    .option('--workspace <dir|id>', 'only this workspace (plus global memories): a directory (a git clone counts as its project, git:<host>/<owner>/<repo>) or a workspace id')
     .option('--session <id>', 'memories: only this session’s session-scoped ones; messages: only this conversation')
     .addOption(new Option('--role <role>', 'messages only: user or assistant').choices(['user', 'assistant']))
     .option('--limit <n>', 'hits per kind of record', '10')
@@ -100,11 +101,12 @@ export function registerRecords(program: Command, io: CliIO): void {
       const limit = parseCount('--limit', options.limit, 1000)
       const scope = parseScopes(options.scope)
       const kind = options.kind?.split(',').map((part) => part.trim()).filter(Boolean)
+      const workspace = options.workspace ? workspaceFilter(options.workspace) : undefined
       await withStore(resolveDataSource(options), { readonly: true }, async (store) => {
         const filter: MemoryScopeFilter = {
           ...(scope ? { scope } : {}),
           ...(kind?.length ? { kind } : {}),
-          ...(options.workspace ? { workspace: options.workspace } : {}),
+          ...(workspace ? { workspace } : {}),
           ...(options.session ? { sessionId: options.session } : {}),
           includeSuperseded: options.includeSuperseded === true,
         }
@@ -114,7 +116,7 @@ export function registerRecords(program: Command, io: CliIO): void {
             ? []
             : await store.search.messages(query, {
                 limit,
-                ...(options.workspace ? { workspace: options.workspace } : {}),
+                ...(workspace ? { workspace } : {}),
                 ...(options.session ? { conversationId: options.session } : {}),
                 ...(options.role ? { role: options.role } : {}),
               })

@@ -13,7 +13,6 @@
  * are the work list). `--all` keeps a checkpoint in the store's meta table (the last id done,
  * written in the same transaction as the memory batch), so an interrupted `--all` continues too.
  */
-import { resolve } from 'node:path'
 import { Option, type Command } from 'commander'
 import { CUE_BANK_MIGRATION_OWNER, type Cue, cueEmbeddingModelKey, embeddingText, openCueRepository } from '@dsh-memory/cue-bank'
 import {
@@ -28,6 +27,7 @@ import {
 } from '@dsh-memory/store'
 import type { BenchProgress } from '../bench/locomo.ts'
 import { resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
+import { workspaceFilter } from '../data/workspace.ts'
 import { CliError, type CliIO, CliUsageError, EXIT, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
 import { parseCount } from './records.ts'
@@ -148,7 +148,8 @@ export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, 
     timeoutMs,
     targets,
     scope: flags.scope,
-    workspace: flags.workspace === undefined ? undefined : resolve(flags.workspace),
+    // As the hosts key it: a git clone's directory is its project's id.
+    workspace: flags.workspace === undefined ? undefined : workspaceFilter(flags.workspace),
     all: flags.all === true,
     restart: flags.restart === true,
     dryRun: flags.dryRun === true,
@@ -368,7 +369,7 @@ export function registerReembed(program: Command, io: CliIO): void {
     .option('--timeout <ms>', 'timeout of one request in ms (default 30000)')
     .addOption(new Option('--only <what>', 'only memories or only cues (default: both)').choices(['memories', 'cues']))
     .addOption(new Option('--scope <scope>', 'only rows of this scope (cues: global or workspace partitions)').choices(['global', 'workspace', 'session']))
-    .option('--workspace <dir>', 'only rows of this workspace (memories of it, its cue partition)')
+    .option('--workspace <dir|id>', 'only rows of this workspace (memories of it, its cue partition): a directory (a git clone counts as its project) or a workspace id')
     .option('--all', 'also re-embed rows that already have a vector of this model')
     .option('--restart', 'with --all: start over instead of continuing an interrupted --all run')
     .option('--dry-run', 'print the counts; send nothing, write nothing')

@@ -33,7 +33,7 @@ export interface CapturedMessage {
   /** The host's message id (the idempotency key). */
   readonly hostMessageId: string
   readonly role: 'user' | 'assistant'
-  /** Absolute working directory of the session ('' when the host gave none). */
+  /** The session's workspace id (`hooks.workspaceOf` of its cwd: its git project, or the absolute directory; '' when the host gave none). */
   readonly workspace: string
   readonly turn: number
   /** True when the text was cut at `maxMessageChars`. */
@@ -52,6 +52,11 @@ export interface CaptureStats {
 export interface CaptureHooks {
   /** Called after the row is committed. */
   readonly onCaptured?: (message: CapturedMessage) => void
+  /**
+   * The workspace id of a session directory (the store service's `workspaceOf`: the project's
+   * git remote, or the path). Default: the directory itself.
+   */
+  readonly workspaceOf?: (cwd: string) => string
   /** Called with every write failure; the recorder itself never throws. */
   readonly onError?: (error: unknown, context: { sessionId: string; eventType: string; seq: number }) => void
 }
@@ -155,11 +160,16 @@ export class CaptureRecorder {
       const title = (event.data as { title?: unknown } | undefined)?.title
       if (typeof title !== 'string' || !title.trim()) return undefined
       return async () => {
-        await this.store.conversations.ensure({ id: session.id, workspace: session.header?.cwd ?? '', title: title.trim() })
+        await this.store.conversations.ensure({ id: session.id, workspace: this.workspaceOf(session), title: title.trim() })
         return undefined
       }
     }
     return undefined
+  }
+
+  private workspaceOf(session: SessionLike): string {
+    const cwd = session.header?.cwd ?? ''
+    return cwd !== '' && this.hooks.workspaceOf ? this.hooks.workspaceOf(cwd) : cwd
   }
 
   private async write(
@@ -177,7 +187,7 @@ export class CaptureRecorder {
     }
     const hostMessageId = message.id
     const clipped = clip(text, this.options.maxMessageChars)
-    const workspace = session.header?.cwd ?? ''
+    const workspace = this.workspaceOf(session)
     const at = typeof event.time === 'number' ? event.time : Date.now()
     const writeTo = async (target: Pick<MemoryStore, 'conversations' | 'messages'>) => {
       await target.conversations.ensure({ id: session.id, workspace, startedAt: session.header?.createdAt ?? at })

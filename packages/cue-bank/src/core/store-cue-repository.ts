@@ -11,6 +11,7 @@
  * (`cue-view.ts`), which is eventually consistent with other processes' writes.
  */
 import { and, desc, eq } from 'drizzle-orm'
+import { CUE_BANK_WORKSPACE_KEYS } from './workspace-keys.js'
 import { isMemoryStoreError, type MemoryStore, type PackageDialect, type PackageTables, type PackageTablesHost } from '@dsh-memory/store'
 import { cueBankDeclaration } from '../migrations.js'
 import { cueWriter, inPartitions, toCue, type CueWriter } from './cue-queries.js'
@@ -63,7 +64,7 @@ export async function openCueRepository(
   options: CueRepositoryOptions = {},
 ): Promise<CueRepository> {
   if (store.readonly) throw new CueBankError('unsupported-store', 'the cue bank needs a writable memory store')
-  const tables = await store.tables(cueBankDeclaration())
+  const tables = await store.tables({ ...cueBankDeclaration(), workspaceKeys: CUE_BANK_WORKSPACE_KEYS })
   if (tables.dialect === 'sqlite') return new StoreCueRepository(store.path, tables, new SqliteCueReads(tables))
   const view = new CueView(tables, options.onError ?? (() => undefined))
   await view.start(options.pollMs ?? DEFAULT_POLL_MS)

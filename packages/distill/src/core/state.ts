@@ -12,6 +12,7 @@
  * writable since the update) is served from the legacy meta keys, read-only.
  */
 import { isMemoryStoreError, type MemoryStore } from '@dsh-memory/store'
+import { DISTILL_WORKSPACE_KEYS } from './workspace-keys.js'
 import { and, asc, desc, eq, gte, inArray, lt, lte, notInArray, type SQL, sql } from 'drizzle-orm'
 import { addRows, dayKey, oldestKeptDay, type LedgerCall, type LedgerCallFilter, type LedgerDay, type LedgerFilter, type LedgerRow, summarizeLedger } from './ledger.js'
 import { DistillError } from './errors.js'
@@ -101,7 +102,7 @@ export class DistillStateRepository {
   #open(): Promise<DistillTables | LegacySnapshot> {
     this.#opened ??= (async () => {
       try {
-        const tables = await this.store.tables(distillDeclaration())
+        const tables = await this.store.tables({ ...distillDeclaration(), workspaceKeys: DISTILL_WORKSPACE_KEYS })
         // Legacy meta state is SQLite history: a PostgreSQL store never had it.
         if (!this.store.readonly && tables.dialect === 'sqlite') await upgradeLegacyState(this.store, tables)
         return tables

@@ -23,11 +23,19 @@ export interface AgentLike {
   inject?(message: unknown): void
 }
 
-/** The session and workspace an agent runs in (`undefined` without an agent id). */
-export function scopeOf(agent: AgentLike | undefined): RecallScope | undefined {
+/** How a session directory becomes its workspace id (the store service's `workspaceOf`). */
+export type WorkspaceOf = (cwd: string) => string
+
+/**
+ * The session and workspace an agent runs in (`undefined` without an agent id). The workspace
+ * is `workspaceOf(cwd)` (the project's git id, or the path); without it, the cwd itself.
+ */
+export function scopeOf(agent: AgentLike | undefined, workspaceOf?: WorkspaceOf): RecallScope | undefined {
   if (!agent || typeof agent.id !== 'string') return undefined
   const cwd = agent.session?.header?.cwd
-  return { sessionId: agent.id, workspace: typeof cwd === 'string' ? cwd : '' }
+  const directory = typeof cwd === 'string' ? cwd : ''
+  const workspace = directory !== '' && workspaceOf ? workspaceOf(directory) : directory
+  return workspace === directory ? { sessionId: agent.id, workspace } : { sessionId: agent.id, workspace, directory }
 }
 
 /** The agent's current context messages; empty when the host cannot derive them. */
@@ -63,8 +71,8 @@ export function messageIds(messages: readonly unknown[] | undefined): Set<string
  * The explicit-layer protocol's view of a live agent.
  * @param toMessage - builds the host message of a snapshot (the adapter freezes it with the host's message API).
  */
-export function layerSessionHandle(agent: AgentLike, toMessage: (id: string, text: string) => unknown): LayerSessionHandle {
-  const scope = scopeOf(agent) ?? { sessionId: agent.id, workspace: '' }
+export function layerSessionHandle(agent: AgentLike, toMessage: (id: string, text: string) => unknown, workspaceOf?: WorkspaceOf): LayerSessionHandle {
+  const scope = scopeOf(agent, workspaceOf) ?? { sessionId: agent.id, workspace: '' }
   return {
     ...scope,
     loggedIds: () => {

@@ -425,7 +425,8 @@ export class RecallEngine {
    * @throws RecallError `invalid-argument` / `not-found` naming `path` (see {@link workspaceRuleFiles}).
    */
   async importRuleFiles(path: string, scope: RecallScope, options: { target?: 'workspace' | 'global'; dryRun?: boolean }, actor: string): Promise<InstructionImportResult & { files: string[] }> {
-    const files = workspaceRuleFiles(scope.workspace, path)
+    // The files are on disk in the session's directory; the memories go to its workspace id.
+    const files = workspaceRuleFiles(scope.directory ?? scope.workspace, path)
     const planned = planWorkspaceImport(files, options.target ?? 'workspace', scope.workspace)
     const result = await importInstructionItems(this.#store, planned, { actor, dryRun: options.dryRun === true })
     return { ...result, files: files.map(({ file }) => file) }

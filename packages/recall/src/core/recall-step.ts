@@ -5,7 +5,7 @@
  * message and emits the event. Also the background-work tracker a session flush drains.
  */
 import { errorMessage } from './errors.ts'
-import { type AgentLike, historyOf, scopeOf } from './host-agent.ts'
+import { type AgentLike, historyOf, scopeOf, type WorkspaceOf } from './host-agent.ts'
 import { placeRecallMessage, type RecallInjector, type StepMessageLike } from './injector.ts'
 import type { RecallEngine } from './recall-engine.ts'
 import type { HistoryMessageLike } from './recall-text.ts'
@@ -44,6 +44,8 @@ export interface RecallStepDeps {
   readonly onInjected: (fact: InjectedFact) => void
   readonly onWarning: (message: string) => void
   readonly debug?: (message: string) => void
+  /** The workspace id of a session directory (the store service's); default the directory. */
+  readonly workspaceOf?: WorkspaceOf
   /** One line of the stage log (`memory.log`). */
   readonly stage?: (kind: string, outcome: string, fields: Readonly<Record<string, string | number | boolean | null | undefined>>) => void
 }
@@ -64,7 +66,7 @@ export class RecallStep {
   async admit(agent: AgentLike, messages: readonly StepMessageLike[], signal: AbortSignal): Promise<StepMessageLike[] | undefined> {
     const { engine, stage } = this.#deps
     try {
-      const scope = scopeOf(agent)
+      const scope = scopeOf(agent, this.#deps.workspaceOf)
       if (!scope) return undefined
       const result = await this.#deps.injector.prepare(scope, messages, historyOf(agent) as HistoryMessageLike[], signal)
       if (result.skipped) {

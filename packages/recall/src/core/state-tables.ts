@@ -5,6 +5,7 @@
  * their rows through {@link openRecallTables}.
  */
 import { type MemoryStore, type MigrationSet, packageDeclaration, packageMigrations, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
+import { RECALL_WORKSPACE_KEYS } from './workspace-keys.ts'
 import { RecallError } from './errors.ts'
 import { upgradeLegacyState } from './legacy-state.ts'
 import { recallPgSchema } from './pg-state-schema.ts'
@@ -62,7 +63,7 @@ export function openRecallTables(store: RecallStateHost, options: { onWarning?: 
 }
 
 async function open(store: RecallStateHost, warn: ((message: string) => void) | undefined): Promise<RecallTables> {
-  const tables = await store.tables(recallDeclaration())
+  const tables = await store.tables({ ...recallDeclaration(), workspaceKeys: RECALL_WORKSPACE_KEYS })
   // A read-only store cannot move anything; it reads the tables as they are. Old-format meta
   // records are SQLite history: a PostgreSQL store never had them.
   if ((store as { readonly?: unknown }).readonly === true || tables.dialect !== 'sqlite') return tables

@@ -34,6 +34,23 @@ export interface PackageRunResult {
  */
 export type PackageDatabase<TSchema extends Record<string, unknown> = Record<string, never>> = BaseSQLiteDatabase<'sync', PackageRunResult, TSchema>
 
+/** A column that holds a workspace id, as the workspace carry-over (`workspace-carry-over.ts`) re-keys it. */
+export interface WorkspaceKeyColumn {
+  /** The table, unqualified (PostgreSQL: the store's schema is the session's search_path). */
+  readonly table: string
+  readonly column: string
+  /** What precedes the workspace in the column (`'workspace:'` for layer keys); default none. */
+  readonly prefix?: string
+  /**
+   * The other columns of a unique key that includes `column`: a row moves only when no row
+   * already holds (new key, same values of these). `[]` when `column` alone is unique; omit
+   * when no unique key involves it.
+   */
+  readonly unique?: readonly string[]
+  /** The change-log entity of the table's rows (`id` column), so derived views follow the move. */
+  readonly changeEntity?: string
+}
+
 /** What a package declares to get its tables on the store's session. */
 export interface PackageTablesDeclaration<TSchema extends Record<string, unknown> = Record<string, never>> {
   /** The package's SQLite migrations; their owner (e.g. `tree`) is the package's table prefix and audit entity. */
@@ -48,6 +65,12 @@ export interface PackageTablesDeclaration<TSchema extends Record<string, unknown
    * `tables()` on PostgreSQL rejects with `unsupported` naming the owner.
    */
   readonly postgres?: { readonly migrations: MigrationSet; readonly schema: Record<string, unknown> }
+  /**
+   * The package's columns that hold a workspace id (the session's workspace, or a key embedding
+   * it after a prefix). The DSH store service re-keys rows under a path that is now a git
+   * workspace id the first time the package opens its tables (see `workspace-carry-over.ts`).
+   */
+  readonly workspaceKeys?: readonly WorkspaceKeyColumn[]
 }
 
 /** One audit row of a package write: the op is `<owner>.<verb>`, never content. */

@@ -14,6 +14,7 @@ import { and, asc, desc, eq, getTableColumns, isNull, lte, ne, or, type SQL, sql
 import type { SQLiteUpdateSetSource } from 'drizzle-orm/sqlite-core'
 import { type PackageDatabase, packageDeclaration, type PackageDialect, type PackageTables, type PackageTablesDeclaration, sqlGreatest } from '@dsh-memory/store'
 import { missingTreeMigrations, TREE_MIGRATION_OWNER } from './migrations.js'
+import { TREE_WORKSPACE_KEYS } from './workspace-keys.js'
 import { TreeError } from './errors.js'
 import { newId } from './ids.js'
 import { treePgSchema } from './pg-schema.js'
@@ -49,7 +50,7 @@ export function treeTables(): PackageTablesDeclaration<TreeSchema> {
  * @throws MemoryStoreError from the store (`schema-too-new`, `schema-too-old` on a read-only store, `closed`, ...)
  */
 export async function openStoreTreeRepository(store: TreeTablesHost): Promise<TreeRepository> {
-  return new StoreTreeRepository(await store.tables(treeTables()))
+  return new StoreTreeRepository(await store.tables({ ...treeTables(), workspaceKeys: TREE_WORKSPACE_KEYS }))
 }
 
 type Db = PackageDatabase<TreeSchema>

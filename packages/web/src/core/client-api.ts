@@ -35,7 +35,7 @@ export type SettingsOp = { readonly op: 'set'; readonly path: readonly string[];
 /** The host facts and actions the routes need; the plugin adapter supplies them. */
 export interface ClientApiDeps {
   readonly browser: MemoryBrowser
-  /** The workspace (cwd) of a live or recorded session; undefined when unknown. */
+  /** The workspace id (the store's `workspaceOf` of its cwd) of a live or recorded session; undefined when unknown. */
   workspaceOf(sessionId: string): Promise<string | undefined>
   lastRecall(sessionId: string): LastRecall | undefined
   /** Distillation of a session: messages waiting and whether a job for it runs now. */

@@ -1,0 +1,11 @@
+import { resolve } from 'node:path'
+import { isGitWorkspace, workspaceOf } from '@dsh-memory/store'
+
+/**
+ * The workspace id a `--workspace` value names, as the hosts key it: a project id
+ * (`git:<host>/<owner>/<repo>`) as given; a directory as its git project's id in a clone with a
+ * remote, else its absolute path.
+ */
+export function workspaceFilter(value: string): string {
+  return isGitWorkspace(value) ? value : workspaceOf(resolve(value))
+}
