@@ -1,6 +1,7 @@
 /**
  * The cue bank on PostgreSQL: the wake's synchronous reads answer from the repository's view,
- * which catches up with other processes' writes by polling `cue_bank_revisions`.
+ * which catches up with other processes' writes when the store's change feed hears of their
+ * commit (PostgreSQL's notification), or by polling `cue_bank_revisions` as the fallback.
  */
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
@@ -26,8 +27,9 @@ describe('the cue bank on PostgreSQL', () => {
   it('a second store handle sees what the first wrote once its view catches up: new cues, hits, evictions, idioms', async () => {
     const store = await postgres.open()
     const other = await postgres.reopen(store)
-    const writer = await openCueRepository(store, { pollMs: 0 })
-    const reader = await openCueRepository(other, { pollMs: 0 })
+    // Neither polls nor follows notifications: only refresh() moves the reader's view here.
+    const writer = await openCueRepository(store, { pollMs: 0, follow: false })
+    const reader = await openCueRepository(other, { pollMs: 0, follow: false })
     try {
       await writer.insertCue(cueFixture('a', 'workspace:/w', { keywords: [{ word: '数据库', score: 1 }] }))
       await writer.insertCue(cueFixture('b', 'workspace:/w'))
@@ -74,11 +76,12 @@ describe('the cue bank on PostgreSQL', () => {
     }
   })
 
-  it('wakes, from the view and synchronously, a CJK cue another process wrote, within its poll', async () => {
+  it('wakes, from the view and synchronously, a CJK cue another process wrote: the commit\'s notification reloads the view, no poll', async () => {
     if (!existsSync(BUILT) || !existsSync(STORE_BUILT)) throw new Error('build the packages first: npm run build (the second process loads dist/)')
     const store = await postgres.open()
     const clock = new Clock(T0 + DAY)
-    const repository = await openCueRepository(store, { pollMs: 50 })
+    // No poll: only the notification of the other process's commit can bring its cues.
+    const repository = await openCueRepository(store, { pollMs: 0 })
     const bank = new CueBank({ repository, options: resolveCueBankOptions({}, {}), now: clock.now })
     try {
       // Another DSH process records a turn through the built package on the same database.
@@ -103,7 +106,7 @@ console.log(JSON.stringify(written.cueIds))
       const { stdout } = await run(process.execPath, [script, JSON.stringify(postgres.location(store))], { timeout: 60_000 })
       const written = JSON.parse(stdout.trim()) as string[]
       expect(written).toHaveLength(2)
-      // No explicit refresh: the poll brings the other host's cues into the view.
+      // No explicit refresh and no poll: the notification brings the other host's cues into the view.
       await vi.waitFor(() => expect(bank.list({ workspace: '/work/alpha' }).map((cue) => cue.id).sort()).toEqual([...written].sort()), { timeout: 10_000, interval: 50 })
 
       const here = session('/work/alpha')

@@ -8,6 +8,7 @@ export { openMemoryStore } from './core/sqlite-store.ts'
 export { openPostgresStore, openStore } from './core/open-store.ts'
 export { dropPostgresStore } from './core/pg-drop.ts'
 export { CHANGES_CHANNEL } from './core/change-spec.ts'
+export type { ChangeFeed, StoreChange, StoreChangeEvent, StoreChangeListener } from './core/types-changes.ts'
 export type {
   PackageAuditEntry,
   PackageDatabase,
@@ -30,7 +31,7 @@ export { openStoreMaintenance } from './core/sqlite-maintenance.ts'
 export type { ForeignKeyViolation, SceneOrphans, StoreMaintenance, StoreMaintenanceOptions } from './core/sqlite-maintenance.ts'
 export { ActivityLog, formatActivityLine, MAX_CODE_CHARS } from './core/activity-log.ts'
 export type { ActivityLogOptions, ActivityValue } from './core/activity-log.ts'
-export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, DEFAULT_POSTGRES_SCHEMA, resolveDataDir } from './core/options.ts'
+export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, DEFAULT_CHANGE_POLL_MS, DEFAULT_POSTGRES_SCHEMA, resolveDataDir } from './core/options.ts'
 export type { MemoryStoreOptions, PostgresStoreOptions } from './core/options.ts'
 export { checkPostgresSchema } from './core/options.ts'
 export { isMemoryStoreError, MemoryStoreError } from './core/errors.ts'

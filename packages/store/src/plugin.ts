@@ -19,6 +19,7 @@ import { resolveStoreRow, type StoreRowLocation } from './core/store-row.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
 import type { TransactionOptions, WriteOptions } from './core/types-common.ts'
 import type { ConversationRepository, MessageRepository } from './core/types-conversations.ts'
+import type { ChangeFeed } from './core/types-changes.ts'
 import type { LayerRepository, LeaseRepository } from './core/types-coordination.ts'
 import type { MemoryRepository } from './core/types-memories.ts'
 import type { AppliedMigration, AuditLog, MetaRepository, MigrationSet } from './core/types-meta.ts'
@@ -285,6 +286,10 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   }
   get leases(): LeaseRepository {
     return this.store.leases
+  }
+  /** The current store's feed: a subscription ends with the store (a restart opens a new one). */
+  get changes(): ChangeFeed {
+    return this.store.changes
   }
   /** Forwards `options` (a `fence` included), so a fenced plugin write through the service stays fenced. */
   transaction<T>(fn: (store: CoordinatedMemoryStore) => Promise<T> | T, options?: TransactionOptions): Promise<T> {

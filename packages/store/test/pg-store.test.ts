@@ -99,18 +99,24 @@ describe('the PostgreSQL session', () => {
     expect((await store.audit.list({ entity: 'memory' })).map((e) => [e.op, e.entityId, e.actor, e.revision, e.at])).toEqual([['memory.add', 'm1', 'test', 1, 77]])
   })
 
-  it('a connection the server drops makes later calls unavailable, naming host:port and never the password', async () => {
+  it('a connection the server drops fails the call in flight as unavailable (host:port, never the password); the next call reconnects', async () => {
     const store = await postgres.open()
     const s = await pgSessionOn(postgres.location(store))
     await s.write((tx) => tx.query(`INSERT INTO store_meta (key, value, updated_at) VALUES ('k', 'v', 1)`))
-    const [{ pid }] = (await s.read((tx) => tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))) as [{ pid: number }]
-    await postgres.sql(store, `SELECT pg_terminate_backend(${pid})`)
-    for (const call of [() => s.read((tx) => tx.query('SELECT 1')), () => s.write((tx) => tx.query('SELECT 1'))]) {
-      const error = await rejectionOf(call)
-      expect(error.code).toBe('unavailable')
-      expect(error.message).toContain(`127.0.0.1:${new URL(inject('pgUrl')).port}`)
-      expect(error.message).not.toContain(PASSWORD)
-    }
+    const pidOf = async () => ((await s.read((tx) => tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))) as [{ pid: number }])[0].pid
+    const pid = await pidOf()
+    const error = await rejectionOf(
+      s.write(async (tx) => {
+        await tx.query(`UPDATE store_meta SET value = 'half' WHERE key = 'k'`)
+        await postgres.sql(store, `SELECT pg_terminate_backend(${pid}, 10000)`)
+        await tx.query('SELECT 1')
+      }),
+    )
+    expect(error.code).toBe('unavailable')
+    expect(error.message).toContain(`127.0.0.1:${new URL(inject('pgUrl')).port}`)
+    expect(error.message).not.toContain(PASSWORD)
+    expect(await pidOf()).not.toBe(pid)
+    expect(await s.read((tx) => tx.query("SELECT value FROM store_meta WHERE key = 'k'"))).toEqual([{ value: 'v' }])
     // The store's own connection is another one: it goes on.
     expect(await store.meta.get('k')).toBe('v')
     await s.close()

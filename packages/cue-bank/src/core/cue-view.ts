@@ -7,13 +7,17 @@
  * round trip. On SQLite the database answers synchronously (`readSync`, the freshest state). A
  * server cannot, so on PostgreSQL the repository keeps this view: every partition's cues and
  * idioms (both capped per partition by `maxTopics` / `maxIdioms`), loaded before the bank
- * starts, reloaded after each of this process's writes commits, and polled every `pollMs` for
- * other processes' writes. The poll reads one small table, `cue_bank_revisions` (one revision
- * per partition, bumped by triggers in the writing transaction), and reloads only the
- * partitions whose revision moved, in the same snapshot.
+ * starts, reloaded after each of this process's writes commits, and reloaded when the store's
+ * change feed says another process wrote the cue tables (PostgreSQL's notification at that
+ * commit; and after the store's listener was down, when notifications may have been lost).
+ * Every `pollMs` it also looks by itself: the fallback behind a missed notification. A reload
+ * reads one small table, `cue_bank_revisions` (one revision per partition, bumped by triggers
+ * in the writing transaction), and loads only the partitions whose revision moved, in the same
+ * snapshot.
  */
 import { inArray, sql } from 'drizzle-orm'
-import type { PackageDatabase, PackageTables } from '@dsh-memory/store'
+import type { ChangeFeed, PackageDatabase, PackageTables } from '@dsh-memory/store'
+import { CUE_BANK_MIGRATION_OWNER } from '../migrations.js'
 import { toCue } from './cue-queries.js'
 import type { Cue, Idiom } from './model.js'
 import type { CueBankSchema } from './schema.js'
@@ -75,14 +79,25 @@ export class CueView implements CueReads {
   #timer: ReturnType<typeof setInterval> | undefined
   /** Whether the last poll failed (a failure streak is reported once). */
   #failing = false
+  #unfollow: (() => void) | undefined
 
   constructor(tables: PackageTables<CueBankSchema>, onError: (error: unknown) => void) {
     this.#tables = tables
     this.#onError = onError
   }
 
-  /** Load every partition, then poll every `pollMs` (0: never; the caller refreshes). */
-  async start(pollMs: number): Promise<void> {
+  /**
+   * Load every partition, then reload on `changes`' notifications about the cue tables (when
+   * given) and poll every `pollMs` (0: never; the caller refreshes).
+   */
+  async start(pollMs: number, changes?: ChangeFeed): Promise<void> {
+    if (changes) {
+      this.#unfollow = changes.subscribe((event) => {
+        if (event.type === 'resync' || (event.type === 'tables' && event.owner === CUE_BANK_MIGRATION_OWNER)) void this.#poll()
+      })
+      // Listening before the first load: a write committed after it is never missed.
+      await changes.ready()
+    }
     await this.refresh()
     if (pollMs > 0) {
       this.#timer = setInterval(() => void this.#poll(), pollMs)
@@ -118,10 +133,12 @@ export class CueView implements CueReads {
     return latest
   }
 
-  /** Stop polling. Idempotent. */
+  /** Stop polling and following. Idempotent. */
   close(): void {
     clearInterval(this.#timer)
     this.#timer = undefined
+    this.#unfollow?.()
+    this.#unfollow = undefined
   }
 
   async #poll(): Promise<void> {

@@ -54,8 +54,8 @@ export async function importCueBankJson(
   const duplicate = firstDuplicate(topics.map((topic) => topic.id))
   if (duplicate) throw invalid(`topics`, `topic id ${JSON.stringify(duplicate)} appears twice`)
 
-  // The import never wakes cues: no poll of the PostgreSQL view.
-  const repository = await openCueRepository(store, { pollMs: 0 })
+  // The import never wakes cues: no poll of the PostgreSQL view, no following of other writers.
+  const repository = await openCueRepository(store, { pollMs: 0, follow: false })
   try {
     return await repository.transaction(async (writer) => {
       let insertedTopics = 0

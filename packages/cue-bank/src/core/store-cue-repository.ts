@@ -12,7 +12,7 @@
  */
 import { and, desc, eq } from 'drizzle-orm'
 import { CUE_BANK_WORKSPACE_KEYS } from './workspace-keys.js'
-import { isMemoryStoreError, type MemoryStore, type PackageDialect, type PackageTables, type PackageTablesHost } from '@dsh-memory/store'
+import { type ChangeFeed, isMemoryStoreError, type MemoryStore, type PackageDialect, type PackageTables, type PackageTablesHost } from '@dsh-memory/store'
 import { cueBankDeclaration } from '../migrations.js'
 import { cueWriter, inPartitions, toCue, type CueWriter } from './cue-queries.js'
 import { CueView, DEFAULT_POLL_MS, type CueReads } from './cue-view.js'
@@ -52,6 +52,11 @@ export interface CueRepositoryOptions {
   readonly pollMs?: number
   /** PostgreSQL: told when a poll fails (once per failure streak); the view keeps what it has. */
   readonly onError?: (error: unknown) => void
+  /**
+   * PostgreSQL: reload the view when the store's change feed says another process wrote the
+   * cue tables, without waiting for the poll. Default true (needs the store's `changes`).
+   */
+  readonly follow?: boolean
 }
 
 /**
@@ -60,14 +65,19 @@ export interface CueRepositoryOptions {
  * @throws CueBankError `unsupported-store` for a read-only store
  */
 export async function openCueRepository(
-  store: Pick<MemoryStore, 'path' | 'readonly'> & PackageTablesHost,
+  store: Pick<MemoryStore, 'path' | 'readonly'> & PackageTablesHost & { readonly changes?: ChangeFeed },
   options: CueRepositoryOptions = {},
 ): Promise<CueRepository> {
   if (store.readonly) throw new CueBankError('unsupported-store', 'the cue bank needs a writable memory store')
   const tables = await store.tables({ ...cueBankDeclaration(), workspaceKeys: CUE_BANK_WORKSPACE_KEYS })
   if (tables.dialect === 'sqlite') return new StoreCueRepository(store.path, tables, new SqliteCueReads(tables))
   const view = new CueView(tables, options.onError ?? (() => undefined))
-  await view.start(options.pollMs ?? DEFAULT_POLL_MS)
+  try {
+    await view.start(options.pollMs ?? DEFAULT_POLL_MS, options.follow === false ? undefined : store.changes)
+  } catch (error) {
+    view.close()
+    throw error
+  }
   return new StoreCueRepository(store.path, tables, view)
 }
 

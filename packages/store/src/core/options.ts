@@ -20,6 +20,12 @@ export interface MemoryStoreOptions {
    */
   busyTimeoutMs?: number
   /**
+   * How often `store.changes` reads the change log while it has subscribers and nothing woke
+   * it (on PostgreSQL the fallback behind its notifications), ms; 0: never (only
+   * notifications and `catchUp()`). Default {@link DEFAULT_CHANGE_POLL_MS}.
+   */
+  changePollMs?: number
+  /**
    * SQLite's page cache of this connection, MiB (pages are cached only as they are read, so a
    * small database never fills it). Default {@link DEFAULT_CACHE_MIB}: at a million messages a
    * search reads tens of thousands of rows, and SQLite's own 2 MiB default sends most of them
@@ -45,6 +51,7 @@ export interface ResolvedStoreOptions {
   readonly readonly: boolean
   readonly now: () => number
   readonly busyTimeoutMs: number
+  readonly changePollMs: number
   readonly cacheMiB: number
   readonly extraMigrations: readonly MigrationSet[]
   readonly limits: Readonly<TextLimits>
@@ -55,6 +62,8 @@ export interface ResolvedStoreOptions {
 
 /** The default busy timeout, in milliseconds. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 30_000
+/** How often a subscribed change feed reads the change log by default, ms. */
+export const DEFAULT_CHANGE_POLL_MS = 2000
 /** The default page cache per connection, in MiB. */
 export const DEFAULT_CACHE_MIB = 64
 /** The largest page cache `cacheMiB` accepts. */
@@ -156,6 +165,8 @@ function resolveCommonOptions(
 ): ResolvedStoreOptions {
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new MemoryStoreError('invalid-argument', 'busyTimeoutMs must be a non-negative integer')
+  const changePollMs = options.changePollMs ?? DEFAULT_CHANGE_POLL_MS
+  if (!Number.isSafeInteger(changePollMs) || changePollMs < 0) throw new MemoryStoreError('invalid-argument', 'changePollMs must be a non-negative integer', { path: 'changePollMs' })
   const now = options.now ?? Date.now
   if (typeof now !== 'function') throw new MemoryStoreError('invalid-argument', 'now must be a function')
   const limits = { ...DEFAULT_TEXT_LIMITS }
@@ -178,6 +189,7 @@ function resolveCommonOptions(
     readonly: options.readonly === true,
     now,
     busyTimeoutMs,
+    changePollMs,
     cacheMiB: location.cacheMiB,
     extraMigrations: Object.freeze(extraMigrations),
     limits: Object.freeze(limits),

@@ -11,6 +11,11 @@
  * without races across processes, exactly as on SQLite, while readers (REPEATABLE READ READ
  * ONLY snapshots) never wait. Serialization and deadlock failures (possible only against
  * writers that bypass the store) are retried while nothing committed.
+ *
+ * A dropped connection (server restart, `pg_terminate_backend`, network) is replaced by the
+ * next operation: the session connects a new client before its BEGIN (and once more when the
+ * BEGIN itself finds the connection dead, nothing having run). A transaction in flight when the
+ * connection drops fails with `unavailable` (retryable); the server rolled it back whole.
  */
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres'
 import pg from 'pg'
@@ -76,9 +81,19 @@ export function translatePgError(error: unknown, context: string, server: string
   return error
 }
 
+/**
+ * What drizzle and the repositories query through: forwards to the session's current client,
+ * so handles built once (drizzle databases of the store and of package tables) survive a
+ * reconnect.
+ */
+export interface PgQueryable {
+  query: pg.Client['query']
+}
+
 /** The session every repository of one PostgreSQL store runs on. Internal to the store. */
 export class PgSession {
-  readonly client: pg.Client
+  /** The current client's queries (see {@link PgQueryable}); the client itself changes on reconnect. */
+  readonly connectionProxy: PgQueryable
   readonly db: PgDb
   readonly options: ResolvedStoreOptions
   readonly readonly: boolean
@@ -101,10 +116,18 @@ export class PgSession {
   #savepointCounter = 0
   /** Set when the running transaction recorded a change: its commit notifies. */
   #changed = false
+  /** Owners of package tables the running transaction wrote: its commit notifies each. */
+  readonly #tablesChanged = new Set<string>()
+  #client: pg.Client
+  /** Set when the current client's connection is gone: the next operation connects a new one. */
+  #lost = false
 
   constructor(client: pg.Client, resolved: ResolvedPostgresOptions, lockKey: string) {
-    this.client = client
-    this.db = drizzle({ client, schema: pgSchema })
+    this.#client = client
+    this.#watch(client)
+    const proxy: PgQueryable = { query: ((...args: Parameters<pg.Client['query']>) => (this.#client.query as (...a: unknown[]) => unknown)(...args)) as pg.Client['query'] }
+    this.connectionProxy = proxy
+    this.db = drizzle({ client: proxy as pg.Client, schema: pgSchema })
     this.options = resolved.store
     this.readonly = resolved.store.readonly
     this.path = resolved.store.path
@@ -115,10 +138,15 @@ export class PgSession {
     this.#tx = {
       db: this.db,
       query: async <R extends Record<string, unknown>>(text: string, params?: readonly unknown[]) => {
-        const result = params === undefined ? await client.query<R>(text) : await client.query<R>(text, params as unknown[])
+        const result = params === undefined ? await this.#client.query<R>(text) : await this.#client.query<R>(text, params as unknown[])
         return result.rows
       },
     }
+  }
+
+  /** The current client (replaced after a dropped connection). */
+  get client(): pg.Client {
+    return this.#client
   }
 
   get closed(): boolean {
@@ -191,6 +219,11 @@ export class PgSession {
       [at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor, spec.revision ?? null, spec.entityId, spec.change],
     )
     this.#changed = true
+  }
+
+  /** Note a write to `owner`'s package tables: the commit notifies `<schema>:<owner>` (views of them reload). */
+  tablesChanged(owner: string): void {
+    this.#tablesChanged.add(owner)
   }
 
   /** An audit row without a change-log row (layers and leases are not indexed). */
@@ -279,18 +312,82 @@ export class PgSession {
     // gate assertOpen() would let it through, as it does for the transaction close waits for).
     if (this.#closed) throw new MemoryStoreError('closed', 'the memory store is closed')
     this.#changed = false
+    this.#tablesChanged.clear()
+    let stage: 'begin' | 'body' | 'commit' = 'begin'
     try {
-      await this.client.query(begin)
+      await this.#begin(begin)
+      stage = 'body'
       const result = await body()
+      stage = 'commit'
       // NOTIFY is delivered at commit only, and only when the transaction commits.
-      await this.client.query(this.#changed ? `SELECT pg_notify('${CHANGES_CHANNEL}', '${this.schema}'); COMMIT` : 'COMMIT')
+      await this.client.query(`${this.#notifications()}COMMIT`)
       return result
     } catch (error) {
       await this.#rollback('ROLLBACK')
-      throw translatePgError(error, context, this.server)
+      throw this.#lostInFlight(translatePgError(error, context, this.server), stage)
     } finally {
       this.#changed = false
+      this.#tablesChanged.clear()
     }
+  }
+
+  /** The NOTIFYs of the running transaction's commit (payloads: see `pg-listener.ts`). */
+  #notifications(): string {
+    const payloads = [...(this.#changed ? [this.schema] : []), ...[...this.#tablesChanged].map((owner) => `${this.schema}:${owner}`)]
+    // Schema and owner names are checked patterns ([a-z0-9_] / [a-z0-9-]): safe as literals.
+    return payloads.map((payload) => `SELECT pg_notify('${CHANGES_CHANNEL}', '${payload}'); `).join('')
+  }
+
+  /**
+   * BEGIN on a live connection: a client known to be lost is replaced first; a BEGIN that finds
+   * the connection dead (the drop not yet noticed) reconnects and begins once more: nothing ran.
+   */
+  async #begin(begin: string): Promise<void> {
+    if (this.#lost) await this.#reconnect()
+    try {
+      await this.client.query(begin)
+    } catch (error) {
+      if (!isMemoryStoreError(translatePgError(error, 'begin', this.server), 'unavailable')) throw error
+      await this.#reconnect()
+      await this.client.query(begin)
+    }
+  }
+
+  /** Replace the lost client by a new connection (same settings); `unavailable` while the server is away. */
+  async #reconnect(): Promise<void> {
+    this.#lost = true
+    // Not awaited: the old connection is gone already, ending it only frees the socket.
+    void this.#client.end().catch(() => {})
+    const { client } = await connectPg(this.connection)
+    if (this.#closed) {
+      await client.end().catch(() => {})
+      throw new MemoryStoreError('closed', 'the memory store is closed')
+    }
+    this.#client = client
+    this.#watch(client)
+    this.#lost = false
+  }
+
+  /** Mark the session lost when `client`'s connection ends (the next operation reconnects). */
+  #watch(client: pg.Client): void {
+    client.on('end', () => {
+      if (client === this.#client) this.#lost = true
+    })
+  }
+
+  /**
+   * A lost connection during a transaction: mark it for reconnect and say what happened to the
+   * transaction. Before COMMIT the server rolled it back whole; during COMMIT nobody can know.
+   */
+  #lostInFlight(error: unknown, stage: 'begin' | 'body' | 'commit'): unknown {
+    if (!isMemoryStoreError(error, 'unavailable')) return error
+    this.#lost = true
+    if (stage === 'begin') return error
+    const outcome =
+      stage === 'commit'
+        ? 'the connection dropped during COMMIT: the transaction may or may not have committed; check before retrying'
+        : 'the connection dropped during the transaction: PostgreSQL rolled it back, nothing of it was written; retry it'
+    return new MemoryStoreError('unavailable', `${error.message}; ${outcome}`, { cause: (error as { cause?: unknown }).cause ?? error })
   }
 
   async #savepoint<T>(body: () => Promise<T>): Promise<T> {

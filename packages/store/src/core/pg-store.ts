@@ -9,6 +9,7 @@
  * public openers), so SQLite users never load node-postgres.
  */
 import { drizzle } from 'drizzle-orm/node-postgres'
+import { ChangeFeedCore } from './change-feed.ts'
 import { MemoryStoreError } from './errors.ts'
 import { packageMigrationSets } from './migrations.ts'
 import { type PostgresStoreOptions, resolvePostgresOptions } from './options.ts'
@@ -24,6 +25,7 @@ import { pgLayerRepository, pgLeaseRepository } from './pg-leases.ts'
 import { pgAuditLog, pgMetaRepository } from './pg-meta.ts'
 import { pgConversationRepository, pgMessageRepository } from './pg-conversations.ts'
 import { pgMemoryRepository } from './pg-memories.ts'
+import { listenPg } from './pg-listener.ts'
 import { applyPgMigrations } from './pg-migrations.ts'
 import { pgPersonaRepository } from './pg-persona.ts'
 import { pgSceneRepository } from './pg-scenes.ts'
@@ -54,6 +56,23 @@ export async function openPostgres(options: PostgresStoreOptions): Promise<Opene
 /** The store: the repositories of one session, plus migrations and the package-tables seam. */
 function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
   const packageTables = new Map<string, PackageTables<Record<string, unknown>>>()
+  const changes = new ChangeFeedCore(
+    {
+      head: () => s.read(async (tx) => (await tx.query<{ seq: number | null }>('SELECT max(seq) AS seq FROM store_changes'))[0]?.seq ?? 0),
+      since: (after, limit) =>
+        s.read(async (tx) =>
+          (await tx.query<{ seq: number; entity: string; entity_id: string; op: string; at: number }>('SELECT seq, entity, entity_id, op, at FROM store_changes WHERE seq > $1 ORDER BY seq LIMIT $2', [after, limit])).map(
+            (row) => ({ seq: row.seq, entity: row.entity as EntityName, entityId: row.entity_id, op: row.op as 'insert' | 'update' | 'delete', at: row.at }),
+          ),
+        ),
+      listen: (handlers) => listenPg(s.connection, handlers),
+    },
+    s.options.changePollMs,
+  )
+  const close = async () => {
+    await changes.close()
+    await s.close()
+  }
   const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => applyPgMigrations(s, packageMigrationSets(sets), s.now())
   const store: OpenedMemoryStore & AsyncDisposable = {
     path: s.path,
@@ -72,6 +91,7 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
     layers: pgLayerRepository(s),
     leases: pgLeaseRepository(s),
     stats: pgStatsService(s),
+    changes,
     transaction: (fn, options) => s.transaction(fn, options, store),
     exportJsonl: () => pgExportJsonl(s),
     importJsonl: (lines, options) => pgImportJsonl(s, lines, options),
@@ -87,15 +107,16 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
       await applyPgMigrations(s, [postgres.migrations], s.now())
       let tables = packageTables.get(owner)
       if (!tables) {
-        // Drizzle on the session's one client: every query runs inside the unit's transaction.
-        const db = drizzle({ client: s.client, schema: postgres.schema }) as unknown as PackageDatabase<Record<string, unknown>>
+        // Drizzle on the session's one client (whichever is current after a reconnect): every
+        // query runs inside the unit's transaction.
+        const db = drizzle({ client: s.connectionProxy as never, schema: postgres.schema }) as unknown as PackageDatabase<Record<string, unknown>>
         tables = openPackageTables(owner, db, postgres.schema, pgPackagePort(s, owner))
         packageTables.set(owner, tables)
       }
       return tables as unknown as PackageTables<TSchema>
     },
-    close: () => s.close(),
-    [Symbol.asyncDispose]: () => s.close(),
+    close,
+    [Symbol.asyncDispose]: close,
   }
   return store
 }
@@ -114,7 +135,11 @@ function pgPackagePort(s: PgSession, owner: string): PackageSessionPort {
     dialect: 'postgresql',
     read: (op) => s.read(async () => op()),
     write: (op, options) =>
-      s.write(async (tx) => op((entity, entry) => s.audit(tx, { entity: entity as EntityName, entityId: entry.entityId, audit: entry.op, revision: entry.revision ?? null }, options, s.now())), options),
+      s.write(async (tx) => {
+        // Other processes' views of these tables (the cue bank's) reload on the commit's notification.
+        s.tablesChanged(owner)
+        return op((entity, entry) => s.audit(tx, { entity: entity as EntityName, entityId: entry.entityId, audit: entry.op, revision: entry.revision ?? null }, options, s.now()))
+      }, options),
     readSync: synchronous,
     writeSync: synchronous,
   }

@@ -13,6 +13,7 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { drizzle } from 'drizzle-orm/better-sqlite3'
 import { AUDIT_ID_SQL_FUNCTION, auditEntityId } from './audit-id.ts'
+import { ChangeFeedCore } from './change-feed.ts'
 import { MemoryStoreError } from './errors.ts'
 import { applyMigrations, packageMigrationSets } from './migrations.ts'
 import { type MemoryStoreOptions, resolveStoreOptions } from './options.ts'
@@ -37,6 +38,7 @@ import { BUSY_SLICE_MS, SqliteSession, translateSqliteError } from './sqlite-ses
 import { statsService } from './sqlite-stats.ts'
 import { exportJsonl, importJsonl } from './sqlite-transfer.ts'
 import { storeMigrations } from './store-migrations.ts'
+import type { StoreChange } from './types-changes.ts'
 import type { EntityName, WriteOptions } from './types-common.ts'
 import type { AppliedMigration, MigrationSet } from './types-meta.ts'
 import type { CoordinatedMemoryStore } from './types-store.ts'
@@ -120,6 +122,21 @@ function assembleStore(s: SqliteSession): CoordinatedMemoryStore & PackageTables
     const list = packageMigrationSets(sets)
     return s.call(!s.readonly, () => applyMigrations(s.sqlite, list, s.now(), { readonly: s.readonly }))
   }
+  // No notifications on SQLite: a subscribed feed polls the change log (`changePollMs`).
+  const changes = new ChangeFeedCore(
+    {
+      head: () => s.read(() => (s.sqlite.prepare('SELECT max(seq) AS seq FROM store_changes').get() as { seq: number | null }).seq ?? 0),
+      since: (after, limit) =>
+        s.read(() =>
+          (s.sqlite.prepare('SELECT seq, entity, entity_id AS entityId, op, at FROM store_changes WHERE seq > ? ORDER BY seq LIMIT ?').all(after, limit) as StoreChange[]),
+        ),
+    },
+    s.options.changePollMs,
+  )
+  const close = async () => {
+    await changes.close()
+    await s.close()
+  }
   const store: CoordinatedMemoryStore & PackageTablesHost & AsyncDisposable = {
     path: s.path,
     readonly: s.readonly,
@@ -136,6 +153,7 @@ function assembleStore(s: SqliteSession): CoordinatedMemoryStore & PackageTables
     // Last: opening a writable store brings the search index up to date here.
     search: searchService(s),
     stats: statsService(s),
+    changes,
     layers: layerRepository(s),
     leases: leaseRepository(s),
     transaction: (fn, options) => s.transaction(fn, options, store),
@@ -156,8 +174,8 @@ function assembleStore(s: SqliteSession): CoordinatedMemoryStore & PackageTables
       }
       return tables as unknown as PackageTables<TSchema>
     },
-    close: () => s.close(),
-    [Symbol.asyncDispose]: () => s.close(),
+    close,
+    [Symbol.asyncDispose]: close,
   }
   return store
 }

@@ -6,6 +6,7 @@
  * file, one per repository (`types-conversations.ts`, `types-memories.ts`, …).
  */
 import type { PackageTablesHost } from './package-tables.ts'
+import type { ChangeFeed } from './types-changes.ts'
 import type { TransactionOptions, WriteOptions } from './types-common.ts'
 import type { ConversationRepository, MessageRepository } from './types-conversations.ts'
 import type { LayerRepository, LeaseRepository } from './types-coordination.ts'
@@ -88,6 +89,8 @@ export interface MemoryStore extends PackageTablesHost {
 export interface CoordinatedMemoryStore extends MemoryStore {
   readonly layers: LayerRepository
   readonly leases: LeaseRepository
+  /** Committed writes of every process on this database, as they happen (see {@link ChangeFeed}). */
+  readonly changes: ChangeFeed
   transaction<T>(fn: (store: CoordinatedMemoryStore) => Promise<T> | T, options?: TransactionOptions): Promise<T>
 }
 
