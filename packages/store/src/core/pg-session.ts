@@ -147,9 +147,11 @@ export class PgSession {
 
   /**
    * Read statements that each see their own snapshot, without BEGIN and COMMIT: two round trips
-   * fewer, for reads whose statements need not agree with each other (search: its planning
-   * counts only weigh terms, and the ranking statement reads the rows it returns). Inside
-   * store.transaction it joins it, as {@link read}.
+   * fewer, for a read that is one statement (a list, a count, a get: a statement is its own
+   * consistent snapshot) and for reads whose statements need not agree with each other (search:
+   * its planning counts only weigh terms, and the ranking statement reads the rows it
+   * returns). On a loaded machine each round trip waits for a CPU. Inside store.transaction it
+   * joins it, as {@link read}.
    */
   async readEach<T>(op: (tx: PgTx) => Promise<T>): Promise<T> {
     this.assertOpen()
@@ -200,12 +202,19 @@ export class PgSession {
 
   /** Audit row + change-log row of a write (same as SqliteSession.record), in one round trip. */
   async record(tx: PgTx, spec: ChangeSpec, options: WriteOptions | undefined, at = this.now()): Promise<void> {
-    await this.recordMany(tx, [spec], options, at)
+    const actor = writeActor(options, this.options.actor)
+    await tx.query(
+      `WITH audit AS (INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES ($1, $2, $3, $4, $5, $6))
+       INSERT INTO store_changes (entity, entity_id, op, at) VALUES ($3, $7, $8, $1)`,
+      [at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor, spec.revision ?? null, spec.entityId, spec.change],
+    )
+    this.#changed = true
   }
 
   /**
    * The audit and change-log rows of many writes (a batched import), in one round trip: the
-   * same rows, in the same order, as {@link record} once per spec.
+   * same rows, in the same order, as {@link record} once per spec (which keeps its plain
+   * VALUES statement: cheaper to plan for the one row of every live write).
    */
   async recordMany(tx: PgTx, specs: readonly ChangeSpec[], options: WriteOptions | undefined, at = this.now()): Promise<void> {
     if (specs.length === 0) return
@@ -249,9 +258,19 @@ export class PgSession {
    * audit it: operation, revision and time, never content. One round trip per layer.
    */
   async bumpLayers(tx: PgTx, keys: Iterable<string | undefined>, options: WriteOptions | undefined, now = this.now()): Promise<void> {
-    const counts = new Map<string, number>()
-    for (const key of keys) if (key !== undefined) counts.set(key, 1)
-    await this.bumpLayersBy(tx, counts, options, now)
+    const actor = writeActor(options, this.options.actor)
+    for (const key of new Set(keys)) {
+      if (key === undefined) continue
+      await tx.query(
+        `WITH bumped AS (
+           INSERT INTO store_layer_revisions AS l (layer_key, revision, updated_at) VALUES ($1, 1, $2)
+           ON CONFLICT (layer_key) DO UPDATE SET revision = l.revision + 1, updated_at = greatest(l.updated_at, $2)
+           RETURNING revision)
+         INSERT INTO store_audit (at, op, entity, entity_id, actor, revision)
+         SELECT $2, 'layer.change', 'layer', $3, $4, revision FROM bumped`,
+        [key, now, auditEntityId('layer', key), actor],
+      )
+    }
   }
 
   /**
