@@ -224,14 +224,15 @@ function benchId(random: () => number): string {
 
 /**
  * Write rows through the store's bulk path, `importJsonl` (validated, redacted and capped
- * like live writes, one transaction per batch). `records(i)` yields the lines of row i.
+ * like live writes, one transaction per batch). `records(start, end)` yields the lines of rows
+ * start..end-1.
  */
-async function bulkImport(store: MemoryStore, count: number, batch: number, records: (i: number) => Iterable<string>): Promise<void> {
+async function bulkImport(store: MemoryStore, count: number, batch: number, records: (start: number, end: number) => Iterable<string>): Promise<void> {
   for (let start = 0; start < count; start += batch) {
     const end = Math.min(count, start + batch)
     function* lines(): Generator<string> {
       yield HEADER
-      for (let i = start; i < end; i++) yield* records(i)
+      yield* records(start, end)
     }
     await store.importJsonl(lines(), { actor: 'bench' })
     // The store's calls finish synchronously: yield once a batch so a Ctrl-C handler can run.
@@ -241,26 +242,38 @@ async function bulkImport(store: MemoryStore, count: number, batch: number, reco
 
 /** Write `count` memories: half global, half in the bench workspace (all visible to recall). */
 async function buildMemories(store: MemoryStore, count: number, random: () => number, batch: number, base: number): Promise<void> {
-  await bulkImport(store, count, batch, (i) => [memoryRecord(i, count, random, base)])
+  await bulkImport(store, count, batch, function* (start, end) {
+    for (let i = start; i < end; i++) yield memoryRecord(i, count, random, base)
+  })
 }
 
-/** Write `count` messages in conversations of 100 over ten workspaces. */
+/**
+ * Write `count` messages in conversations of 100 over ten workspaces. A batch's conversations
+ * come before its messages (as in an export), so PostgreSQL's import writes each type in long
+ * runs (`pg-import.ts`) instead of a short run per conversation.
+ */
 async function buildMessages(store: MemoryStore, count: number, random: () => number, batch: number, base: number): Promise<void> {
   const step = Math.max(1, Math.floor((365 * 86_400_000) / count))
-  await bulkImport(store, count, batch, function* (i) {
-    const conversation = Math.floor(i / MESSAGES_PER_CONVERSATION)
-    const position = i % MESSAGES_PER_CONVERSATION
-    const conversationId = `bench-conv-${conversation}`
-    const createdAt = base - (count - i) * step
-    if (position === 0) {
-      yield JSON.stringify({ type: 'conversation', data: { id: conversationId, workspace: `/bench/ws${conversation % WORKSPACES}`, title: null, startedAt: createdAt, endedAt: null, updatedAt: createdAt, flags: {} } })
+  const createdAt = (i: number) => base - (count - i) * step
+  await bulkImport(store, count, batch, function* (start, end) {
+    for (let i = start; i < end; i++) {
+      if (i % MESSAGES_PER_CONVERSATION !== 0) continue
+      const conversation = i / MESSAGES_PER_CONVERSATION
+      yield JSON.stringify({
+        type: 'conversation',
+        data: { id: `bench-conv-${conversation}`, workspace: `/bench/ws${conversation % WORKSPACES}`, title: null, startedAt: createdAt(i), endedAt: null, updatedAt: createdAt(i), flags: {} },
+      })
     }
-    const role = position % 2 === 0 ? 'user' : 'assistant'
-    const text = messageText(random, role, i)
-    yield JSON.stringify({
-      type: 'message',
-      data: { id: benchId(random), conversationId, hostMessageId: `m${i}`, role, text, turn: Math.floor(position / 2), seq: position, sourceIds: [], tokensEstimate: estimateTokens(text), createdAt, flags: {} },
-    })
+    for (let i = start; i < end; i++) {
+      const position = i % MESSAGES_PER_CONVERSATION
+      const conversationId = `bench-conv-${Math.floor(i / MESSAGES_PER_CONVERSATION)}`
+      const role = position % 2 === 0 ? 'user' : 'assistant'
+      const text = messageText(random, role, i)
+      yield JSON.stringify({
+        type: 'message',
+        data: { id: benchId(random), conversationId, hostMessageId: `m${i}`, role, text, turn: Math.floor(position / 2), seq: position, sourceIds: [], tokensEstimate: estimateTokens(text), createdAt: createdAt(i), flags: {} },
+      })
+    }
   })
 }
 

@@ -62,7 +62,7 @@ export function pgConversationRepository(s: PgSession): ConversationRepository {
     get: pgReadById(s, getConversation, toConversation),
     list: async (filter: ConversationFilter = {}) => {
       const q = conversationListOf(filter, t)
-      return s.read(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toConversation))
+      return s.readEach(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toConversation))
     },
     end: async (id, at, options) => {
       requireId(id, 'id')
@@ -166,18 +166,18 @@ export function pgMessageRepository(s: PgSession): MessageRepository {
     },
     list: async (filter: MessageFilter = {}) => {
       const q = messageListOf(filter, MESSAGE_COLUMNS)
-      return s.read(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toMessage))
+      return s.readEach(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toMessage))
     },
     around: async (ids, span) => {
       const list = aroundArgsOf(ids, span)
       if (list.length === 0) return []
       // One query: each hit's (conversation, seq ± span) window through the (conversation_id, seq) index.
       const window = sql`${t.id} IN (SELECT w.id FROM store_messages h JOIN store_messages w ON w.conversation_id = h.conversation_id AND w.seq BETWEEN h.seq - ${span}::integer AND h.seq + ${span}::integer WHERE h.id = ANY(${sql.param(list)}::text[]))`
-      return s.read(async (tx) => (await tx.db.select().from(t).where(window).orderBy(asc(t.conversationId), asc(t.seq), asc(t.id))).map(toMessage))
+      return s.readEach(async (tx) => (await tx.db.select().from(t).where(window).orderBy(asc(t.conversationId), asc(t.seq), asc(t.id))).map(toMessage))
     },
     count: async (filter = {}) => {
       const conditions = messageConditions(filter, MESSAGE_COLUMNS)
-      return s.read(async (tx) => Number((await firstRow(tx.db.select({ n: sql<number>`count(*)` }).from(t).where(and(...conditions))))?.n ?? 0))
+      return s.readEach(async (tx) => Number((await firstRow(tx.db.select({ n: sql<number>`count(*)` }).from(t).where(and(...conditions))))?.n ?? 0))
     },
     delete: async (id, options) => {
       requireId(id, 'id')

@@ -118,11 +118,11 @@ export function pgMemoryRepository(s: PgSession): MemoryRepository {
     },
     list: async (filter: MemoryFilter = {}) => {
       const q = memoryListOf(filter, t)
-      return s.read(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toMemory))
+      return s.readEach(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toMemory))
     },
     count: async (filter: MemoryScopeFilter = {}) => {
       const where = scopeCondition(filter, t)
-      return s.read(async (tx) => Number((await firstRow(tx.db.select({ n: sql<number>`count(*)` }).from(t).where(where)))?.n ?? 0))
+      return s.readEach(async (tx) => Number((await firstRow(tx.db.select({ n: sql<number>`count(*)` }).from(t).where(where)))?.n ?? 0))
     },
     touchRecalled: async (ids, at, options) => {
       const list = [...new Set(idList(ids, 'ids'))]

@@ -23,7 +23,7 @@
  * is over the ranked matches (a table-wide average needs a scan, or a counter row every writer
  * contends on); `N` is counted below 100 000 rows and PostgreSQL's row estimate above.
  */
-import { inArray, sql, type SQL } from 'drizzle-orm'
+import { type Column, getTableColumns, sql, type SQL } from 'drizzle-orm'
 import { MESSAGE_COLUMNS } from './pg-conversations.ts'
 import { messageConditions } from './record-conditions.ts'
 import { toMemory, toMessage } from './rows.ts'
@@ -31,6 +31,8 @@ import { pgSchema } from './pg-schema.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import { formsQuery, indexableTerm, searchVectorOf, termQuery } from './pg-search-terms.ts'
 import {
+  COMMON_MIN_DOCS,
+  COMMON_SHARE,
   commonThreshold,
   type CountedTerm,
   currentManifest,
@@ -38,7 +40,6 @@ import {
   headUpperBound,
   indexBuilt,
   type IndexState,
-  inRankOrder,
   isTypoOf,
   memorySearchOptions,
   messageSearchOptions,
@@ -69,6 +70,10 @@ const TF_WEIGHTS = sql.raw(`'{1,1,1,1}'::float4[]`)
 const LENGTH_NORM = sql.raw('0.25::float8 + 0.75::float8')
 /** FTS5's floor of a non-positive idf (a term in more than half of the documents). */
 const IDF_FLOOR = 1e-6
+
+/** The declared columns each search returns with its hits (never `search_terms`). */
+const MEMORY_COLUMNS = getTableColumns(pgSchema.memories) as Record<string, Column>
+const MESSAGE_TABLE_COLUMNS = getTableColumns(pgSchema.messages) as Record<string, Column>
 
 /** One indexed table. */
 interface SearchTable {
@@ -157,12 +162,25 @@ async function searchStatus(tx: PgTx, reason: IndexBuildReason | null): Promise<
   }
 }
 
-/** Documents in `table`: counted while few, PostgreSQL's estimate (kept by autovacuum) once many. */
-async function documentTotal(tx: PgTx, table: SearchTable): Promise<number> {
-  const [estimate] = await tx.query<{ rows: number }>('SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = $1::regclass', [table.name])
-  if ((estimate?.rows ?? -1) >= EXACT_TOTAL_BELOW) return estimate!.rows
-  const [counted] = await tx.query<{ rows: number }>(`SELECT count(*)::int AS rows FROM (SELECT 1 FROM ${table.name} LIMIT ${EXACT_TOTAL_BELOW}) AS t`)
-  return Math.max(counted?.rows ?? 0, estimate?.rows ?? 0)
+/**
+ * The documents in `table` (counted while few, PostgreSQL's estimate, kept by autovacuum, once
+ * many) and how many match each tsquery, each counted up to just past "very common"
+ * ({@link commonThreshold} of that total, computed in SQL by the same formula), in one
+ * statement: planning's first round trip. One scalar subquery per tsquery, as in
+ * {@link cappedCounts}.
+ */
+async function termCounts(tx: PgTx, table: SearchTable, queries: readonly string[]): Promise<{ total: number; docs: number[] }> {
+  const columns = queries.map((_, i) => `, (SELECT count(*) FROM (SELECT 1 FROM ${table.name} WHERE search_terms @@ $${i + 3}::tsquery LIMIT (SELECT cap FROM cap)) AS m)::int AS c${i}`)
+  const [row] = await tx.query<Record<string, number>>(
+    `WITH n AS (
+       SELECT CASE WHEN reltuples >= ${EXACT_TOTAL_BELOW} THEN reltuples
+         ELSE greatest(reltuples, (SELECT count(*) FROM (SELECT 1 FROM ${table.name} LIMIT ${EXACT_TOTAL_BELOW}) AS t)) END AS total
+       FROM pg_class WHERE oid = '${table.name}'::regclass
+     ), cap AS (SELECT total, ceil(greatest($1::float8, total * $2::float8))::int + 1 AS cap FROM n)
+     SELECT total::float8 AS total${columns.join('')} FROM cap`,
+    [COMMON_MIN_DOCS, COMMON_SHARE, ...queries],
+  )
+  return { total: Number(row?.total ?? 0), docs: queries.map((_, i) => Number(row?.[`c${i}`] ?? 0)) }
 }
 
 /**
@@ -178,18 +196,22 @@ async function cappedCounts(tx: PgTx, table: SearchTable, queries: readonly stri
   return queries.map((_, i) => Number(row?.[`c${i}`] ?? 0))
 }
 
-/** A plan with each form's idf. */
-interface RankedPlan extends QueryPlan {
-  idf: number[]
+/** A plan with the document total its counts were made against. */
+interface CountedPlan extends QueryPlan {
+  total: number
+  common: number
 }
 
-/** Plan `query` over `table` (see {@link planQuery}) and weigh its forms. */
-async function plan(tx: PgTx, table: SearchTable, query: string): Promise<RankedPlan> {
+/**
+ * Plan `query` over `table` (see {@link planQuery}): the total and the term counts in one
+ * statement; the vocabulary (two more) only for a long term no document holds. The idf of
+ * each form is weighed in the ranking statement ({@link rank}).
+ */
+async function plan(tx: PgTx, table: SearchTable, query: string): Promise<CountedPlan> {
   const terms = queryTerms(query).filter((term) => indexableTerm(term.encoded))
-  if (terms.length === 0) return { forms: [], kept: [], dropped: [], idf: [] }
-  const total = await documentTotal(tx, table)
+  if (terms.length === 0) return { forms: [], kept: [], dropped: [], total: 0, common: 0 }
+  const { total, docs } = await termCounts(tx, table, terms.map((term) => termQuery(term.encoded)))
   const common = commonThreshold(total)
-  const docs = await cappedCounts(tx, table, terms.map((term) => termQuery(term.encoded)), common + 1)
   const counted: CountedTerm[] = terms.map((term, i) => ({ ...term, docs: docs[i]! }))
   const vocabulary = new Map<string, VocabularyEntry[]>()
   for (const head of vocabularyHeads(counted)) {
@@ -204,33 +226,32 @@ async function plan(tx: PgTx, table: SearchTable, query: string): Promise<Ranked
     const found = await cappedCounts(tx, table, candidates.map(termQuery), common + 1)
     vocabulary.set(head, candidates.map((term, i) => ({ term, docs: found[i]! })))
   }
-  const planned = planQuery(counted, common, vocabulary)
-  // A prefix form matches more documents than its exact count: count them for its idf.
-  const prefixForms = planned.forms.filter((form) => form.prefix)
-  const prefixDocs = await cappedCounts(tx, table, prefixForms.map((form) => formsQuery([form])), common + 1)
-  const idf = planned.forms.map((form) => {
-    const n = form.prefix ? prefixDocs[prefixForms.indexOf(form)]! : form.docs
-    const value = Math.log((total - n + 0.5) / (n + 0.5))
-    return value > 0 ? value : IDF_FLOOR
-  })
-  return { ...planned, idf }
-}
-
-/** One ranked id; higher is better. */
-interface Hit {
-  id: string
-  score: number
+  return { ...planQuery(counted, common, vocabulary), total, common }
 }
 
 /**
  * The newest {@link RANK_CAP} rows of `table` matching the plan and `filter`, ranked (see the
- * module comment); ties go to the newest.
+ * module comment), best `limit` first (ties to the newest), each with every declared column:
+ * one statement. It weighs the forms first: idf from the planner's counts, and for a prefix
+ * form (which matches more documents than its exact count) from a capped count of its own.
  */
-async function rank(tx: PgTx, table: SearchTable, planned: RankedPlan, filter: SQL | undefined, limit: number): Promise<Hit[]> {
+async function rank<Row>(tx: PgTx, table: SearchTable, columns: Record<string, Column>, planned: CountedPlan, filter: SQL | undefined, limit: number): Promise<{ row: Row; score: number }[]> {
   const forms = planned.forms
+  const weights = forms.map((form) => {
+    const query = formsQuery([form])
+    const n = form.prefix
+      ? sql`(SELECT count(*) FROM (SELECT 1 FROM ${sql.raw(table.name)} WHERE search_terms @@ ${query}::tsquery LIMIT ${planned.common + 1}) AS m)::float8`
+      : sql`${form.docs}::float8`
+    return sql`(${query}::tsquery, ${n})`
+  })
+  const names = Object.values(columns).map((column) => column.name)
   const query = sql`
-    WITH form AS (
-      SELECT * FROM unnest(${sql.param(forms.map((form) => formsQuery([form])))}::tsquery[], ${sql.param(planned.idf)}::float8[]) AS f(query, idf)
+    WITH counted AS (
+      SELECT query, n FROM (VALUES ${sql.join(weights, sql`, `)}) AS f(query, n)
+    ), form AS (
+      -- FTS5's idf, ln((N - n + 0.5) / (n + 0.5)), floored where it is not positive.
+      SELECT query, CASE WHEN (${planned.total}::float8 - n + 0.5) / (n + 0.5) > 1 THEN ln((${planned.total}::float8 - n + 0.5) / (n + 0.5)) ELSE ${IDF_FLOOR}::float8 END AS idf
+      FROM counted
     ), candidate AS (
       SELECT id, search_terms AS terms, length(search_terms) AS dl FROM ${sql.raw(table.name)}
       WHERE search_terms @@ ${formsQuery(forms)}::tsquery ${filter ? sql`AND ${filter}` : sql``}
@@ -239,10 +260,23 @@ async function rank(tx: PgTx, table: SearchTable, planned: RankedPlan, filter: S
       SELECT c.id, (SELECT sum(f.idf * ts_rank(${TF_WEIGHTS}, c.terms, f.query)) FROM form AS f)
         / (${LENGTH_NORM} * c.dl / greatest(avg(c.dl) OVER (), 1)) AS score
       FROM candidate AS c
+    ), ranked AS (
+      SELECT id, score FROM scored ORDER BY score DESC, id DESC LIMIT ${limit}
     )
-    SELECT id, score::float8 AS score FROM scored ORDER BY score DESC, id DESC LIMIT ${limit}`
+    SELECT ranked.score::float8 AS dshm_score, ${sql.raw(names.map((name) => `t."${name}"`).join(', '))}
+    FROM ranked JOIN ${sql.raw(table.name)} AS t USING (id) ORDER BY ranked.score DESC, ranked.id DESC`
   const result = await tx.db.execute(query)
-  return (result.rows as unknown as Hit[]).map((row) => ({ id: String(row.id), score: Number(row.score) }))
+  return (result.rows as Record<string, unknown>[]).map((raw) => ({ row: rowOf<Row>(columns, raw), score: Number(raw.dshm_score) }))
+}
+
+/** A raw result row as drizzle's `select()` maps it (each column's driver mapping, e.g. epoch ms, the embedding). */
+function rowOf<Row>(columns: Record<string, Column>, raw: Record<string, unknown>): Row {
+  const row: Record<string, unknown> = {}
+  for (const [key, column] of Object.entries(columns)) {
+    const value = raw[column.name]
+    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value)
+  }
+  return row as Row
 }
 
 /** What {@link openPgSearchIndex} did to each session's index, for `status().reason`. */
@@ -268,30 +302,25 @@ export function pgSearchService(s: PgSession): SearchService {
     memories: async (text: string, options: MemorySearchOptions = {}): Promise<MemoryHit[]> => {
       const q = queryText(text)
       const { limit, filter } = memorySearchOptions(options)
-      return s.read(async (tx) => {
+      return s.readEach(async (tx) => {
         if (q.trim().length === 0) return []
         const planned = await plan(tx, MEMORIES, q)
         if (planned.forms.length === 0) return []
         const t = pgSchema.memories
-        const hits = await rank(tx, MEMORIES, planned, scopeCondition(filter, t), limit)
-        if (hits.length === 0) return []
-        const rows = await tx.db.select().from(t).where(inArray(t.id, hits.map((hit) => hit.id)))
-        return inRankOrder(hits, rows, (row, score) => ({ memory: toMemory(row), score }))
+        const hits = await rank<typeof t.$inferSelect>(tx, MEMORIES, MEMORY_COLUMNS, planned, scopeCondition(filter, t), limit)
+        return hits.map((hit) => ({ memory: toMemory(hit.row), score: hit.score }))
       })
     },
     messages: async (text: string, options: MessageSearchOptions = {}): Promise<MessageHit[]> => {
       const q = queryText(text)
       const { limit, ...filter } = messageSearchOptions(options)
-      return s.read(async (tx) => {
+      return s.readEach(async (tx) => {
         if (q.trim().length === 0) return []
         const planned = await plan(tx, MESSAGES, q)
         if (planned.forms.length === 0) return []
-        const t = pgSchema.messages
         const conditions = messageConditions(filter, MESSAGE_COLUMNS)
-        const hits = await rank(tx, MESSAGES, planned, conditions.length === 0 ? undefined : sql.join(conditions, sql` AND `), limit)
-        if (hits.length === 0) return []
-        const rows = await tx.db.select().from(t).where(inArray(t.id, hits.map((hit) => hit.id)))
-        return inRankOrder(hits, rows, (row, score) => ({ message: toMessage(row), score }))
+        const hits = await rank<typeof pgSchema.messages.$inferSelect>(tx, MESSAGES, MESSAGE_TABLE_COLUMNS, planned, conditions.length === 0 ? undefined : sql.join(conditions, sql` AND `), limit)
+        return hits.map((hit) => ({ message: toMessage(hit.row), score: hit.score }))
       })
     },
     warm: async (): Promise<SearchIndexStatus> => {

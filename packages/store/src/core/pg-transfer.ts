@@ -9,25 +9,22 @@ import { layerKeyOfRow } from './layers.ts'
 import { readPgAppliedMigrations } from './pg-migrations.ts'
 import * as pg from './pg-schema.ts'
 import { connectPg, type PgDb, type PgSession, type PgTx, translatePgError } from './pg-session.ts'
-import { searchVectorOf } from './pg-search-terms.ts'
-import { firstRow, writeMemoryTerms } from './pg-values.ts'
+import { firstRow } from './pg-values.ts'
 import { personaEntityId } from './record-values.ts'
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
+import { importConversationRun, importMemoryRun, importMessageRun, IMPORT_RUN, type PendingLinks } from './pg-import.ts'
 import {
   danglingImportError,
   type ExportedRecords,
   exportLines,
-  importedConversation,
-  importedMemory,
-  importedMessage,
-  importedMessageKeys,
   importedPersona,
   importedPersonaKey,
   importedScene,
   type ImportedRecord,
-  importLines,
+  importRuns,
   importSourceOf,
-  orphanMessageError,
+  lineError,
+  type NumberedRecord,
 } from './transfer.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { ImportResult } from './types-store.ts'
@@ -92,9 +89,6 @@ async function* exportRecords(s: PgSession): AsyncGenerator<string> {
   }
 }
 
-/** Imported memories whose successor may come later in the file: linked once every record is in. */
-type PendingLinks = Map<string, string>
-
 export async function pgImportJsonl(
   s: PgSession,
   lines: string | Iterable<string> | AsyncIterable<string>,
@@ -106,11 +100,34 @@ export async function pgImportJsonl(
   return s.transaction(async () =>
     s.write(async (tx) => {
       const links: PendingLinks = new Map()
-      const result = await importLines(source, (record) => importRecord(s, tx, record, options, links))
+      const result = await importRuns(source, IMPORT_RUN, (run) => importRun(s, tx, run, options, links))
       await linkSuccessors(tx, links)
       return result
     }, options),
   )
+}
+
+/** One run of records of one type (see `pg-import.ts`); scenes and persona, few per store, record by record. */
+async function importRun(s: PgSession, tx: PgTx, run: NumberedRecord[], options: WriteOptions | undefined, links: PendingLinks): Promise<boolean[]> {
+  switch (run[0]!.record.type) {
+    case 'conversation':
+      return importConversationRun(s, tx, run, options)
+    case 'message':
+      return importMessageRun(s, tx, run, options)
+    case 'memory':
+      return importMemoryRun(s, tx, run, options, links)
+    default: {
+      const added: boolean[] = []
+      for (const entry of run) {
+        try {
+          added.push(await importRecord(s, tx, entry.record as Extract<ImportedRecord, { type: 'scene' | 'persona' }>, options))
+        } catch (error) {
+          throw lineError(error, entry.line)
+        }
+      }
+      return added
+    }
+  }
 }
 
 /**
@@ -129,55 +146,11 @@ async function linkSuccessors(tx: PgTx, links: PendingLinks): Promise<void> {
   await tx.query('UPDATE store_memories m SET superseded_by = l.successor FROM unnest($1::text[], $2::text[]) AS l(id, successor) WHERE m.id = l.id', [ids, successors])
 }
 
-/** Insert one imported record unless its id (or key) exists. @returns true when inserted. */
-async function importRecord(
-  s: PgSession,
-  tx: PgTx,
-  record: ImportedRecord,
-  options: WriteOptions | undefined,
-  links: PendingLinks,
-): Promise<boolean> {
+/** Insert one imported scene or persona unless its id (or key) exists. @returns true when inserted. */
+async function importRecord(s: PgSession, tx: PgTx, record: Extract<ImportedRecord, { type: 'scene' | 'persona' }>, options: WriteOptions | undefined): Promise<boolean> {
   const limits = s.options.limits
   const now = s.now()
   switch (record.type) {
-    case 'conversation': {
-      const id = requireId(record.data.id, 'id')
-      const c = pg.conversations
-      if (await firstRow(tx.db.select({ id: c.id }).from(c).where(eq(c.id, id)))) return false
-      await tx.db.insert(c).values(importedConversation(limits, record.data))
-      await s.record(tx, { entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.import' }, options, now)
-      return true
-    }
-    case 'message': {
-      const { id, conversationId, hostMessageId } = importedMessageKeys(record.data)
-      const [state] = await tx.query<{ message: boolean; conversation: boolean }>(
-        `SELECT EXISTS (SELECT 1 FROM store_messages WHERE id = $1 OR (conversation_id = $2 AND host_message_id = $3)) AS message,
-          EXISTS (SELECT 1 FROM store_conversations WHERE id = $2) AS conversation`,
-        [id, conversationId, hostMessageId],
-      )
-      if (state?.message) return false
-      if (!state?.conversation) throw orphanMessageError(id, conversationId)
-      const m = importedMessage(limits, record.data)
-      await tx.query(
-        `INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, search_terms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb, $12::tsvector)`,
-        [id, conversationId, hostMessageId, m.role, m.text, m.turn, m.seq, JSON.stringify(m.sourceIds), m.tokensEstimate, m.createdAt, JSON.stringify(m.flags), searchVectorOf(m.text)],
-      )
-      await s.record(tx, { entity: 'message', entityId: id, change: 'insert', audit: 'message.import' }, options, now)
-      return true
-    }
-    case 'memory': {
-      const id = requireId(record.data.id, 'id')
-      const t = pg.memories
-      if (await firstRow(tx.db.select({ id: t.id }).from(t).where(eq(t.id, id)))) return false
-      const { supersededBy, ...values } = importedMemory(limits, record.data)
-      await tx.db.insert(t).values({ ...values, supersededBy: null })
-      if (supersededBy !== null) links.set(id, supersededBy)
-      await writeMemoryTerms(tx, id, values.text)
-      await s.record(tx, { entity: 'memory', entityId: id, change: 'insert', audit: 'memory.import', revision: values.revision }, options, now)
-      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace)], options, now)
-      return true
-    }
     case 'scene': {
       const id = requireId(record.data.id, 'id')
       const sc = pg.scenes

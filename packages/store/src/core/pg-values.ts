@@ -24,7 +24,8 @@ export async function writeMemoryTerms(tx: PgTx, id: string, text: string): Prom
 export function pgReadById<Row, R>(s: PgSession, getRow: (tx: PgTx, id: string) => Promise<Row | undefined>, map: (row: Row) => R): (id: string) => Promise<R | undefined> {
   return async (id: string) => {
     requireId(id, 'id')
-    return s.read(async (tx) => {
+    // One statement: its own snapshot, no BEGIN/COMMIT round trips (see PgSession.readEach).
+    return s.readEach(async (tx) => {
       const row = await getRow(tx, id)
       return row ? map(row) : undefined
     })

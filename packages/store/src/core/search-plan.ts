@@ -87,8 +87,8 @@ const isLoneCjk = (term: string): boolean => term.length === 1 && /[\p{Script=Ha
 const isPrefixTerm = (term: string): boolean => (isAsciiTerm(term) && term.length >= 4) || isLoneCjk(term)
 
 /** A term is "very common" above this share of the documents (and {@link COMMON_MIN_DOCS}). */
-const COMMON_SHARE = 0.005
-const COMMON_MIN_DOCS = 500
+export const COMMON_SHARE = 0.005
+export const COMMON_MIN_DOCS = 500
 /** Matches ranked per query at most: the newest ones when a query matches more. */
 export const RANK_CAP = 1_000
 /** Typo tolerance for ASCII terms of six or more characters: edit distance ≤ 15 % of the length. */

@@ -73,6 +73,26 @@ export function importSourceOf(lines: string | Iterable<string> | AsyncIterable<
   return source
 }
 
+/** One record of an import with the line it came from (errors name the line). */
+export interface NumberedRecord<R extends ImportedRecord = ImportedRecord> {
+  readonly record: R
+  readonly line: number
+}
+
+/** An `invalid-argument` error of a record, prefixed with its line; any other error unchanged. */
+export function lineError(error: unknown, line: number): unknown {
+  return isMemoryStoreError(error, 'invalid-argument') ? new MemoryStoreError('invalid-argument', `line ${line}: ${error.message}`) : error
+}
+
+/** `fn()`, its `invalid-argument` errors naming `line`. */
+export function atLine<T>(line: number, fn: () => T): T {
+  try {
+    return fn()
+  } catch (error) {
+    throw lineError(error, line)
+  }
+}
+
 /**
  * Parse every line and hand each record to `importRecord` (inside the caller's transaction),
  * counting what it inserted and skipped. `invalid-argument` errors get the line number.
@@ -82,8 +102,41 @@ export async function importLines(
   source: Iterable<string> | AsyncIterable<string>,
   importRecord: (record: ImportedRecord) => boolean | Promise<boolean>,
 ): Promise<ImportResult> {
+  return importRuns(source, 1, async ([entry]) => {
+    try {
+      return [await importRecord(entry!.record)]
+    } catch (error) {
+      throw lineError(error, entry!.line)
+    }
+  })
+}
+
+/**
+ * Parse every line and hand the records to `importRun` in runs: consecutive records of one
+ * type, at most `size` of them, in file order (a run sees every earlier run's rows, so a
+ * message finds a conversation earlier in the file exactly as record by record). `importRun`
+ * returns, per record, whether it inserted it; it names a bad record's line itself
+ * ({@link atLine}, {@link lineError}).
+ * @throws MemoryStoreError `unsupported-format` when the stream has no header.
+ */
+export async function importRuns(
+  source: Iterable<string> | AsyncIterable<string>,
+  size: number,
+  importRun: (run: NumberedRecord[]) => Promise<boolean[]>,
+): Promise<ImportResult> {
   const inserted: RecordCounts = { conversations: 0, messages: 0, memories: 0, scenes: 0, persona: 0 }
   const skipped: RecordCounts = { conversations: 0, messages: 0, memories: 0, scenes: 0, persona: 0 }
+  let run: NumberedRecord[] = []
+  const flush = async () => {
+    if (run.length === 0) return
+    const added = await importRun(run)
+    for (const [i, entry] of run.entries()) {
+      const counter = COUNTER_OF[entry.record.type]
+      if (added[i]) inserted[counter]++
+      else skipped[counter]++
+    }
+    run = []
+  }
   let lineNumber = 0
   let sawHeader = false
   for await (const raw of source) {
@@ -95,18 +148,12 @@ export async function importLines(
         sawHeader = true
         continue
       }
-      const counter = COUNTER_OF[record.type]
-      let added: boolean
-      try {
-        added = await importRecord(record)
-      } catch (error) {
-        if (isMemoryStoreError(error, 'invalid-argument')) throw new MemoryStoreError('invalid-argument', `line ${lineNumber}: ${error.message}`)
-        throw error
-      }
-      if (added) inserted[counter]++
-      else skipped[counter]++
+      if (run.length > 0 && run[0]!.record.type !== record.type) await flush()
+      run.push({ record, line: lineNumber })
+      if (run.length >= size) await flush()
     }
   }
+  await flush()
   if (!sawHeader) throw new MemoryStoreError('unsupported-format', `not a ${EXPORT_FORMAT} stream: no header line`)
   return { inserted, skipped }
 }
