@@ -107,6 +107,17 @@ describe('PostgreSQL reconnect', () => {
     expect(await store.meta.get('k')).toBe('w')
   })
 
+  it('a read without a transaction (list, count, search) after a dropped connection runs on a new one', async () => {
+    const store = await postgres.open()
+    await store.memories.add(note('断线之后还能读到'))
+    const pid = await sessionPid(store)
+    expect(await terminate(store, `pid = ${pid}`)).toBe(1)
+    expect((await store.memories.list()).map((memory) => memory.text)).toEqual(['断线之后还能读到'])
+    expect(await store.memories.count()).toBe(1)
+    expect((await store.search.memories('断线')).map((hit) => hit.memory.text)).toEqual(['断线之后还能读到'])
+    expect(await sessionPid(store)).not.toBe(pid)
+  })
+
   it('a transaction in flight fails with a retryable unavailable and writes nothing; the retry succeeds', async () => {
     const store = await postgres.open()
     const pid = await sessionPid(store)

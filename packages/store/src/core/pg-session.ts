@@ -184,10 +184,19 @@ export class PgSession {
   async readEach<T>(op: (tx: PgTx) => Promise<T>): Promise<T> {
     this.assertOpen()
     if (this.#gate.insideTransaction) return this.#translate(() => op(this.#tx), 'read failed')
-    return this.#gate.hold(() => {
+    return this.#gate.hold(async () => {
       // As in #transaction: a call that queued while close() began is new work.
       if (this.#closed) throw new MemoryStoreError('closed', 'the memory store is closed')
-      return this.#translate(() => op(this.#tx), 'read failed')
+      if (this.#lost) await this.#reconnect()
+      try {
+        return await this.#translate(() => op(this.#tx), 'read failed')
+      } catch (error) {
+        if (!isMemoryStoreError(error, 'unavailable')) throw error
+        // The connection was dead (the drop not yet noticed): reads change nothing, so read
+        // once more on a new connection, as #begin does for a transaction.
+        await this.#reconnect()
+        return this.#translate(() => op(this.#tx), 'read failed')
+      }
     })
   }
 
