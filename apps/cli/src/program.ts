@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError, Option } from 'commander'
 import { registerBench } from './commands/bench.ts'
-import { registerDoctor } from './commands/doctor.ts'
+import { registerDoctor } from './commands/doctor-command.ts'
 import { registerExport } from './commands/export.ts'
 import { registerImport } from './commands/import.ts'
 import { registerInstall } from './commands/install.ts'

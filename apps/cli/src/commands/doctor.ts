@@ -17,12 +17,9 @@
  *
  * On PostgreSQL the checks that make sense on a server run instead (`doctor-postgres.ts`).
  */
-import type { Command } from 'commander'
 import { DistillStateRepository } from '@dsh-memory/distill'
 import { type ForeignKeyViolation, isMemoryStoreError, type MemoryStore, openMemoryStore, openStoreMaintenance, type SceneOrphans } from '@dsh-memory/store'
-import { existingDatabase, resolveDataSource, withDataDir } from '../data/data-dir.ts'
-import { runPostgresDoctor } from './doctor-postgres.ts'
-import { CliError, type CliIO, EXIT, printJson, println } from '../io.ts'
+import { existingDatabase } from '../data/data-dir.ts'
 
 /** One check's outcome. */
 export interface DoctorCheck {
@@ -312,19 +309,4 @@ export function formatDoctor(report: DoctorReport): string {
   if (report.problems === 0) lines.push(report.fix ? 'healthy (after fixes)' : 'healthy')
   else lines.push(`${report.problems} problem${report.problems > 1 ? 's' : ''}${report.fix ? ' left' : ': run `dsh-memory doctor --fix`'}`)
   return lines.join('\n')
-}
-
-/** Register `doctor`. */
-export function registerDoctor(program: Command, io: CliIO): void {
-  withDataDir(program.command('doctor'))
-    .description('Check schema versions, database integrity, orphan rows and search-index consistency (on PostgreSQL: schema versions of every owner, package tables, orphan references, the search terms); --fix repairs what it can. Exits 4 while problems remain.')
-    .option('--fix', 'apply the repairs (migrations, REINDEX, orphan rows, index rebuild)')
-    .option('--json', 'print the report as one JSON object')
-    .action(async (options: { dataDir?: string; databaseUrl?: string; fix?: boolean; json?: boolean }) => {
-      const source = resolveDataSource(options)
-      const report = source.kind === 'sqlite' ? await runDoctor(source.dataDir, { fix: options.fix === true }) : await runPostgresDoctor(source, { fix: options.fix === true })
-      if (options.json) printJson(io, report)
-      else println(io, formatDoctor(report))
-      if (report.problems > 0) throw new CliError('problems', `${report.problems} problem${report.problems > 1 ? 's' : ''} found${options.fix ? ' that --fix could not repair' : ''}`, EXIT.problems)
-    })
 }
