@@ -273,7 +273,7 @@ export function pgSearchService(s: PgSession): SearchService {
         const planned = await plan(tx, MEMORIES, q)
         if (planned.forms.length === 0) return []
         const t = pgSchema.memories
-        const hits = await rank(tx, MEMORIES, planned, scopeCondition(filter, t), limit)
+        const hits = await rank(tx, MEMORIES, planned, scopeCondition(filter, t, s.options.user), limit)
         if (hits.length === 0) return []
         const rows = await tx.db.select().from(t).where(inArray(t.id, hits.map((hit) => hit.id)))
         return inRankOrder(hits, rows, (row, score) => ({ memory: toMemory(row), score }))

@@ -29,8 +29,8 @@ import {
   importSourceOf,
   orphanMessageError,
 } from './transfer.ts'
-import type { WriteOptions } from './types-common.ts'
-import type { ImportResult } from './types-store.ts'
+import { requireUser } from './user.ts'
+import type { ImportOptions, ImportResult } from './types-store.ts'
 import { requireId } from './validate.ts'
 
 /** One page of each record type in export order. */
@@ -53,7 +53,7 @@ const EXPORT_PAGES: { [K in keyof ExportedRecords]: (db: PgDb, offset: number, l
   },
   persona: async (db, offset, limit) => {
     const p = pg.persona
-    return (await db.select().from(p).orderBy(asc(p.scope), asc(p.workspace)).limit(limit).offset(offset)).map(toPersona)
+    return (await db.select().from(p).orderBy(asc(p.scope), asc(p.workspace), asc(p.owner)).limit(limit).offset(offset)).map(toPersona)
   },
 }
 
@@ -98,7 +98,7 @@ type PendingLinks = Map<string, string>
 export async function pgImportJsonl(
   s: PgSession,
   lines: string | Iterable<string> | AsyncIterable<string>,
-  options: WriteOptions | undefined,
+  options: ImportOptions | undefined,
 ): Promise<ImportResult> {
   s.assertOpen()
   s.assertWritable()
@@ -134,17 +134,19 @@ async function importRecord(
   s: PgSession,
   tx: PgTx,
   record: ImportedRecord,
-  options: WriteOptions | undefined,
+  options: ImportOptions | undefined,
   links: PendingLinks,
 ): Promise<boolean> {
   const limits = s.options.limits
   const now = s.now()
+  // Checked once per record: cheap, and an import with a bad option fails on its first line.
+  const stamp = options?.unattributedAs === undefined ? '' : requireUser(options.unattributedAs, 'unattributedAs')
   switch (record.type) {
     case 'conversation': {
       const id = requireId(record.data.id, 'id')
       const c = pg.conversations
       if (await firstRow(tx.db.select({ id: c.id }).from(c).where(eq(c.id, id)))) return false
-      await tx.db.insert(c).values(importedConversation(limits, record.data))
+      await tx.db.insert(c).values(importedConversation(limits, record.data, stamp))
       await s.record(tx, { entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.import' }, options, now)
       return true
     }
@@ -157,11 +159,11 @@ async function importRecord(
       )
       if (state?.message) return false
       if (!state?.conversation) throw orphanMessageError(id, conversationId)
-      const m = importedMessage(limits, record.data)
+      const m = importedMessage(limits, record.data, stamp)
       await tx.query(
-        `INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, search_terms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb, $12::tsvector)`,
-        [id, conversationId, hostMessageId, m.role, m.text, m.turn, m.seq, JSON.stringify(m.sourceIds), m.tokensEstimate, m.createdAt, JSON.stringify(m.flags), searchVectorOf(m.text)],
+        `INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, search_terms, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb, $12::tsvector, $13)`,
+        [id, conversationId, hostMessageId, m.role, m.text, m.turn, m.seq, JSON.stringify(m.sourceIds), m.tokensEstimate, m.createdAt, JSON.stringify(m.flags), searchVectorOf(m.text), m.createdBy],
       )
       await s.record(tx, { entity: 'message', entityId: id, change: 'insert', audit: 'message.import' }, options, now)
       return true
@@ -170,32 +172,32 @@ async function importRecord(
       const id = requireId(record.data.id, 'id')
       const t = pg.memories
       if (await firstRow(tx.db.select({ id: t.id }).from(t).where(eq(t.id, id)))) return false
-      const { supersededBy, ...values } = importedMemory(limits, record.data)
+      const { supersededBy, ...values } = importedMemory(limits, record.data, stamp)
       await tx.db.insert(t).values({ ...values, supersededBy: null })
       if (supersededBy !== null) links.set(id, supersededBy)
       await writeMemoryTerms(tx, id, values.text)
       await s.record(tx, { entity: 'memory', entityId: id, change: 'insert', audit: 'memory.import', revision: values.revision }, options, now)
-      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace)], options, now)
+      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace, values.createdBy)], options, now)
       return true
     }
     case 'scene': {
       const id = requireId(record.data.id, 'id')
       const sc = pg.scenes
       if (await firstRow(tx.db.select({ id: sc.id }).from(sc).where(eq(sc.id, id)))) return false
-      const values = importedScene(limits, record.data)
+      const values = importedScene(limits, record.data, stamp)
       await tx.db.insert(sc).values(values)
       await s.record(tx, { entity: 'scene', entityId: id, change: 'insert', audit: 'scene.import', revision: values.revision }, options, now)
-      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace)], options, now)
+      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace, values.createdBy)], options, now)
       return true
     }
     case 'persona': {
-      const key = importedPersonaKey(limits, record.data)
+      const key = importedPersonaKey(limits, record.data, stamp)
       const p = pg.persona
-      if (await firstRow(tx.db.select({ v: p.version }).from(p).where(and(eq(p.scope, key.scope), eq(p.workspace, key.workspace))))) return false
-      const values = importedPersona(limits, record.data)
+      if (await firstRow(tx.db.select({ v: p.version }).from(p).where(and(eq(p.scope, key.scope), eq(p.workspace, key.workspace), eq(p.owner, key.owner))))) return false
+      const values = importedPersona(limits, record.data, stamp)
       await tx.db.insert(p).values(values)
       await s.record(tx, { entity: 'persona', entityId: personaEntityId(key), change: 'insert', audit: 'persona.import', revision: values.version }, options, now)
-      await s.bumpLayers(tx, [layerKeyOfRow(key.scope, key.workspace)], options, now)
+      await s.bumpLayers(tx, [layerKeyOfRow(key.scope, key.workspace, key.owner)], options, now)
       return true
     }
   }
