@@ -34,12 +34,21 @@ export function createProgram(io: CliIO = processIO()): Command {
   program.addOption(
     new Option('--database-url <url>', `work on this PostgreSQL database (postgres://user@host:5432/db) instead of a data dir (default: $${DATABASE_URL_ENV}); put the password in ~/.pgpass, not in the URL`),
   )
-  // The URL is the program's option, so it goes before or after the command name; every
-  // command that opens a store (those taking --data-dir) reads it from its own options.
+  program.addOption(
+    new Option('--user <identity>', 'who the command works as: the only user whose global memories it shows, and the author of what it writes (default: $DSH_MEMORY_USER, else git\'s global user.email, else <os user>@<hostname>)'),
+  )
+  // The URL and the user are the program's options, so they go before or after the command
+  // name; every command that opens a store (those taking --data-dir) reads them from its own
+  // options (`migrate` reads --user only: it takes --from and --to).
   program.hook('preAction', (_program, command) => {
-    const databaseUrl = program.opts<{ databaseUrl?: string }>().databaseUrl
+    const { databaseUrl, user } = program.opts<{ databaseUrl?: string; user?: string }>()
+    const opensStore = command.options.some((option) => option.long === '--data-dir')
+    if (user !== undefined) {
+      if (!opensStore && command.name() !== 'migrate') throw new CliUsageError(`--user does not apply to \`${commandPath(command)}\``)
+      command.setOptionValue('user', user)
+    }
     if (databaseUrl === undefined) return
-    if (!command.options.some((option) => option.long === '--data-dir') && !acceptsDatabaseUrl(command)) {
+    if (!opensStore && !acceptsDatabaseUrl(command)) {
       throw new CliUsageError(`--database-url does not apply to \`${commandPath(command)}\`${command.name() === 'migrate' ? ' (it takes --from and --to)' : ''}`)
     }
     command.setOptionValue('databaseUrl', databaseUrl)

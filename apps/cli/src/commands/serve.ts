@@ -29,11 +29,12 @@ export function registerServe(program: Command, io: CliIO): void {
       const port = /^\d+$/.test(options.port) ? Number(options.port) : Number.NaN
       if (!Number.isSafeInteger(port) || port > 65_535) throw new CliUsageError(`--port expects an integer from 0 to 65535, got ${JSON.stringify(options.port)}`)
       // The browser also shows the cue bank, palace and tree tables, so it needs the SQLite data dir.
-      const dataDir = requireDataDir(resolveDataSource(options), 'serve')
+      const source = resolveDataSource(options)
+      const dataDir = requireDataDir(source, 'serve')
       existingDatabase(dataDir)
       let running
       try {
-        running = await startMemoryBrowser({ dataDir, host: options.host, port, allowRemote: options.allowRemote === true, palaceWorkspaces: options.palace })
+        running = await startMemoryBrowser({ dataDir, host: options.host, port, allowRemote: options.allowRemote === true, palaceWorkspaces: options.palace, ...(source.user === undefined ? {} : { user: source.user }) })
       } catch (error) {
         if (isWebError(error) && (error.code === 'refused' || error.code === 'invalid-config')) throw new CliUsageError(error.message.replace(/^(host|port): /, '--$1: '), { cause: error })
         if (isWebError(error) && error.code === 'not-found') throw new CliError('not-found', error.message, undefined, { cause: error })

@@ -16,6 +16,8 @@ export interface StartMemoryBrowserOptions extends ServeOptionsInput {
   readonly dataDir: string
   /** Workspaces whose `memory-palace/` folders to show besides those the store knows. */
   readonly palaceWorkspaces?: readonly string[]
+  /** Whose global memories the browser shows (the store's `user`; default: the store's default identity). */
+  readonly user?: string
 }
 
 /** A running memory browser. */
@@ -45,7 +47,7 @@ function urlHost(host: string): string {
 export async function startMemoryBrowser(options: StartMemoryBrowserOptions): Promise<RunningMemoryBrowser> {
   const serve = resolveServeOptions(options)
   const token = serve.token ?? newToken()
-  const browser = MemoryBrowser.open({ dataDir: options.dataDir, ...(options.palaceWorkspaces ? { palaceWorkspaces: options.palaceWorkspaces } : {}) })
+  const browser = MemoryBrowser.open({ dataDir: options.dataDir, ...(options.palaceWorkspaces ? { palaceWorkspaces: options.palaceWorkspaces } : {}), ...(options.user === undefined ? {} : { user: options.user }) })
   let handler: ReturnType<typeof createMemoryBrowserHandler> | undefined
   const server = createServer((req, res) => {
     if (!handler) {
