@@ -36,12 +36,20 @@ export function createProgram(io: CliIO = processIO()): Command {
     new Option('--database-url <url>', `work on this PostgreSQL database (postgres://user@host:5432/db) instead of a data dir (default: $${DATABASE_URL_ENV}); put the password in ~/.pgpass, not in the URL`),
   )
   program.addOption(new Option('--schema <name>', `with --database-url: the PostgreSQL schema of the store's tables, as the store row's \`schema\` (default: ${DEFAULT_POSTGRES_SCHEMA})`))
-  // The URL is the program's option, so it goes before or after the command name; every
-  // command that opens a store (those taking --data-dir) reads it from its own options.
+  program.addOption(
+    new Option('--user <identity>', 'who the command works as: the only user whose global memories it shows, and the author of what it writes (default: $DSH_MEMORY_USER, else git\'s global user.email, else <os user>@<hostname>)'),
+  )
+  // The URL, the schema and the user are the program's options, so they go before or after the
+  // command name; every command that opens a store (those taking --data-dir) reads them from its
+  // own options (`migrate` reads --user only: it takes --from and --to).
   program.hook('preAction', (_program, command) => {
-    const { databaseUrl, schema } = program.opts<{ databaseUrl?: string; schema?: string }>()
-    if (databaseUrl === undefined && schema === undefined) return
+    const { databaseUrl, schema, user } = program.opts<{ databaseUrl?: string; schema?: string; user?: string }>()
     const dataCommand = command.options.some((option) => option.long === '--data-dir')
+    if (user !== undefined) {
+      if (!dataCommand && command.name() !== 'migrate') throw new CliUsageError(`--user does not apply to \`${commandPath(command)}\``)
+      command.setOptionValue('user', user)
+    }
+    if (databaseUrl === undefined && schema === undefined) return
     // The benches take a URL but make schemas of their own: a --schema would be ignored there.
     const refused = !dataCommand && databaseUrl !== undefined && !acceptsDatabaseUrl(command) ? '--database-url' : !dataCommand && schema !== undefined ? '--schema' : undefined
     if (refused) {

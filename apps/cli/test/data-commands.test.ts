@@ -179,7 +179,7 @@ describe('search', () => {
   it('prints ranked hits as text', async () => {
     const result = await cli(['search', '主数据库', ...dd()])
     expect(result.code).toBe(0)
-    expect(result.stdout).toMatch(/^memories \(1\)\n\s+\d+\.\d\d {2}\S+ {2}fact\/workspace \/work\/shop-api\n\s+主数据库使用 PostgreSQL（不是 MySQL）。\nmessages \(\d+\)/)
+    expect(result.stdout).toMatch(/^memories \(1\)\n\s+\d+\.\d\d {2}\S+ {2}fact\/workspace \/work\/shop-api {2}by \S+\n\s+主数据库使用 PostgreSQL（不是 MySQL）。\nmessages \(\d+\)/)
   })
 })
 

@@ -142,9 +142,11 @@ describe('doctor', () => {
   it('applies pending migrations with --fix (a database written by an older dsh-memory)', async () => {
     const fixture = await buildFixture(join(temp.dir, 'old'))
     const path = join(fixture.dataDir, 'memory.db')
-    // Turn the file into what the previous store version wrote: undo its newest migration.
+    // Turn the file into what an older store version wrote: undo its newest migration that only
+    // creates tables (one that adds columns cannot be undone by dropping what it created).
     const migrations = loadMigrationDir(join(dirname(createRequire(import.meta.url).resolve('@dsh-memory/store/package.json')), 'migrations', 'store'))
-    const newest = migrations.migrations[migrations.migrations.length - 1]!
+    const latest = migrations.migrations[migrations.migrations.length - 1]!
+    const newest = [...migrations.migrations].reverse().find((migration) => !/\bALTER\s+TABLE\b/i.test(migration.sql))!
     withRawDatabase(path, (db) => {
       for (const [, kind, name] of newest.sql.matchAll(/CREATE\s+(VIRTUAL TABLE|TABLE|UNIQUE INDEX|INDEX)\s+(?:IF NOT EXISTS\s+)?(\w+)/gi)) {
         db.exec(`DROP ${kind!.toUpperCase().includes('INDEX') ? 'INDEX' : 'TABLE'} IF EXISTS ${name}`)
@@ -164,7 +166,7 @@ describe('doctor', () => {
     expect(fixed.code).toBe(0)
     const schema = checksOf(fixed.stdout).schema!
     expect(schema.fixed).toBe('applied the pending migrations')
-    expect(schema.summary).toMatch(new RegExp(`store v${newest.version}`))
+    expect(schema.summary).toMatch(new RegExp(`store v${latest.version}`))
     expect((await cli(['status', '--data-dir', fixture.dataDir])).code).toBe(0)
     // The rows the older version wrote were indexed when the upgraded store opened.
     expect(checksOf(fixed.stdout)['search-index']).toMatchObject({ status: 'ok', summary: 'index current (6 messages, 6 memories)' })

@@ -118,11 +118,12 @@ export interface PostgresDatabase {
   /**
    * A loader overlay pointing every store row that `packages` bring (each dsh-memory bundle
    * mounts its own; the preset `memory-store`) at this database, default schema `dsh_memory`.
-   * Every row of a host must agree, so all of them are patched.
+   * Every row of a host must agree, so all of them are patched. With `user`, the rows name the
+   * host's user (whose global memories it sees); without, the store's default identity.
    */
-  storeRows(packages: readonly string[]): string
-  /** Run `fn` on the store in this database (another process's view), closing it afterwards. */
-  withStore<T>(fn: (store: MemoryStore) => Promise<T>): Promise<T>
+  storeRows(packages: readonly string[], options?: { readonly user?: string }): string
+  /** Run `fn` on the store in this database (another process's view, as `user` when given), closing it afterwards. */
+  withStore<T>(fn: (store: MemoryStore) => Promise<T>, options?: { readonly user?: string }): Promise<T>
 }
 
 /** Ids of the store rows a package's bundle patch inserts (read from its `cordis.patch.yml`). */
@@ -151,13 +152,13 @@ export async function postgresDatabase(label: string): Promise<PostgresDatabase>
   const databaseUrl = url.href
   return {
     databaseUrl,
-    storeRows: (packages) =>
+    storeRows: (packages, options = {}) =>
       packages
         .flatMap(storeRowIds)
-        .map((id) => `- id: ${id}\n  config:\n    dataDir: ''\n    databaseUrl: '${databaseUrl}'\n`)
+        .map((id) => `- id: ${id}\n  config:\n    dataDir: ''\n    databaseUrl: '${databaseUrl}'\n${options.user === undefined ? '' : `    user: '${options.user}'\n`}`)
         .join(''),
-    withStore: async (fn) => {
-      const store = await openStore({ databaseUrl })
+    withStore: async (fn, options = {}) => {
+      const store = await openStore({ databaseUrl, ...(options.user === undefined ? {} : { user: options.user }) })
       try {
         return await fn(store)
       } finally {

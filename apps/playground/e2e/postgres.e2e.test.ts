@@ -27,11 +27,22 @@ const FACTS: ScriptedFact[] = [
 const KAMAL = FACTS[1]!.text
 /** A project fact (workspace scope): shared by every clone of the project's git remote. */
 const PROJECT_FACT: ScriptedFact = { match: 'vitest', kind: 'fact', text: 'The payments project runs its test suite with vitest.', scope: 'workspace' }
+/** What the scripted extractor finds in Alice's session: one fact about the shared project, one about her. */
+const TWO_USERS_FACTS: ScriptedFact[] = [
+  { match: 'otter', kind: 'fact', text: 'The shop service is released by the otter pipeline.', scope: 'workspace' },
+  { match: '抹茶', kind: 'preference', text: 'Alice drinks 抹茶 every morning before the stand-up.', scope: 'global' },
+]
+const ALICE = 'alice@team.example'
+const BOB = 'bob@team.example'
+const twoUsersTitle = "two users on one database: B's model request holds A's workspace fact (with A as its author), never A's global fact"
+
+/** The two hosts above are one person on two machines: one user identity on both. */
+const SAME_PERSON = 'dev@team.example'
 const TOLD = 'Our staging server is called heron and we deploy it with Kamal. 我们决定使用 PostgreSQL 作为主数据库。'
 /** How recall's layer index snapshots start (explicit layers). */
 const INDEX = '<memory-layer-index'
 
-const responder = (request: LoggedRequest): ScriptedReply => distillReply(request, [...FACTS, PROJECT_FACT]) ?? { kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }
+const responder = (request: LoggedRequest): ScriptedReply => distillReply(request, [...FACTS, PROJECT_FACT, ...TWO_USERS_FACTS]) ?? { kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }
 
 /** Real git, without the machine's own config: a bare "remote" and clones of it. */
 function git(cwd: string, ...args: string[]): void {
@@ -44,8 +55,9 @@ describe('two DSH hosts sharing one PostgreSQL database', () => {
   const b = useHostProfile('pg-host-b', { profile: 'team', packages: PACKAGES, responder })
   const workspace = (host: HostedProfile, name: string) => join(host.root, 'work', name)
   const run = (host: HostedProfile, name: string, prompt: string) =>
-    host.home.run({ profile: 'team', cwd: workspace(host, name), modelUrl: host.server.url, patch: database.storeRows(PACKAGES), args: [prompt] })
-  const memoryTexts = () => database.withStore(async (store) => (await store.memories.list({ scope: 'global', includeSuperseded: true })).map((memory) => memory.text).sort())
+    host.home.run({ profile: 'team', cwd: workspace(host, name), modelUrl: host.server.url, patch: database.storeRows(PACKAGES, { user: SAME_PERSON }), args: [prompt] })
+  const memoryTexts = () =>
+    database.withStore(async (store) => (await store.memories.list({ scope: 'global', includeSuperseded: true })).map((memory) => memory.text).sort(), { user: SAME_PERSON })
 
   beforeAll(async () => {
     database = await postgresDatabase('two-hosts')
@@ -98,7 +110,7 @@ describe('two DSH hosts sharing one PostgreSQL database', () => {
     const drive = async (host: HostedProfile, sessionId: string) => {
       const driver = await writeLayersDriver(join(host.root, 'plugins'))
       const reportFile = join(host.root, `report-${sessionId}.json`)
-      const patch = database.storeRows(PACKAGES) + driverOverlay(driver, { sessionId, resume: false, reportFile, steps })
+      const patch = database.storeRows(PACKAGES, { user: SAME_PERSON }) + driverOverlay(driver, { sessionId, resume: false, reportFile, steps })
       const running = await startHost(host.home, { profile: 'team', cwd: workspace(host, 'gamma'), modelUrl: host.server.url, name: sessionId, patch })
       return { result: await running.done, reportFile }
     }
@@ -125,6 +137,10 @@ describe('two DSH hosts sharing one PostgreSQL database', () => {
     })
     // Neither host distilled the team's facts a second time.
     expect(await memoryTexts()).toEqual(FACTS.map((fact) => fact.text).sort())
+  })
+
+  it(twoUsersTitle, async () => {
+    await twoUsersOneDatabase(database, a, b)
   })
 
   it('refuses a store row with a bad databaseUrl at boot, naming the field and never printing the password', async () => {
@@ -186,3 +202,51 @@ describe('two DSH hosts sharing one PostgreSQL database', () => {
     expect(status.stdout).not.toContain(cloneB)
   })
 })
+
+// Two people on one database: their workspace memories are the team's, their global ones their own.
+
+async function twoUsersOneDatabase(database: PostgresDatabase, a: HostedProfile, b: HostedProfile): Promise<void> {
+  const [team, personal] = TWO_USERS_FACTS as [ScriptedFact, ScriptedFact]
+  // One project directory, used by both hosts: the same workspace whatever machine runs it.
+  const project = join(a.root, 'work', 'shop')
+  mkdirSync(project, { recursive: true })
+  const run = (host: HostedProfile, user: string, prompt: string) =>
+    host.home.run({ profile: 'team', cwd: project, modelUrl: host.server.url, patch: database.storeRows(PACKAGES, { user }), args: [prompt] })
+
+  const told = await run(a, ALICE, 'The shop service ships through the otter pipeline. 我每天早上喝抹茶。')
+  expect(told.stderr).not.toMatch(/Error:/)
+  expect(told.code).toBe(0)
+  await database.withStore(
+    async (store) => {
+      const mine = await store.memories.list({ workspace: project })
+      expect(mine.filter((memory) => memory.text === team.text || memory.text === personal.text).map((memory) => [memory.text, memory.createdBy]).sort()).toEqual(
+        [
+          [team.text, ALICE],
+          [personal.text, ALICE],
+        ].sort(),
+      )
+    },
+    { user: ALICE },
+  )
+
+  const before = b.server.requests.length
+  const asked = await run(b, BOB, 'How is the shop service released, and what does Alice drink in the morning?')
+  expect(asked.stderr).not.toMatch(/Error:/)
+  expect(asked.code).toBe(0)
+  const chats = b.server.requests.slice(before).filter((request) => request.purpose === 'chat' && !distillLayer(request))
+  expect(chats).toHaveLength(1)
+  const recalled = recallTexts(chats[0]!).join('\n')
+  expect(recalled).toContain(team.text)
+  // Nothing B's host sent the model (recall, layers, persona, tools) holds A's private fact.
+  for (const request of b.server.requests.slice(before)) expect(JSON.stringify(request.body)).not.toContain('every morning before the stand-up')
+
+  await database.withStore(
+    async (store) => {
+      const visible = await store.memories.list({ workspace: project })
+      expect(visible.map((memory) => memory.text)).toContain(team.text)
+      expect(visible.map((memory) => memory.text)).not.toContain(personal.text)
+      expect(visible.find((memory) => memory.text === team.text)!.createdBy).toBe(ALICE)
+    },
+    { user: BOB },
+  )
+}

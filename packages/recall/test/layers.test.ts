@@ -69,7 +69,7 @@ describe('layer snapshots', () => {
     await store.memories.add({ kind: 'preference', text: '用户喜欢深色主题', scope: 'workspace', workspace: WS })
     await store.memories.add({ kind: 'fact', text: 'global only', scope: 'global' })
     const memories = await store.memories.list({ scope: 'workspace', workspace: WS, includeGlobal: false })
-    const ref = layerRef('workspace', { sessionId: 's', workspace: WS })
+    const ref = layerRef('workspace', { sessionId: 's', workspace: WS }, 'me@example.com')
     const limits = { maxEntries: 4, maxChars: 8000, titleChars: 60 }
     const a = buildLayerSnapshot(ref, 7, memories, 'memory-layer-x', limits)
     const b = buildLayerSnapshot(ref, 7, [...memories].reverse(), 'memory-layer-x', limits)
@@ -98,7 +98,7 @@ describe('layer snapshots', () => {
   })
 
   it('the workspace layer needs a workspace', () => {
-    expect(() => layerRef('workspace', { sessionId: 's', workspace: '' })).toThrow(/no workspace layer/)
+    expect(() => layerRef('workspace', { sessionId: 's', workspace: '' }, 'me@example.com')).toThrow(/no workspace layer/)
   })
 
   it('injectedMemoryIds reads recall messages and snapshots of the log, nothing else', () => {
@@ -266,6 +266,34 @@ describe('the injection state machine', () => {
       const final = await theirs.get('s1')
       expect(final.enabled).toEqual({ global: true, workspace: true })
       expect(final.injections.map((record) => [record.id, record.state, record.seq])).toEqual([[id, 'committed', 7]])
+    })
+
+    it("the global layer is per user: B's snapshot never lists A's global memories, and A's writes do not refresh B's", async () => {
+      const alice = await backend.open({ user: 'alice@example.com' })
+      const bob = await backend.reopen(alice, { user: 'bob@example.com' })
+      await alice.memories.add({ kind: 'preference', text: 'Alice prefers 抹茶 over coffee', scope: 'global' })
+      await bob.memories.add({ kind: 'preference', text: 'Bob prefers espresso', scope: 'global' })
+      const shared = await alice.memories.add({ kind: 'fact', text: 'The shop deploys with Kamal', scope: 'workspace', workspace: WS })
+      const [forAlice, forBob] = [controllerFor(() => alice), controllerFor(() => bob)]
+      const [aliceSession, bobSession] = [new SessionStandIn('s-alice', WS), new SessionStandIn('s-bob', WS)]
+      await forAlice.enable(aliceSession, 'global')
+      await forBob.enable(bobSession, 'global')
+      await forBob.enable(bobSession, 'workspace')
+      const bobIds = await bobSession.step(forBob)
+      await aliceSession.step(forAlice)
+      const bobText = bobSession.log.map((message) => message.text).join('\n')
+      expect(bobText).toContain('Bob prefers espresso')
+      expect(bobText).not.toContain('抹茶')
+      // The workspace layer is the team's: Alice's fact is in Bob's snapshot.
+      expect(bobSession.log.flatMap((message) => snapshotMemoryIds(message.text))).toContain(shared.id)
+      expect(aliceSession.log.map((message) => message.text).join('\n')).toContain('抹茶')
+      // The ledger keys Bob's global snapshot by his own layer key.
+      expect((await forBob.state('s-bob')).injections.map((record) => record.layerKey).sort()).toEqual(['global:bob@example.com', `workspace:${WS}`])
+      expect(bobIds).toHaveLength(2)
+      // Alice's new global memory changes her layer, not Bob's: his refresh finds it current.
+      await alice.memories.add({ kind: 'fact', text: 'Alice lives in 京都', scope: 'global' })
+      expect(await forBob.refresh(bobSession, 'global')).toMatch(/current/)
+      expect(await forAlice.refresh(aliceSession, 'global')).not.toMatch(/is current/)
     })
 
     it('the ledger holds ids, revisions and states, never memory text', async () => {

@@ -43,7 +43,7 @@ export type { RedactionResult, SecretKind } from './core/redact.ts'
 export { DEFAULT_TEXT_LIMITS, estimateTokens } from './core/text.ts'
 export type { TextLimits } from './core/text.ts'
 export { EXPORT_FORMAT, EXPORT_VERSION } from './core/export-format.ts'
-export { coordinatedStore, isCoordinatedStore, layerKeyOf, layerKeyOfRow, parseLayerKey } from './core/layers.ts'
+export { coordinatedStore, globalLayerKey, isCoordinatedStore, layerKeyOf, layerKeyOfRow, parseLayerKey } from './core/layers.ts'
 export { holdLease, isLocalHolderGone, leaseHolderId } from './core/lease-keeper.ts'
 export {
   cosineSimilarity,
@@ -65,4 +65,8 @@ export type { Persona, PersonaKey, PersonaRepository, PutPersonaInput } from './
 export type { AddSceneInput, Scene, SceneFilter, SceneRepository, UpdateScenePatch } from './core/types-scenes.ts'
 export type { IndexBuildReason, MemoryHit, MemorySearchOptions, MessageHit, MessageSearchOptions, SearchIndexStatus, SearchService } from './core/types-search.ts'
 export type { DayCounts, StatsService, StoreCounts, WorkspaceCounts } from './core/types-stats.ts'
-export type { CoordinatedMemoryStore, ImportResult, MemoryStore, OpenedMemoryStore, RecordCounts } from './core/types-store.ts'
+export type { CoordinatedMemoryStore, ImportOptions, ImportResult, MemoryStore, OpenedMemoryStore, RecordCounts } from './core/types-store.ts'
+export { defaultUser, MAX_USER_CHARS, requireUser, resolveUser } from './core/user.ts'
+export type { ResolvedUser, UserSource } from './core/user.ts'
+export { matchesScope, visibleTo } from './core/scope-filter.ts'
+export type { ScopedFields } from './core/scope-filter.ts'

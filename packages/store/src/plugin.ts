@@ -17,7 +17,7 @@ import { openPostgresStore } from './core/open-store.ts'
 import type { PackageTables, PackageTablesDeclaration, PackageTablesHost } from './core/package-tables.ts'
 import { resolveStoreRow, type StoreRowLocation } from './core/store-row.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
-import type { TransactionOptions, WriteOptions } from './core/types-common.ts'
+import type { TransactionOptions } from './core/types-common.ts'
 import type { ConversationRepository, MessageRepository } from './core/types-conversations.ts'
 import type { ChangeFeed } from './core/types-changes.ts'
 import type { LayerRepository, LeaseRepository } from './core/types-coordination.ts'
@@ -27,7 +27,7 @@ import type { PersonaRepository } from './core/types-persona.ts'
 import type { SceneRepository } from './core/types-scenes.ts'
 import type { SearchService } from './core/types-search.ts'
 import type { StatsService } from './core/types-stats.ts'
-import type { CoordinatedMemoryStore, ImportResult, MemoryStore } from './core/types-store.ts'
+import type { CoordinatedMemoryStore, ImportOptions, ImportResult, MemoryStore } from './core/types-store.ts'
 import { carryOverStoreWorkspaces, carryOverWorkspaces, type WorkspaceMove } from './core/workspace-carry-over.ts'
 import { WORKSPACE_IDENTITIES, workspaceOf, type WorkspaceIdentity } from './core/workspace-id.ts'
 
@@ -60,6 +60,8 @@ export interface Config {
   databaseUrl: string
   /** The PostgreSQL schema (namespace) of the store's tables (only with `databaseUrl`). */
   schema: string
+  /** Who this host writes as; `''`: `DSH_MEMORY_USER`, else git's global `user.email`, else `<os user>@<hostname>`. */
+  user: string
   /** How long a write waits for another DSH process holding the database lock, in ms. */
   busyTimeoutMs: number
   /** SQLite page cache of the connection, MiB. */
@@ -89,6 +91,12 @@ export const Config: z<Partial<Config>, Config> = z.object({
     .string()
     .default(DEFAULT_POSTGRES_SCHEMA)
     .description('PostgreSQL schema (namespace) of the store\'s tables, created when missing. Only with databaseUrl.'),
+  user: z
+    .string()
+    .default('')
+    .description(
+      'Who this host writes as: stamped on every row it writes, and the only user whose global memories, scenes and persona it sees (workspace memories are the team\'s). Empty: DSH_MEMORY_USER, else git\'s global user.email, else <os user>@<hostname>.',
+    ),
   busyTimeoutMs: z
     .natural()
     .default(DEFAULT_BUSY_TIMEOUT_MS)
@@ -148,6 +156,8 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   readonly path: string
   /** The backend the store runs on (`databaseUrl` set: PostgreSQL). */
   readonly backend: 'sqlite' | 'postgresql'
+  /** Who this host writes as (the row's `user`, resolved; see {@link Config.user}). */
+  readonly user: string
   // A plain field, not `#store`: Cordis hands out proxies of services, and private
   // fields cannot be read through a proxy.
   private current: (CoordinatedMemoryStore & PackageTablesHost) | undefined
@@ -170,6 +180,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
     this.location = location
     this.dataDir = location.dataDir
     this.backend = location.postgres ? 'postgresql' : 'sqlite'
+    this.user = location.user
     this.path = location.postgres ? location.postgres.shown : join(this.dataDir, DATABASE_FILE)
     this.busyTimeoutMs = config.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS
     this.workspaceIdentity = config.workspaceIdentity ?? 'git-remote'
@@ -186,7 +197,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
     // SQLite opens synchronously, here; PostgreSQL connects in `Service.init` (below), which
     // Cordis awaits before the service counts as available, so dependents start on an open store.
     if (location.postgres) return
-    ctx.effect(() => this.hold(openMemoryStore({ path: this.path, busyTimeoutMs: this.busyTimeoutMs, cacheMiB })), 'memory-store database')
+    ctx.effect(() => this.hold(openMemoryStore({ path: this.path, busyTimeoutMs: this.busyTimeoutMs, cacheMiB, user: this.user })), 'memory-store database')
   }
 
   /**
@@ -196,7 +207,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   async [Service.init](): Promise<void> {
     const postgres = this.location.postgres
     if (postgres) {
-      const store = await openPostgresStore({ databaseUrl: postgres.databaseUrl, schema: postgres.schema, busyTimeoutMs: this.busyTimeoutMs })
+      const store = await openPostgresStore({ databaseUrl: postgres.databaseUrl, schema: postgres.schema, busyTimeoutMs: this.busyTimeoutMs, user: this.user })
       try {
         this.ctx.effect(() => this.hold(store), 'memory-store database')
       } catch (error) {
@@ -298,7 +309,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   exportJsonl(): AsyncIterable<string> {
     return this.store.exportJsonl()
   }
-  importJsonl(lines: string | Iterable<string> | AsyncIterable<string>, options?: WriteOptions): Promise<ImportResult> {
+  importJsonl(lines: string | Iterable<string> | AsyncIterable<string>, options?: ImportOptions): Promise<ImportResult> {
     return this.store.importJsonl(lines, options)
   }
   migrate(sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> {

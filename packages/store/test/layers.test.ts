@@ -47,7 +47,8 @@ describe('layer revisions', () => {
     await store.memories.update(memory.id, { embedding: new Float32Array([1, 2]), embeddingModel: 'm@2' })
     await store.memories.add({ kind: 'fact', text: 'session note', scope: 'session', sessionId: 's1', workspace: '/work/alpha' })
     expect(await revisions(store)).toEqual([1, 0, 0])
-    expect((await store.layers.list()).map((layer) => layer.key)).toEqual(['global'])
+    // The global layer is per user: its stored key names the session's user.
+    expect((await store.layers.list()).map((layer) => layer.key)).toEqual([`global:${store.user}`])
   })
 
   it('bump in the same transaction as the write: a rollback rolls the revision back too', async () => {

@@ -37,6 +37,7 @@ describe('migrations', () => {
       ['store', 3, 'search_fts'],
       ['store', 4, 'audit_opaque_paths'],
       ['store', 5, 'palace_index_cleanup'],
+      ['store', 6, 'user_identity'],
     ])
     expect(applied[0]!.checksum).toMatch(/^[0-9a-f]{64}$/)
     expect(tables(path)).toEqual(
@@ -55,7 +56,7 @@ describe('migrations', () => {
     try {
       // With no wait allowed, the open could not succeed if it needed the lock.
       const again = openMemoryStore({ path, busyTimeoutMs: 0 })
-      expect((await again.meta.migrations()).length).toBe(5)
+      expect((await again.meta.migrations()).length).toBe(6)
       await again.close()
     } finally {
       other.exec('ROLLBACK')

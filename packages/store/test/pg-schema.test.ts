@@ -73,6 +73,7 @@ describe('PostgreSQL drizzle schema and SQL migrations', () => {
       embedding,
       embeddingModel: 'model@4',
       flags: { pinned: true, 标签: ['一'] },
+      createdBy: '',
     })
   })
 })

@@ -69,7 +69,8 @@ describe('the PostgreSQL session', () => {
     await s.write((tx) => s.bumpLayers(tx, ['global', 'global', 'workspace:/work/alpha', undefined], { actor: 'distill' }, 5))
     await s.write((tx) => s.bumpLayers(tx, ['workspace:/work/alpha'], undefined, 3))
     expect((await store.layers.list()).map((layer) => [layer.key, layer.revision, layer.updatedAt])).toEqual([
-      ['global', 1, 5],
+      // The stored 'global' key is the unattributed part of every user's global layer.
+      [`global:${store.user}`, 1, 5],
       ['workspace:/work/alpha', 2, 5],
     ])
     expect((await store.layers.revision({ scope: 'workspace', workspace: '/work/alpha ' })).revision).toBe(2)

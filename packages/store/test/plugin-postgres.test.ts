@@ -34,7 +34,7 @@ describe('memory-store row on PostgreSQL (databaseUrl)', () => {
     expect(Config({})).toMatchObject({ databaseUrl: '', schema: 'dsh_memory' })
     const dict = (Config as unknown as { dict: Record<string, { meta: { role?: string } }> }).dict
     expect(dict.databaseUrl!.meta.role).toBe('secret')
-    expect(resolveStoreRow({ dataDir: '/data', databaseUrl: '  ', schema: 'Not Valid' })).toEqual({ dataDir: '/data', identity: '/data' })
+    expect(resolveStoreRow({ dataDir: '/data', databaseUrl: '  ', schema: 'Not Valid' }, { DSH_MEMORY_USER: 'me@example.com' })).toEqual({ dataDir: '/data', identity: '/data', user: 'me@example.com', userSource: 'env' })
   })
 
   it.each([

@@ -12,7 +12,7 @@ describe('memory-store plugin', () => {
     expect(name).toBe('memory-store')
     expect(MemoryStoreDefault).toEqual({ name, Config, apply })
     expect(MemoryStoreService.Config).toBe(Config)
-    expect(Config({})).toEqual({ dataDir: '', databaseUrl: '', schema: 'dsh_memory', busyTimeoutMs: 30000, cacheMiB: 64, workspaceIdentity: 'git-remote', logMaxKiB: 1024, logFiles: 3 })
+    expect(Config({})).toEqual({ dataDir: '', databaseUrl: '', schema: 'dsh_memory', user: '', busyTimeoutMs: 30000, cacheMiB: 64, workspaceIdentity: 'git-remote', logMaxKiB: 1024, logFiles: 3 })
   })
 
   it('the README Config table matches the schema', () => {
@@ -266,7 +266,7 @@ describe('claimPluginRow', () => {
     await ctx.plugin(MemoryStoreService, { dataDir: tempDir() })
     const service = ctx.memoryStore
     await service.memories.add({ kind: 'fact', text: 'Global fact through the service', scope: 'global' })
-    expect((await service.layers.revision({ scope: 'global' })).key).toBe('global')
+    expect((await service.layers.revision({ scope: 'global' })).key).toBe(`global:${service.user}`)
     const stale = await service.leases.acquire('memory-test', 'holder-a', 1)
     expect(stale).toBeDefined()
     await new Promise((resolve) => setTimeout(resolve, 10))

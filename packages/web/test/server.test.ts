@@ -59,6 +59,18 @@ describe('token guard', () => {
     expect(status).toBe(421)
   })
 
+  it('shows who wrote a memory: a workspace memory names its author', async () => {
+    const page = await (await get(`/memories/${served.fixture.memories.database}`)).text()
+    const store = openMemoryStore({ path: join(served.fixture.dataDir, 'memory.db'), readonly: true })
+    try {
+      const author = (await store.memories.get(served.fixture.memories.database))!.createdBy
+      expect(author.length).toBeGreaterThan(0)
+      expect(page).toContain(`<dd class="mono" data-field="author">${author}</dd>`)
+    } finally {
+      await store.close()
+    }
+  })
+
   it('sends a strict CSP and a same-origin referrer policy on pages', async () => {
     const res = await get('/')
     expect(res.status).toBe(200)

@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander'
 import type { RecordCounts } from '@dsh-memory/store'
+import { resolveCliUser } from '../data/data-dir.ts'
 import { migrateEndpoint, type MigrateReport, RECORD_TYPES, runMigrate } from '../data/migrate.ts'
 import { CliError, type CliIO, printJson, println } from '../io.ts'
 import { onInterrupt } from '../process-exit.ts'
@@ -20,6 +21,8 @@ interface MigrateFlags {
   check?: boolean
   json?: boolean
   quiet?: boolean
+  /** The program's `--user`, copied in by `program.ts`. */
+  user?: string
 }
 
 const n = (value: number) => value.toLocaleString('en-US')
@@ -65,8 +68,10 @@ export function registerMigrate(program: Command, io: CliIO): void {
     .option('--json', 'print the report as one JSON object')
     .option('--quiet', 'no progress output')
     .action(async (flags: MigrateFlags) => {
-      const from = migrateEndpoint(flags.from, '--from', flags.fromSchema)
-      const to = migrateEndpoint(flags.to, '--to', flags.toSchema)
+      // The target user is stamped on unattributed rows (from before user identities) it copies.
+      const user = resolveCliUser(flags.user)
+      const from = { ...migrateEndpoint(flags.from, '--from', flags.fromSchema), user }
+      const to = { ...migrateEndpoint(flags.to, '--to', flags.toSchema), user }
       const pageSize = flags.pageSize === undefined ? undefined : parseCount('--page-size', flags.pageSize, 100_000)
       // Ctrl-C stops the copy after the page in flight is committed; the report says where it
       // stands, then the interrupt handler exits 130 (see process-exit.ts).

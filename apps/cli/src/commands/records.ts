@@ -15,6 +15,9 @@ const SCOPES: readonly Scope[] = ['global', 'workspace', 'session']
 /** Below this many hits (or `--limit`, if smaller) a search also says what the user may have meant. */
 const FEW_HITS = 3
 
+/** Who wrote a row, for a team's shared workspace rows (nothing for rows from before user identities). */
+const authorNote = (createdBy: string) => (createdBy ? `  by ${createdBy}` : '')
+
 /** Parse a comma-separated `--scope` list. @throws CliUsageError */
 export function parseScopes(text: string | undefined): Scope[] | undefined {
   if (text === undefined) return undefined
@@ -136,7 +139,7 @@ export function registerRecords(program: Command, io: CliIO): void {
         if (options.in !== 'messages') {
           println(io, `memories (${memories.length})`)
           for (const { score, memory } of memories) {
-            println(io, `  ${score.toFixed(2).padStart(6)}  ${memory.id}  ${memory.kind}/${memory.scope}${memory.workspace ? ` ${memory.workspace}` : ''}${memory.supersededBy ? ' (superseded)' : ''}`)
+            println(io, `  ${score.toFixed(2).padStart(6)}  ${memory.id}  ${memory.kind}/${memory.scope}${memory.workspace ? ` ${memory.workspace}` : ''}${authorNote(memory.createdBy)}${memory.supersededBy ? ' (superseded)' : ''}`)
             println(io, `          ${oneLine(memory.text)}`)
           }
         }
@@ -164,7 +167,7 @@ export function registerRecords(program: Command, io: CliIO): void {
           const sources = (await Promise.all(found.memory.sourceMessageIds.map((source) => store.messages.get(source)))).filter((message): message is Message => message !== undefined)
           if (options.json) return printJson(io, { type: 'memory', memory: memoryJson(found.memory), history: history.map(memoryJson), sources })
           const m = found.memory
-          println(io, `memory ${m.id}  ${m.kind}/${m.scope}${m.workspace ? `  workspace ${m.workspace}` : ''}${m.sessionId ? `  session ${m.sessionId}` : ''}`)
+          println(io, `memory ${m.id}  ${m.kind}/${m.scope}${m.workspace ? `  workspace ${m.workspace}` : ''}${m.sessionId ? `  session ${m.sessionId}` : ''}${authorNote(m.createdBy)}`)
           println(io, `  revision ${m.revision}, priority ${m.priority}, created ${day(m.createdAt)}, updated ${day(m.updatedAt)}${m.lastRecalledAt ? `, last recalled ${day(m.lastRecalledAt)}` : ''}${m.supersededBy ? `, superseded by ${m.supersededBy}` : ''}`)
           println(io, '')
           println(io, m.text)
@@ -202,7 +205,7 @@ export function registerRecords(program: Command, io: CliIO): void {
         const members = (await Promise.all(found.scene.memoryIds.map((memoryId) => store.memories.get(memoryId)))).filter((memory): memory is Memory => memory !== undefined)
         if (options.json) return printJson(io, { type: 'scene', scene: found.scene, memories: members.map(memoryJson) })
         const s = found.scene
-        println(io, `scene ${s.id}  "${s.title}"  ${s.scope}${s.workspace ? ` ${s.workspace}` : ''}, revision ${s.revision}, updated ${day(s.updatedAt)}`)
+        println(io, `scene ${s.id}  "${s.title}"  ${s.scope}${s.workspace ? ` ${s.workspace}` : ''}${authorNote(s.createdBy)}, revision ${s.revision}, updated ${day(s.updatedAt)}`)
         println(io, '')
         println(io, s.summary)
         if (members.length > 0) {

@@ -39,7 +39,7 @@ export function registerServe(program: Command, io: CliIO): void {
       const store = source.kind === 'postgres' ? await openSourceStore(source) : undefined
       let running
       try {
-        running = await startMemoryBrowser({ dataDir, ...(store ? { store } : {}), host: options.host, port, allowRemote: options.allowRemote === true, palaceWorkspaces: options.palace })
+        running = await startMemoryBrowser({ dataDir, ...(store ? { store } : {}), host: options.host, port, allowRemote: options.allowRemote === true, palaceWorkspaces: options.palace, ...(source.user === undefined ? {} : { user: source.user }) })
       } catch (error) {
         if (isWebError(error) && (error.code === 'refused' || error.code === 'invalid-config')) throw new CliUsageError(error.message.replace(/^(host|port): /, '--$1: '), { cause: error })
         if (isWebError(error) && error.code === 'not-found') throw new CliError('not-found', error.message, undefined, { cause: error })

@@ -40,6 +40,8 @@ export interface StatusReport {
   readonly backend: 'sqlite' | 'postgres'
   /** The data dir; on PostgreSQL the database URL without its password. */
   readonly dataDir: string
+  /** Who the report is for: global memories, scenes and persona are counted for this user (and unattributed ones) only. */
+  readonly user: string
   /** On PostgreSQL `path` is the URL without its password and the file sizes are 0. */
   readonly database: { readonly path: string; readonly bytes: number; readonly walBytes: number; readonly searchIndexBytes: number }
   readonly schema: readonly { readonly owner: string; readonly version: number }[]
@@ -123,6 +125,7 @@ export async function collectStatus(source: DataSource | string): Promise<Status
     return {
       backend: from.kind,
       dataDir: from.label,
+      user: store.user,
       database: { path, bytes: sqlite ? fileSize(path) : 0, walBytes: sqlite ? fileSize(`${path}-wal`) : 0, searchIndexBytes: await store.stats.searchIndexBytes() },
       schema: schemaVersions(await store.meta.migrations()),
       counts,
@@ -165,6 +168,7 @@ export function formatStatus(report: StatusReport): string {
           `database  ${report.database.path}  ${formatBytes(report.database.bytes)}${report.database.walBytes ? ` (+ ${formatBytes(report.database.walBytes)} WAL)` : ''}, ${index}`,
         ]),
     `schema    ${report.schema.map((entry) => `${entry.owner} v${entry.version}`).join(', ')}`,
+    `user      ${report.user} (global memories are counted for this user only; --user to change)`,
     '',
     `L0 conversations ${n(counts.conversations)}, messages ${n(counts.messages.total)} (user ${n(counts.messages.user)}, assistant ${n(counts.messages.assistant)})`,
     `L1 memories ${n(counts.memories.current)} current${counts.memories.current ? ` (${breakdown(counts.memories.byScope)}; ${breakdown(counts.memories.byKind)})` : ''}, ${n(counts.memories.superseded)} superseded`,
@@ -207,7 +211,7 @@ export function registerStatus(program: Command, io: CliIO): void {
   withDataDir(program.command('status'))
     .description('Counts per layer and scope, database size, schema, last distillation, pending work and token cost of a data dir or a PostgreSQL database.')
     .option('--json', 'print the report as one JSON object')
-    .action(async (options: { dataDir?: string; databaseUrl?: string; json?: boolean }) => {
+    .action(async (options: { dataDir?: string; databaseUrl?: string; user?: string; json?: boolean }) => {
       const report = await collectStatus(resolveDataSource(options))
       if (options.json) printJson(io, report)
       else println(io, formatStatus(report))

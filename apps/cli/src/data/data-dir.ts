@@ -7,7 +7,7 @@
  *   (`$DSH_HOME/memory`, else `~/.dsh/memory`), so it finds what the DSH plugins wrote.
  */
 import { join, resolve } from 'node:path'
-import { checkPostgresSchema, DEFAULT_POSTGRES_SCHEMA, isMemoryStoreError, type MemoryStore, openMemoryStore, openStore } from '@dsh-memory/store'
+import { checkPostgresSchema, DEFAULT_POSTGRES_SCHEMA, isMemoryStoreError, type MemoryStore, type MemoryStoreError, openMemoryStore, openStore, resolveUser } from '@dsh-memory/store'
 import { DATABASE_FILE, databaseOf, isWebError, locateDataDir } from '@dsh-memory/web'
 import { type Command, Option } from 'commander'
 import { CliError, CliUsageError } from '../io.ts'
@@ -49,13 +49,13 @@ export function existingDatabase(dataDir: string): string {
  * write; `create` lets `import` start a fresh data dir.
  * @throws CliError `not-found` when the database does not exist (and `create` is not set)
  */
-export function openDataStore(dataDir: string, options: { readonly?: boolean; create?: boolean } = {}): MemoryStore {
+export function openDataStore(dataDir: string, options: { readonly?: boolean; create?: boolean; user?: string | undefined } = {}): MemoryStore {
   const path = options.create ? join(resolve(dataDir), DATABASE_FILE) : existingDatabase(dataDir)
-  return openMemoryStore({ path, readonly: options.readonly === true, actor: 'cli' })
+  return openMemoryStore({ path, readonly: options.readonly === true, actor: 'cli', ...(options.user === undefined ? {} : { user: options.user }) })
 }
 
-/** The store a command works on: a SQLite data dir or a PostgreSQL database. */
-export type DataSource =
+/** The store a command works on: a SQLite data dir or a PostgreSQL database, and who works on it. */
+export type DataSource = (
   | { readonly kind: 'sqlite'; readonly dataDir: string; readonly label: string }
   | {
       readonly kind: 'postgres'
@@ -67,13 +67,33 @@ export type DataSource =
       /** The PostgreSQL schema of the store's tables (`--schema`); the store's default when absent. */
       readonly schema?: string
     }
+) & {
+  /**
+   * The store session's user (`--user`, else `DSH_MEMORY_USER`, else git's global
+   * `user.email`, else `<os user>@<hostname>`): the one whose global memories the command
+   * sees, and who its writes are stamped with. Absent: the store's default.
+   */
+  readonly user?: string
+}
 
-/** The options a data command reads its source from (`--database-url` is the program's, copied in by `program.ts`). */
+/** The options a data command reads its source from (`--database-url` and `--user` are the program's, copied in by `program.ts`). */
 export interface DataSourceOptions {
   readonly dataDir?: string
   readonly databaseUrl?: string
   /** The program's `--schema`. */
   readonly schema?: string
+  readonly user?: string
+}
+
+/** The session user of a command: `--user`, else `DSH_MEMORY_USER`, else the default identity. @throws CliUsageError naming the flag or variable */
+export function resolveCliUser(flag: string | undefined, env: Record<string, string | undefined> = process.env): string {
+  try {
+    return resolveUser(flag, env).user
+  } catch (error) {
+    if (!isMemoryStoreError(error, 'invalid-argument')) throw error
+    const named = (error as MemoryStoreError).path === 'DSH_MEMORY_USER' ? 'DSH_MEMORY_USER' : '--user'
+    throw new CliUsageError(`${named}: ${(error as Error).message.replace(/^\S+ /, '')}`, { cause: error })
+  }
 }
 
 /**
@@ -98,17 +118,18 @@ export function postgresSource(databaseUrl: string, origin: string, schema?: { r
  * @throws CliUsageError for a bad URL (naming the flag or the variable) or both flags at once
  */
 export function resolveDataSource(options: DataSourceOptions, env: Record<string, string | undefined> = process.env): DataSource {
+  const user = resolveCliUser(options.user, env)
   const flag = options.databaseUrl
   const schema = options.schema === undefined ? undefined : { name: options.schema, origin: '--schema' }
   if (flag !== undefined) {
     if (options.dataDir !== undefined) throw new CliUsageError('--database-url and --data-dir name two different stores; give one of them')
-    return postgresSource(flag, '--database-url', schema)
+    return { ...postgresSource(flag, '--database-url', schema), user }
   }
   const fromEnv = env[DATABASE_URL_ENV]?.trim()
-  if (fromEnv && options.dataDir === undefined) return postgresSource(fromEnv, DATABASE_URL_ENV, schema)
+  if (fromEnv && options.dataDir === undefined) return { ...postgresSource(fromEnv, DATABASE_URL_ENV, schema), user }
   if (schema !== undefined) throw new CliUsageError(`--schema applies to a PostgreSQL database only (--database-url or ${DATABASE_URL_ENV}); a data dir has no schemas`)
   const dataDir = resolveCliDataDir(options.dataDir, env)
-  return { kind: 'sqlite', dataDir, label: dataDir }
+  return { kind: 'sqlite', dataDir, label: dataDir, user }
 }
 
 /**
@@ -118,9 +139,9 @@ export function resolveDataSource(options: DataSourceOptions, env: Record<string
  *   `not-found` for a missing SQLite database; the store's error (`unavailable`, `schema-too-old`, …) otherwise
  */
 export async function openSourceStore(source: DataSource, options: { readonly?: boolean; create?: boolean } = {}): Promise<MemoryStore> {
-  if (source.kind === 'sqlite') return openDataStore(source.dataDir, options)
+  if (source.kind === 'sqlite') return openDataStore(source.dataDir, { ...options, user: source.user })
   try {
-    return await openStore({ databaseUrl: source.databaseUrl, ...(source.schema ? { schema: source.schema } : {}), readonly: options.readonly === true, actor: 'cli' })
+    return await openStore({ databaseUrl: source.databaseUrl, ...(source.schema ? { schema: source.schema } : {}), readonly: options.readonly === true, actor: 'cli', ...(source.user === undefined ? {} : { user: source.user }) })
   } catch (error) {
     if (isMemoryStoreError(error, 'invalid-argument')) {
       throw new CliUsageError(`${source.origin}: ${redactDatabaseUrl((error as Error).message)}`, { cause: error })

@@ -180,7 +180,8 @@ async function copyRecords(source: MemoryStore, target: MemoryStore, options: Mi
     const lines = [...page, ...ready]
     page = []
     if (lines.length === 0) return
-    const result = await target.importJsonl([header, ...lines.map((record) => record.line)], { actor: 'cli' })
+    // Unattributed rows (from before user identities) become the target user's (`--user`).
+    const result = await target.importJsonl([header, ...lines.map((record) => record.line)], { actor: 'cli', unattributedAs: target.user })
     for (const type of RECORD_TYPES) {
       copied[type] += result.inserted[type]
       present[type] += result.skipped[type]

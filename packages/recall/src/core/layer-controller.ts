@@ -97,6 +97,11 @@ export class LayerController {
     return typeof id === 'string' && id.startsWith(ID_PREFIX)
   }
 
+  /** A layer of the session as this host's user sees it (the global layer is per user). */
+  #ref(layer: LayerName, handle: LayerSessionHandle): LayerRef {
+    return layerRef(layer, handle, this.#deps.store().user)
+  }
+
   /** A session's state. */
   state(sessionId: string): Promise<SessionLayerState> {
     return this.#deps.ledger.get(sessionId)
@@ -113,7 +118,7 @@ export class LayerController {
    * @throws RecallError `invalid-argument` for the workspace layer of a session without a workspace.
    */
   async enable(handle: LayerSessionHandle, layer: LayerName): Promise<string> {
-    const ref = layerRef(layer, handle)
+    const ref = this.#ref(layer, handle)
     const { text, deliver } = await this.#deps.ledger.lock(handle.sessionId, async () => {
       const ledger = this.#deps.ledger
       const before = await ledger.get(handle.sessionId)
@@ -135,7 +140,7 @@ export class LayerController {
     const out: LayerOutcome[] = []
     for (const name of layers) {
       if (!state.enabled[name]) throw new RecallError('invalid-argument', `the ${name} layer is not enabled in this session; use /memory enable ${name}`, { path: 'layer' })
-      const ref = layerRef(name, handle)
+      const ref = this.#ref(name, handle)
       const { note, record } = await this.#deps.ledger.lock(handle.sessionId, async () => {
         const wanted = await this.#want(handle, await this.#deps.ledger.get(handle.sessionId), ref)
         await this.#deps.ledger.put(wanted.state)
@@ -326,7 +331,7 @@ export class LayerController {
    * @returns the state with the (possibly new) record marked `queued`.
    */
   async #build(handle: LayerSessionHandle, state: SessionLayerState, record: InjectionRecord): Promise<{ state: SessionLayerState; record: InjectionRecord; snapshot: LayerSnapshot }> {
-    const ref = layerRef(record.layer, handle)
+    const ref = this.#ref(record.layer, handle)
     const { revision, memories } = await this.#read(ref)
     const now = this.#deps.ledger.now()
     let next = state

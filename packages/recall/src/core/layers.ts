@@ -8,7 +8,7 @@
  * read only what it needs with `memory_read`.
  */
 import { createHash } from 'node:crypto'
-import { estimateTokens, type Memory, type MemoryFilter } from '@dsh-memory/store'
+import { estimateTokens, globalLayerKey, type Memory, type MemoryFilter } from '@dsh-memory/store'
 import { RecallError } from './errors.ts'
 import { feedbackWeight, needsReview } from './feedback.ts'
 import type { RecallScope } from './scope.ts'
@@ -28,18 +28,21 @@ export function isLayerName(value: unknown): value is LayerName {
 /** A layer as seen from one session. */
 export interface LayerRef {
   readonly layer: LayerName
-  /** The store's layer key: `'global'` or `'workspace:<path>'`. */
+  /**
+   * The store's layer key: `'global:<user>'` (the global layer is per user: one user's global
+   * memories are never another's) or `'workspace:<path>'`.
+   */
   readonly key: string
   /** The workspace of a workspace layer; `null` for the global one. */
   readonly workspace: string | null
 }
 
 /**
- * The layer `layer` of a session.
+ * The layer `layer` of a session whose store writes as `user` (`store.user`).
  * @throws RecallError `invalid-argument` for the workspace layer of a session without a workspace.
  */
-export function layerRef(layer: LayerName, scope: RecallScope): LayerRef {
-  if (layer === 'global') return { layer, key: 'global', workspace: null }
+export function layerRef(layer: LayerName, scope: RecallScope, user: string): LayerRef {
+  if (layer === 'global') return { layer, key: globalLayerKey(user), workspace: null }
   if (!scope.workspace) throw new RecallError('invalid-argument', 'this session has no workspace, so it has no workspace layer; use the global layer', { path: 'layer' })
   return { layer, key: `workspace:${scope.workspace}`, workspace: scope.workspace }
 }

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, openSync, readSync, closeSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
-import type { CoordinatedMemoryStore, LayerRevision, Memory, Persona, Scene } from '@dsh-memory/store'
+import { type CoordinatedMemoryStore, type LayerRevision, type Memory, parseLayerKey, type Persona, type Scene } from '@dsh-memory/store'
 import { needsReview } from './feedback.ts'
 import { indexOrder, layerFilter } from './layers.ts'
 
@@ -20,9 +20,12 @@ export const PROJECTION_VERSION = 1
 const HEADER_PREFIX = '<!-- dsh-memory layer projection '
 const MAX_SCAN = 10_000
 
-/** The file of a layer under `dir`: `global.md`, or `workspaces/<name>-<hash>.md`. */
+/**
+ * The file of a layer under `dir`: `global.md` (the host's user's global layer, whose key is
+ * per user), or `workspaces/<name>-<hash>.md`.
+ */
 export function projectionPath(dir: string, layerKey: string): string {
-  if (layerKey === 'global') return join(dir, 'global.md')
+  if (parseLayerKey(layerKey)?.scope === 'global') return join(dir, 'global.md')
   const workspace = layerKey.slice('workspace:'.length)
   const slug =
     basename(workspace)

@@ -1,6 +1,12 @@
 /**
  * Memory layers: the global layer and one layer per workspace. A layer key names one of them
  * as a string (`'global'`, `'workspace:<path>'`), the primary key of `store_layer_revisions`.
+ *
+ * Global memories are private to their writer, so the global layer is per user: writes to a
+ * user's global rows bump `'global:<user>'`, writes to unattributed ones (from before user
+ * identities, visible to everyone) bump `'global'`. What one user sees as the global layer is
+ * both: its revision is the sum of the two (each only grows, so the sum does too) and its key
+ * `'global:<user>'`.
  */
 import { MemoryStoreError } from './errors.ts'
 import { prepareLabel } from './text.ts'
@@ -9,9 +15,21 @@ import type { LayerKey, LayerRevision } from './types-coordination.ts'
 import type { CoordinatedMemoryStore, MemoryStore } from './types-store.ts'
 
 const WORKSPACE_PREFIX = 'workspace:'
+const GLOBAL_PREFIX = 'global:'
+
+/** The stored key of the global layer part `createdBy` writes (`'global'` for unattributed rows). */
+export function globalLayerKey(createdBy: string): string {
+  return createdBy ? GLOBAL_PREFIX + createdBy : 'global'
+}
+
+/** The stored keys whose revisions make up `user`'s global layer: the shared unattributed part, then the user's own. */
+export function globalLayerParts(user: string): [string, string] {
+  return ['global', globalLayerKey(user)]
+}
 
 /**
- * The key of a layer: `'global'` or `'workspace:<path>'`.
+ * The key of a layer: `'global'` or `'workspace:<path>'` (the layer as such; the stored keys of
+ * the global layer are per user, see {@link storedLayerKeys}).
  * @throws MemoryStoreError `invalid-argument` for another scope, or a workspace layer without a workspace.
  */
 export function layerKeyOf(key: LayerKey): string {
@@ -29,39 +47,62 @@ export function layerKeyOf(key: LayerKey): string {
   throw new MemoryStoreError('invalid-argument', `layer scope must be 'global' or 'workspace', got ${JSON.stringify((key as { scope?: unknown }).scope)}`)
 }
 
-/** The layer key of a stored row's placement; `undefined` for session-scoped rows (no layer). */
-export function layerKeyOfRow(scope: Scope | string, workspace: string | null | undefined): string | undefined {
-  if (scope === 'global') return 'global'
+/**
+ * The stored layer key of a row's placement and author (`createdBy` matters for global rows
+ * only); `undefined` for session-scoped rows (no layer).
+ */
+export function layerKeyOfRow(scope: Scope | string, workspace: string | null | undefined, createdBy: string): string | undefined {
+  if (scope === 'global') return globalLayerKey(createdBy)
   if (scope === 'workspace' && workspace) return WORKSPACE_PREFIX + workspace
   return undefined
 }
 
-/** The layer a key names, or `undefined` for a string that is not a layer key. */
+/** The layer a key names (`'global:<user>'` is a global layer), or `undefined` for a string that is not a layer key. */
 export function parseLayerKey(key: string): { scope: 'global'; workspace: null } | { scope: 'workspace'; workspace: string } | undefined {
-  if (key === 'global') return { scope: 'global', workspace: null }
+  if (key === 'global' || (key.startsWith(GLOBAL_PREFIX) && key.length > GLOBAL_PREFIX.length)) return { scope: 'global', workspace: null }
   if (key.startsWith(WORKSPACE_PREFIX) && key.length > WORKSPACE_PREFIX.length) return { scope: 'workspace', workspace: key.slice(WORKSPACE_PREFIX.length) }
   return undefined
 }
 
 /**
- * The stored key of a caller's layer: the workspace gets the same normalisation as the rows'
- * workspace column (`maxLabel` is the store's label limit), so the keys agree.
+ * The stored keys of a caller's layer as `user` sees it: the workspace's (with the same
+ * normalisation as the rows' workspace column, `maxLabel` being the store's label limit, so the
+ * keys agree), or the two parts of the user's global layer ({@link globalLayerParts}).
  * @throws MemoryStoreError `invalid-argument`
  */
-export function storedLayerKey(key: LayerKey, maxLabel: number): string {
+export function storedLayerKeys(key: LayerKey, maxLabel: number, user: string): string[] {
   layerKeyOf(key)
-  return key.scope === 'global' ? 'global' : layerKeyOf({ scope: 'workspace', workspace: prepareLabel(key.workspace, 'workspace', maxLabel) })
+  return key.scope === 'global' ? globalLayerParts(user) : [layerKeyOf({ scope: 'workspace', workspace: prepareLabel(key.workspace, 'workspace', maxLabel) })]
 }
 
-/** The revision record of a stored layer key (`row` undefined: the layer never changed). */
-export function layerRevisionOf(key: string, row: { revision: number; updatedAt: number } | undefined): LayerRevision {
+type LayerRow = { layerKey: string; revision: number; updatedAt: number }
+
+/**
+ * The revision record of a layer from its stored rows (those of {@link storedLayerKeys}; none:
+ * the layer never changed). `key` is the last stored key: the user's own for the global layer.
+ */
+export function layerRevisionOf(keys: readonly string[], rows: readonly LayerRow[]): LayerRevision {
+  const key = keys[keys.length - 1]!
   const layer = parseLayerKey(key)!
-  return { scope: layer.scope, workspace: layer.workspace, key, revision: row?.revision ?? 0, updatedAt: row?.updatedAt ?? 0 }
+  const mine = rows.filter((row) => keys.includes(row.layerKey))
+  const revision = mine.reduce((sum, row) => sum + row.revision, 0)
+  const updatedAt = mine.reduce((latest, row) => Math.max(latest, row.updatedAt), 0)
+  return { scope: layer.scope, workspace: layer.workspace, key, revision, updatedAt }
 }
 
-/** The revision records of stored rows (in the database's order), without rows that are not layer keys. */
-export function layerRevisionsOf(rows: readonly { layerKey: string; revision: number; updatedAt: number }[]): LayerRevision[] {
-  return rows.filter((row) => parseLayerKey(row.layerKey) !== undefined).map((row) => layerRevisionOf(row.layerKey, row))
+/**
+ * The layers `user` sees from every stored row: the user's global layer first (when either of
+ * its parts ever changed; other users' global layers are not theirs to see), then workspaces
+ * by key.
+ */
+export function layerRevisionsOf(rows: readonly LayerRow[], user: string): LayerRevision[] {
+  const parts = globalLayerParts(user)
+  const global = rows.some((row) => parts.includes(row.layerKey)) ? [layerRevisionOf(parts, rows)] : []
+  const workspaces = rows
+    .filter((row) => parseLayerKey(row.layerKey)?.scope === 'workspace')
+    .sort((a, b) => (a.layerKey < b.layerKey ? -1 : a.layerKey > b.layerKey ? 1 : 0))
+    .map((row) => layerRevisionOf([row.layerKey], [row]))
+  return [...global, ...workspaces]
 }
 
 /** True when `store` tracks layer revisions and leases (see {@link CoordinatedMemoryStore}). */

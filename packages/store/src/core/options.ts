@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path'
 import { MemoryStoreError } from './errors.ts'
 import { validateMigrationSet } from './migrations.ts'
 import { DEFAULT_TEXT_LIMITS, type TextLimits } from './text.ts'
+import { resolveUser } from './user.ts'
 import type { MigrationSet } from './types-meta.ts'
 
 /** Options of {@link openMemoryStore}. */
@@ -39,6 +40,12 @@ export interface MemoryStoreOptions {
   /** Audit actor for writes that do not name one. Default none. */
   actor?: string
   /**
+   * Who this session writes as: stamped on every row it writes (`createdBy`) and the one its
+   * reads show private global memories, scenes and persona of. Default (see `resolveUser`):
+   * `DSH_MEMORY_USER`, else git's global `user.email`, else `<os user>@<hostname>`.
+   */
+  user?: string
+  /**
    * @deprecated Ignored. The search index now lives in the database (SQLite FTS5); a
    * `<path>.search-index` file left by an older version is deleted at open.
    */
@@ -56,6 +63,8 @@ export interface ResolvedStoreOptions {
   readonly extraMigrations: readonly MigrationSet[]
   readonly limits: Readonly<TextLimits>
   readonly actor: string | null
+  /** The session's user (never empty); see {@link MemoryStoreOptions.user}. */
+  readonly user: string
   /** Where versions before FTS5 kept their search index file (deleted at open when present). */
   readonly legacyIndexPath: string | null
 }
@@ -158,7 +167,7 @@ export function resolvePostgresOptions(options: PostgresStoreOptions): ResolvedP
   return Object.freeze({ store, databaseUrl, schema, server })
 }
 
-/** The options every backend shares (clock, busy timeout, migrations, limits, actor). */
+/** The options every backend shares (clock, busy timeout, migrations, limits, actor, user). */
 function resolveCommonOptions(
   options: Omit<MemoryStoreOptions, 'path' | 'cacheMiB'>,
   location: Pick<ResolvedStoreOptions, 'path' | 'cacheMiB' | 'legacyIndexPath'>,
@@ -184,6 +193,7 @@ function resolveCommonOptions(
   if (options.actor !== undefined && (typeof options.actor !== 'string' || options.actor.length === 0)) {
     throw new MemoryStoreError('invalid-argument', 'actor must be a non-empty string')
   }
+  const { user } = resolveUser(options.user)
   return Object.freeze({
     path: location.path,
     readonly: options.readonly === true,
@@ -194,6 +204,7 @@ function resolveCommonOptions(
     extraMigrations: Object.freeze(extraMigrations),
     limits: Object.freeze(limits),
     actor: options.actor ?? null,
+    user,
     legacyIndexPath: location.legacyIndexPath,
   })
 }

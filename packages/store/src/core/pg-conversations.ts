@@ -40,7 +40,7 @@ export function pgConversationRepository(s: PgSession): ConversationRepository {
         const now = s.now()
         const [created] = await tx.db
           .insert(t)
-          .values({ id, workspace, title: title || null, startedAt: startedAt ?? now, updatedAt: now, flags: {} })
+          .values({ id, workspace, title: title || null, startedAt: startedAt ?? now, updatedAt: now, flags: {}, createdBy: s.options.user })
           .onConflictDoNothing({ target: t.id })
           .returning()
         if (created) {
@@ -104,10 +104,10 @@ export function pgConversationRepository(s: PgSession): ConversationRepository {
  */
 const APPEND_SQL = `WITH conv AS (SELECT id FROM store_conversations WHERE id = $2::text),
   ins AS (
-    INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, search_terms)
+    INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, search_terms, created_by)
     SELECT $1::text, conv.id, $3::text, $4::text, $5::text, $6::integer,
       coalesce($7::integer, (SELECT coalesce(max(m.seq), 0) + 1 FROM store_messages m WHERE m.conversation_id = $2::text)),
-      $8::jsonb, $9::integer, $10::bigint, $11::jsonb, $12::tsvector
+      $8::jsonb, $9::integer, $10::bigint, $11::jsonb, $12::tsvector, $13::text
     FROM conv
     ON CONFLICT (conversation_id, host_message_id) DO NOTHING
     RETURNING seq),
@@ -131,7 +131,7 @@ export function pgMessageRepository(s: PgSession): MessageRepository {
         const now = s.now()
         const at = m.createdAt ?? now
         const id = newId(at)
-        const params = [id, m.conversationId, m.hostMessageId, m.role, m.text, m.turn, m.seq ?? null, JSON.stringify(m.sourceIds), m.tokensEstimate, at, JSON.stringify(m.flags), terms]
+        const params = [id, m.conversationId, m.hostMessageId, m.role, m.text, m.turn, m.seq ?? null, JSON.stringify(m.sourceIds), m.tokensEstimate, at, JSON.stringify(m.flags), terms, s.options.user]
         const [result] = await tx.query<{ seq: number | null; conversation: boolean }>(APPEND_SQL, params)
         if (!result?.conversation) {
           throw new MemoryStoreError('not-found', `conversation ${m.conversationId} does not exist; call conversations.ensure() first`)
@@ -151,6 +151,7 @@ export function pgMessageRepository(s: PgSession): MessageRepository {
           tokensEstimate: m.tokensEstimate,
           createdAt: at,
           flags: m.flags,
+          createdBy: s.options.user,
         }
         return { inserted: true, message, redactions: m.redactions }
       }, options)

@@ -22,7 +22,8 @@ import { searchVectorOf } from './pg-search-terms.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import type { ChangeSpec } from './change-spec.ts'
 import { atLine, importedConversation, importedMemory, importedMessage, lineError, type NumberedRecord, orphanMessageError } from './transfer.ts'
-import type { WriteOptions } from './types-common.ts'
+import type { ImportOptions } from './types-store.ts'
+import { requireUser } from './user.ts'
 import type { Conversation, Message } from './types-conversations.ts'
 import type { Memory } from './types-memories.ts'
 
@@ -68,12 +69,16 @@ async function existingIds(tx: PgTx, table: 'store_conversations' | 'store_memor
   return new Set(found.map((row) => row.id))
 }
 
+/** The user stamped on records without an author (`ImportOptions.unattributedAs`), else `''`. */
+const stampOf = (options: ImportOptions | undefined): string => (options?.unattributedAs === undefined ? '' : requireUser(options.unattributedAs, 'unattributedAs'))
+
 /** JSON columns as text for {@link insertRows}. */
 const json = (values: readonly unknown[]) => values.map((value) => JSON.stringify(value))
 
 /** A run of conversations: one lookup, one INSERT, one audit/change statement. */
-export async function importConversationRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: WriteOptions | undefined): Promise<boolean[]> {
-  const rows = run.map((entry) => atLine(entry.line, () => importedConversation(s.options.limits, entry.record.data as Conversation)))
+export async function importConversationRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: ImportOptions | undefined): Promise<boolean[]> {
+  const stamp = stampOf(options)
+  const rows = run.map((entry) => atLine(entry.line, () => importedConversation(s.options.limits, entry.record.data as Conversation, stamp)))
   const added = newInRun(rows, (row) => [row.id], await existingIds(tx, 'store_conversations', rows))
   const fresh = rows.filter((_, i) => added[i])
   if (fresh.length > 0) {
@@ -85,6 +90,7 @@ export async function importConversationRun(s: PgSession, tx: PgTx, run: readonl
       ['ended_at', 'bigint', fresh.map((row) => row.endedAt)],
       ['updated_at', 'bigint', fresh.map((row) => row.updatedAt)],
       ['flags', 'jsonb', json(fresh.map((row) => row.flags))],
+      ['created_by', 'text', fresh.map((row) => row.createdBy)],
     ])
     await s.recordMany(tx, fresh.map((row): ChangeSpec => ({ entity: 'conversation', entityId: row.id, change: 'insert', audit: 'conversation.import' })), options, s.now())
   }
@@ -98,8 +104,9 @@ const hostKey = (conversationId: string, hostMessageId: string) => `${conversati
  * A run of messages: one lookup of existing ids, host keys and conversations, one INSERT of
  * every column and the search terms, one audit/change statement.
  */
-export async function importMessageRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: WriteOptions | undefined): Promise<boolean[]> {
-  const rows = run.map((entry) => atLine(entry.line, () => importedMessage(s.options.limits, entry.record.data as Message)))
+export async function importMessageRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: ImportOptions | undefined): Promise<boolean[]> {
+  const stamp = stampOf(options)
+  const rows = run.map((entry) => atLine(entry.line, () => importedMessage(s.options.limits, entry.record.data as Message, stamp)))
   const [state] = await tx.query<{ ids: string[] | null; hosts: [string, string][] | null; conversations: string[] | null }>(
     `WITH host AS (
        SELECT m.conversation_id, m.host_message_id FROM store_messages m
@@ -133,6 +140,7 @@ export async function importMessageRun(s: PgSession, tx: PgTx, run: readonly Num
     ['created_at', 'bigint', column('createdAt')],
     ['flags', 'jsonb', json(column('flags'))],
     ['search_terms', 'tsvector', fresh.map((row) => searchVectorOf(row.text))],
+    ['created_by', 'text', column('createdBy')],
   ])
   await s.recordMany(tx, fresh.map((row): ChangeSpec => ({ entity: 'message', entityId: row.id, change: 'insert', audit: 'message.import' })), options, s.now())
   return added
@@ -142,8 +150,9 @@ export async function importMessageRun(s: PgSession, tx: PgTx, run: readonly Num
  * A run of memories: one lookup, one INSERT with the search terms, one audit/change statement
  * and one bump per layer (as many bumps as memories, as record by record). Successor links wait in `links`.
  */
-export async function importMemoryRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: WriteOptions | undefined, links: PendingLinks): Promise<boolean[]> {
-  const rows = run.map((entry) => atLine(entry.line, () => importedMemory(s.options.limits, entry.record.data as Memory)))
+export async function importMemoryRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: ImportOptions | undefined, links: PendingLinks): Promise<boolean[]> {
+  const stamp = stampOf(options)
+  const rows = run.map((entry) => atLine(entry.line, () => importedMemory(s.options.limits, entry.record.data as Memory, stamp)))
   const added = newInRun(rows, (row) => [row.id], await existingIds(tx, 'store_memories', rows))
   const fresh = rows.filter((_, i) => added[i])
   if (fresh.length === 0) return added
@@ -167,12 +176,13 @@ export async function importMemoryRun(s: PgSession, tx: PgTx, run: readonly Numb
     ['embedding_model', 'text', column('embeddingModel')],
     ['flags', 'jsonb', json(column('flags'))],
     ['search_terms', 'tsvector', fresh.map((row) => searchVectorOf(row.text))],
+    ['created_by', 'text', column('createdBy')],
   ])
   const now = s.now()
   const layers = new Map<string, number>()
   for (const row of fresh) {
     if (row.supersededBy !== null) links.set(row.id, row.supersededBy)
-    const key = layerKeyOfRow(row.scope, row.workspace)
+    const key = layerKeyOfRow(row.scope, row.workspace, row.createdBy)
     if (key !== undefined) layers.set(key, (layers.get(key) ?? 0) + 1)
   }
   await s.recordMany(tx, fresh.map((row): ChangeSpec => ({ entity: 'memory', entityId: row.id, change: 'insert', audit: 'memory.import', revision: row.revision })), options, now)

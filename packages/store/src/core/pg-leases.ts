@@ -6,7 +6,7 @@
  */
 import { MemoryStoreError } from './errors.ts'
 import { heldBy, leaseHolder, leaseTtl, planAcquire } from './lease-rules.ts'
-import { layerRevisionOf, layerRevisionsOf, storedLayerKey } from './layers.ts'
+import { layerRevisionOf, layerRevisionsOf, storedLayerKeys } from './layers.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import type { AcquireLeaseOptions, LayerKey, LayerRepository, Lease, LeaseRepository } from './types-coordination.ts'
 import type { LeaseFence } from './types-common.ts'
@@ -22,11 +22,10 @@ const LAYER_COLUMNS = 'layer_key AS "layerKey", revision, updated_at AS "updated
 export function pgLayerRepository(s: PgSession): LayerRepository {
   return {
     revision: async (key: LayerKey) => {
-      const resolved = storedLayerKey(key, s.options.limits.label)
-      return s.read(async (tx) => layerRevisionOf(resolved, (await tx.query<LayerRow>(`SELECT ${LAYER_COLUMNS} FROM store_layer_revisions WHERE layer_key = $1`, [resolved]))[0]))
+      const keys = storedLayerKeys(key, s.options.limits.label, s.options.user)
+      return s.read(async (tx) => layerRevisionOf(keys, await tx.query<LayerRow>(`SELECT ${LAYER_COLUMNS} FROM store_layer_revisions WHERE layer_key = ANY($1::text[])`, [keys])))
     },
-    list: async () =>
-      s.read(async (tx) => layerRevisionsOf(await tx.query<LayerRow>(`SELECT ${LAYER_COLUMNS} FROM store_layer_revisions ORDER BY layer_key <> 'global', layer_key`))),
+    list: async () => s.read(async (tx) => layerRevisionsOf(await tx.query<LayerRow>(`SELECT ${LAYER_COLUMNS} FROM store_layer_revisions`), s.options.user)),
   }
 }
 

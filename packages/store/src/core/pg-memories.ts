@@ -2,7 +2,7 @@
  * L1 of the PostgreSQL store: atomic memories with their version history (supersede, merge),
  * their search terms and their layer revisions; the same contract as `sqlite-memories.ts`.
  */
-import { asc, eq, inArray, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { newId } from './ids.ts'
 import { layerKeyOfRow } from './layers.ts'
 import * as pg from './pg-schema.ts'
@@ -21,22 +21,26 @@ import {
   supersedingInputOf,
 } from './record-values.ts'
 import { toMemory } from './rows.ts'
+import { visibleRow } from './scope-filter.ts'
 import { scopeCondition } from './scope-sql.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { MemoryFilter, MemoryRepository, MemoryScopeFilter } from './types-memories.ts'
 import { idList, optionalTime, requireId, requireTime } from './validate.ts'
 
 const t = pg.memories
-const getRow = (tx: PgTx, id: string) => firstRow(tx.db.select().from(t).where(eq(t.id, id)))
 
 export function pgMemoryRepository(s: PgSession): MemoryRepository {
-  const insertMemory = async (tx: PgTx, values: MemoryValues, createdAtInput: number | undefined, options: WriteOptions | undefined) => {
+  // Another user's global memory is not there for this session: get, update, supersede,
+  // merge and delete all answer as for a missing id.
+  const getRow = async (tx: PgTx, id: string) => visibleRow(s, await firstRow(tx.db.select().from(t).where(eq(t.id, id))))
+  /** A new row by `createdBy`: the session user, or the old version's author (a new version keeps it). */
+  const insertMemory = async (tx: PgTx, values: MemoryValues, createdAtInput: number | undefined, options: WriteOptions | undefined, createdBy: string) => {
     const now = s.now()
     const createdAt = createdAtInput ?? now
     const id = newId(createdAt)
     const [row] = await tx.db
       .insert(t)
-      .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
+      .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt, createdBy })
       .returning()
     await writeMemoryTerms(tx, id, values.text)
     await s.record(tx, { entity: 'memory', entityId: id, change: 'insert', audit: 'memory.add', revision: 1 }, options, now)
@@ -49,8 +53,8 @@ export function pgMemoryRepository(s: PgSession): MemoryRepository {
       const values = memoryValuesOf(s.options.limits, input)
       const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
       return s.write(async (tx) => {
-        const memory = toMemory(await insertMemory(tx, values, createdAt, options))
-        await s.bumpLayers(tx, [layerKeyOfRow(memory.scope, memory.workspace)], options)
+        const memory = toMemory(await insertMemory(tx, values, createdAt, options, s.options.user))
+        await s.bumpLayers(tx, [layerKeyOfRow(memory.scope, memory.workspace, memory.createdBy)], options)
         return memory
       }, options)
     },
@@ -82,7 +86,7 @@ export function pgMemoryRepository(s: PgSession): MemoryRepository {
         assertNewest(old, oldId, 'supersede')
         const merged = supersedingInputOf(old, input)
         const createdAt = merged.createdAt === undefined ? undefined : requireTime(merged.createdAt, 'createdAt')
-        const created = toMemory(await insertMemory(tx, memoryValuesOf(s.options.limits, merged), createdAt, options))
+        const created = toMemory(await insertMemory(tx, memoryValuesOf(s.options.limits, merged), createdAt, options, old.createdBy))
         const now = s.now()
         const revision = old.revision + 1
         await tx.db
@@ -90,13 +94,14 @@ export function pgMemoryRepository(s: PgSession): MemoryRepository {
           .set({ supersededBy: created.id, revision, updatedAt: Math.max(now, old.updatedAt) })
           .where(eq(t.id, oldId))
         await s.record(tx, { entity: 'memory', entityId: oldId, change: 'update', audit: 'memory.supersede', revision }, options, now)
-        await s.bumpLayers(tx, [layerKeyOfRow(old.scope, old.workspace), layerKeyOfRow(created.scope, created.workspace)], options, now)
+        await s.bumpLayers(tx, [layerKeyOfRow(old.scope, old.workspace, old.createdBy), layerKeyOfRow(created.scope, created.workspace, created.createdBy)], options, now)
         return created
       }, options)
     },
     history: async (id) => {
       requireId(id, 'id')
       return s.read(async (tx) => {
+        if (!(await getRow(tx, id))) return []
         const ids = await memoryChain(tx, id, 'both')
         if (ids.length === 0) return []
         return (await tx.db.select().from(t).where(inArray(t.id, ids)).orderBy(asc(t.createdAt), asc(t.id))).map(toMemory)
@@ -109,19 +114,19 @@ export function pgMemoryRepository(s: PgSession): MemoryRepository {
         const ids = await memoryChain(tx, id, 'older')
         const now = s.now()
         // The search terms live in the rows: deleting them unindexes them.
-        const placements = await tx.db.delete(t).where(inArray(t.id, ids)).returning({ scope: t.scope, workspace: t.workspace })
+        const placements = await tx.db.delete(t).where(inArray(t.id, ids)).returning({ scope: t.scope, workspace: t.workspace, createdBy: t.createdBy })
         for (const deleted of ids) await s.record(tx, { entity: 'memory', entityId: deleted, change: 'delete', audit: 'memory.delete' }, options, now)
         const sceneLayers = await pruneSceneReferences(s, tx, ids, options, now)
-        await s.bumpLayers(tx, [...placements.map((row) => layerKeyOfRow(row.scope, row.workspace)), ...sceneLayers], options, now)
+        await s.bumpLayers(tx, [...placements.map((row) => layerKeyOfRow(row.scope, row.workspace, row.createdBy)), ...sceneLayers], options, now)
         return ids.length
       }, options)
     },
     list: async (filter: MemoryFilter = {}) => {
-      const q = memoryListOf(filter, t)
+      const q = memoryListOf(filter, t, s.options.user)
       return s.readEach(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset)).map(toMemory))
     },
     count: async (filter: MemoryScopeFilter = {}) => {
-      const where = scopeCondition(filter, t)
+      const where = scopeCondition(filter, t, s.options.user)
       return s.readEach(async (tx) => Number((await firstRow(tx.db.select({ n: sql<number>`count(*)` }).from(t).where(where)))?.n ?? 0))
     },
     touchRecalled: async (ids, at, options) => {
@@ -130,7 +135,8 @@ export function pgMemoryRepository(s: PgSession): MemoryRepository {
       return s.write(async (tx) => {
         const now = s.now()
         const recalledAt = optionalTime(at, 'at', now)
-        const touched = await tx.db.update(t).set({ lastRecalledAt: recalledAt }).where(inArray(t.id, list)).returning({ id: t.id })
+        const visible = scopeCondition({ includeSuperseded: true }, t, s.options.user)
+        const touched = await tx.db.update(t).set({ lastRecalledAt: recalledAt }).where(and(inArray(t.id, list), visible)).returning({ id: t.id })
         for (const row of touched) await s.record(tx, { entity: 'memory', entityId: row.id, change: 'update', audit: 'memory.recall' }, options, now)
         return touched.length
       }, options)
@@ -163,7 +169,7 @@ export function pgMemoryRepository(s: PgSession): MemoryRepository {
           .where(eq(t.id, targetId))
           .returning()
         await s.record(tx, { entity: 'memory', entityId: targetId, change: 'update', audit: 'memory.merge', revision }, options, now)
-        await s.bumpLayers(tx, [target, ...rows].map((row) => layerKeyOfRow(row.scope, row.workspace)), options, now)
+        await s.bumpLayers(tx, [target, ...rows].map((row) => layerKeyOfRow(row.scope, row.workspace, row.createdBy)), options, now)
         return toMemory(merged!)
       }, options)
     },
@@ -214,7 +220,7 @@ async function pruneSceneReferences(s: PgSession, tx: PgTx, deleted: string[], o
       .set({ memoryIds: scene.memoryIds.filter((memoryId) => !gone.has(memoryId)), revision, updatedAt: Math.max(now, scene.updatedAt) })
       .where(eq(sc.id, scene.id))
     await s.record(tx, { entity: 'scene', entityId: scene.id, change: 'update', audit: 'scene.update', revision }, options, now)
-    layers.push(layerKeyOfRow(scene.scope, scene.workspace))
+    layers.push(layerKeyOfRow(scene.scope, scene.workspace, scene.createdBy))
   }
   return layers
 }

@@ -44,6 +44,7 @@ export const conversations = pgTable(
     endedAt: epochMs('ended_at'),
     updatedAt: epochMs('updated_at').notNull(),
     flags: jsonb('flags').$type<Flags>().notNull().default({}),
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [
     index('store_conversations_workspace_updated').on(t.workspace, t.updatedAt),
@@ -68,6 +69,7 @@ export const messages = pgTable(
     tokensEstimate: integer('tokens_estimate').notNull().default(0),
     createdAt: epochMs('created_at').notNull(),
     flags: jsonb('flags').$type<Flags>().notNull().default({}),
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [
     uniqueIndex('store_messages_host_id').on(t.conversationId, t.hostMessageId),
@@ -97,6 +99,7 @@ export const memories = pgTable(
     embeddingDims: integer('embedding_dims'),
     embeddingModel: text('embedding_model'),
     flags: jsonb('flags').$type<Flags>().notNull().default({}),
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [
     index('store_memories_scope').on(t.scope, t.workspace, t.sessionId),
@@ -120,11 +123,12 @@ export const scenes = pgTable(
     createdAt: epochMs('created_at').notNull(),
     updatedAt: epochMs('updated_at').notNull(),
     flags: jsonb('flags').$type<Flags>().notNull().default({}),
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [index('store_scenes_scope').on(t.scope, t.workspace, t.sessionId)],
 )
 
-/** L3 persona documents, one per (scope, workspace). */
+/** L3 persona documents, one per (scope, workspace, owner), as on SQLite. */
 export const persona = pgTable(
   'store_persona',
   {
@@ -134,8 +138,10 @@ export const persona = pgTable(
     text: text('text').notNull(),
     version: integer('version').notNull(),
     updatedAt: epochMs('updated_at').notNull(),
+    owner: text('owner').notNull().default(''),
+    createdBy: text('created_by').notNull().default(''),
   },
-  (t) => [primaryKey({ columns: [t.scope, t.workspace] })],
+  (t) => [primaryKey({ columns: [t.scope, t.workspace, t.owner] })],
 )
 
 /** Who changed what and when; by design no column can hold content. */
@@ -149,6 +155,7 @@ export const audit = pgTable(
     entityId: text('entity_id').notNull(),
     actor: text('actor'),
     revision: integer('revision'),
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [index('store_audit_entity').on(t.entity, t.entityId), index('store_audit_at').on(t.at)],
 )
@@ -162,7 +169,7 @@ export const changes = pgTable('store_changes', {
   at: epochMs('at').notNull(),
 })
 
-/** Revision per memory layer (`global` or `workspace:<path>`), bumped with every write to it. */
+/** Revision per memory layer (`global`, `global:<user>` or `workspace:<path>`), bumped with every write to it. */
 export const layerRevisions = pgTable('store_layer_revisions', {
   layerKey: text('layer_key').primaryKey().notNull(),
   revision: integer('revision').notNull(),

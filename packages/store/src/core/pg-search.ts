@@ -307,7 +307,7 @@ export function pgSearchService(s: PgSession): SearchService {
         const planned = await plan(tx, MEMORIES, q)
         if (planned.forms.length === 0) return []
         const t = pgSchema.memories
-        const hits = await rank<typeof t.$inferSelect>(tx, MEMORIES, MEMORY_COLUMNS, planned, scopeCondition(filter, t), limit)
+        const hits = await rank<typeof t.$inferSelect>(tx, MEMORIES, MEMORY_COLUMNS, planned, scopeCondition(filter, t, s.options.user), limit)
         return hits.map((hit) => ({ memory: toMemory(hit.row), score: hit.score }))
       })
     },

@@ -241,9 +241,9 @@ export class PgSession {
   async record(tx: PgTx, spec: ChangeSpec, options: WriteOptions | undefined, at = this.now()): Promise<void> {
     const actor = writeActor(options, this.options.actor)
     await tx.query(
-      `WITH audit AS (INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES ($1, $2, $3, $4, $5, $6))
+      `WITH audit AS (INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by) VALUES ($1, $2, $3, $4, $5, $6, $9))
        INSERT INTO store_changes (entity, entity_id, op, at) VALUES ($3, $7, $8, $1)`,
-      [at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor, spec.revision ?? null, spec.entityId, spec.change],
+      [at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor, spec.revision ?? null, spec.entityId, spec.change, this.options.user],
     )
     this.#changed = true
   }
@@ -265,7 +265,7 @@ export class PgSession {
       `WITH spec AS (
          SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[]) WITH ORDINALITY AS s(audit, entity, audit_id, revision, entity_id, change, n)
        ), audit AS (
-         INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) SELECT $1, audit, entity, audit_id, $2, revision FROM spec ORDER BY n
+         INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by) SELECT $1, audit, entity, audit_id, $2, revision, $9 FROM spec ORDER BY n
        )
        INSERT INTO store_changes (entity, entity_id, op, at) SELECT entity, entity_id, change, $1 FROM spec ORDER BY n`,
       [
@@ -277,6 +277,7 @@ export class PgSession {
         specs.map((spec) => spec.revision ?? null),
         specs.map((spec) => spec.entityId),
         specs.map((spec) => spec.change),
+        this.options.user,
       ],
     )
     this.#changed = true
@@ -285,13 +286,14 @@ export class PgSession {
   /** An audit row without a change-log row (layers and leases are not indexed). */
   async audit(tx: PgTx, spec: AuditSpec, options: WriteOptions | undefined, at: number): Promise<void> {
     const actor = writeActor(options, this.options.actor)
-    await tx.query('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES ($1, $2, $3, $4, $5, $6)', [
+    await tx.query('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
       at,
       spec.audit,
       spec.entity,
       auditEntityId(spec.entity, spec.entityId),
       actor,
       spec.revision ?? null,
+      this.options.user,
     ])
   }
 
@@ -308,9 +310,9 @@ export class PgSession {
            INSERT INTO store_layer_revisions AS l (layer_key, revision, updated_at) VALUES ($1, 1, $2)
            ON CONFLICT (layer_key) DO UPDATE SET revision = l.revision + 1, updated_at = greatest(l.updated_at, $2)
            RETURNING revision)
-         INSERT INTO store_audit (at, op, entity, entity_id, actor, revision)
-         SELECT $2, 'layer.change', 'layer', $3, $4, revision FROM bumped`,
-        [key, now, auditEntityId('layer', key), actor],
+         INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by)
+         SELECT $2, 'layer.change', 'layer', $3, $4, revision, $5 FROM bumped`,
+        [key, now, auditEntityId('layer', key), actor, this.options.user],
       )
     }
   }
@@ -329,9 +331,9 @@ export class PgSession {
            INSERT INTO store_layer_revisions AS l (layer_key, revision, updated_at) VALUES ($1, $5::int, $2)
            ON CONFLICT (layer_key) DO UPDATE SET revision = l.revision + $5::int, updated_at = greatest(l.updated_at, $2)
            RETURNING revision)
-         INSERT INTO store_audit (at, op, entity, entity_id, actor, revision)
-         SELECT $2, 'layer.change', 'layer', $3, $4, revision - $5::int + g FROM bumped, generate_series(1, $5::int) AS g ORDER BY g`,
-        [key, now, auditEntityId('layer', key), actor, count],
+         INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by)
+         SELECT $2, 'layer.change', 'layer', $3, $4, revision - $5::int + g, $6 FROM bumped, generate_series(1, $5::int) AS g ORDER BY g`,
+        [key, now, auditEntityId('layer', key), actor, count, this.options.user],
       )
     }
   }

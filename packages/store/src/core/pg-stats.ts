@@ -4,7 +4,7 @@
  * number of an overview comes from the same moment.
  */
 import type { PgSession, PgTx } from './pg-session.ts'
-import { COUNTS_PLAN, countsOf, DAILY_PLAN, dailyOf, KINDS_SQL, kindsOf, runPlanAsync, type StatsRows } from './stats-queries.ts'
+import { COUNTS_PLAN, countsOf, DAILY_PLAN, dailyOf, KINDS_SQL, kindsOf, runPlanAsync, type StatsRows, VIEWER_PARAM } from './stats-queries.ts'
 import type { StatsService } from './types-stats.ts'
 
 /**
@@ -16,11 +16,12 @@ const SEARCH_BYTES_SQL = String.raw`SELECT coalesce(sum(pg_relation_size(c.oid))
 
 /** The stats service of one PostgreSQL store. */
 export function pgStatsService(s: PgSession): StatsService {
-  const all = (tx: PgTx) => (source: string) => tx.query(source) as Promise<StatsRows>
+  const all = (tx: PgTx) => (source: string) =>
+    (source.includes(VIEWER_PARAM) ? tx.query(source.replaceAll(VIEWER_PARAM, '$1'), [s.options.user]) : tx.query(source)) as Promise<StatsRows>
   return {
     counts: () => s.read(async (tx) => countsOf(await runPlanAsync(COUNTS_PLAN, all(tx)))),
     daily: () => s.read(async (tx) => dailyOf(await runPlanAsync(DAILY_PLAN, all(tx)))),
-    kinds: () => s.read(async (tx) => kindsOf(await tx.query(KINDS_SQL))),
+    kinds: () => s.read(async (tx) => kindsOf(await all(tx)(KINDS_SQL))),
     searchIndexBytes: () => s.read(async (tx) => Number((await tx.query(SEARCH_BYTES_SQL))[0]?.n ?? 0)),
   }
 }

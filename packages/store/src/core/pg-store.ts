@@ -76,6 +76,7 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
   const migrate = async (sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]> => applyPgMigrations(s, packageMigrationSets(sets), s.now())
   const store: OpenedMemoryStore & AsyncDisposable = {
     path: s.path,
+    user: s.options.user,
     readonly: s.readonly,
     get closed() {
       return s.closed

@@ -26,8 +26,8 @@ import {
   lineError,
   type NumberedRecord,
 } from './transfer.ts'
-import type { WriteOptions } from './types-common.ts'
-import type { ImportResult } from './types-store.ts'
+import { requireUser } from './user.ts'
+import type { ImportOptions, ImportResult } from './types-store.ts'
 import { requireId } from './validate.ts'
 
 /** One page of each record type in export order. */
@@ -50,7 +50,7 @@ const EXPORT_PAGES: { [K in keyof ExportedRecords]: (db: PgDb, offset: number, l
   },
   persona: async (db, offset, limit) => {
     const p = pg.persona
-    return (await db.select().from(p).orderBy(asc(p.scope), asc(p.workspace)).limit(limit).offset(offset)).map(toPersona)
+    return (await db.select().from(p).orderBy(asc(p.scope), asc(p.workspace), asc(p.owner)).limit(limit).offset(offset)).map(toPersona)
   },
 }
 
@@ -92,7 +92,7 @@ async function* exportRecords(s: PgSession): AsyncGenerator<string> {
 export async function pgImportJsonl(
   s: PgSession,
   lines: string | Iterable<string> | AsyncIterable<string>,
-  options: WriteOptions | undefined,
+  options: ImportOptions | undefined,
 ): Promise<ImportResult> {
   s.assertOpen()
   s.assertWritable()
@@ -108,7 +108,7 @@ export async function pgImportJsonl(
 }
 
 /** One run of records of one type (see `pg-import.ts`); scenes and persona, few per store, record by record. */
-async function importRun(s: PgSession, tx: PgTx, run: NumberedRecord[], options: WriteOptions | undefined, links: PendingLinks): Promise<boolean[]> {
+async function importRun(s: PgSession, tx: PgTx, run: NumberedRecord[], options: ImportOptions | undefined, links: PendingLinks): Promise<boolean[]> {
   switch (run[0]!.record.type) {
     case 'conversation':
       return importConversationRun(s, tx, run, options)
@@ -147,28 +147,30 @@ async function linkSuccessors(tx: PgTx, links: PendingLinks): Promise<void> {
 }
 
 /** Insert one imported scene or persona unless its id (or key) exists. @returns true when inserted. */
-async function importRecord(s: PgSession, tx: PgTx, record: Extract<ImportedRecord, { type: 'scene' | 'persona' }>, options: WriteOptions | undefined): Promise<boolean> {
+async function importRecord(s: PgSession, tx: PgTx, record: Extract<ImportedRecord, { type: 'scene' | 'persona' }>, options: ImportOptions | undefined): Promise<boolean> {
   const limits = s.options.limits
   const now = s.now()
+  // Checked once per record: cheap, and an import with a bad option fails on its first line.
+  const stamp = options?.unattributedAs === undefined ? '' : requireUser(options.unattributedAs, 'unattributedAs')
   switch (record.type) {
     case 'scene': {
       const id = requireId(record.data.id, 'id')
       const sc = pg.scenes
       if (await firstRow(tx.db.select({ id: sc.id }).from(sc).where(eq(sc.id, id)))) return false
-      const values = importedScene(limits, record.data)
+      const values = importedScene(limits, record.data, stamp)
       await tx.db.insert(sc).values(values)
       await s.record(tx, { entity: 'scene', entityId: id, change: 'insert', audit: 'scene.import', revision: values.revision }, options, now)
-      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace)], options, now)
+      await s.bumpLayers(tx, [layerKeyOfRow(values.scope, values.workspace, values.createdBy)], options, now)
       return true
     }
     case 'persona': {
-      const key = importedPersonaKey(limits, record.data)
+      const key = importedPersonaKey(limits, record.data, stamp)
       const p = pg.persona
-      if (await firstRow(tx.db.select({ v: p.version }).from(p).where(and(eq(p.scope, key.scope), eq(p.workspace, key.workspace))))) return false
-      const values = importedPersona(limits, record.data)
+      if (await firstRow(tx.db.select({ v: p.version }).from(p).where(and(eq(p.scope, key.scope), eq(p.workspace, key.workspace), eq(p.owner, key.owner))))) return false
+      const values = importedPersona(limits, record.data, stamp)
       await tx.db.insert(p).values(values)
       await s.record(tx, { entity: 'persona', entityId: personaEntityId(key), change: 'insert', audit: 'persona.import', revision: values.version }, options, now)
-      await s.bumpLayers(tx, [layerKeyOfRow(key.scope, key.workspace)], options, now)
+      await s.bumpLayers(tx, [layerKeyOfRow(key.scope, key.workspace, key.owner)], options, now)
       return true
     }
   }

@@ -55,7 +55,7 @@ export interface PgVersionedUpdate<Row, R> {
  * missing row; an empty `set` returns it unchanged; otherwise the next revision, `updatedAt`
  * never going backwards, the change recorded and the row's layer bumped, in one write.
  */
-export function pgWriteVersionedUpdate<Row extends { id: string; revision: number; updatedAt: number; scope: string; workspace: string | null }, R>(
+export function pgWriteVersionedUpdate<Row extends { id: string; revision: number; updatedAt: number; scope: string; workspace: string | null; createdBy: string }, R>(
   s: PgSession,
   spec: PgVersionedUpdate<Row, R>,
   id: string,
@@ -76,7 +76,7 @@ export function pgWriteVersionedUpdate<Row extends { id: string; revision: numbe
       .where(eq(t.id, existing.id))
     await spec.afterWrite?.(tx, existing)
     await s.record(tx, { entity: spec.entity, entityId: id, change: 'update', audit: `${spec.entity}.update`, revision }, options, now)
-    if (spec.changesLayer?.() ?? true) await s.bumpLayers(tx, [layerKeyOfRow(existing.scope, existing.workspace)], options, now)
+    if (spec.changesLayer?.() ?? true) await s.bumpLayers(tx, [layerKeyOfRow(existing.scope, existing.workspace, existing.createdBy)], options, now)
     return spec.map((await spec.getRow(tx, id))!)
   }, options)
 }

@@ -59,16 +59,16 @@ export function conversationListOf(filter: ConversationFilter, t: { id: Column; 
   return { where: and(...conditions), orderBy: [desc(t.updatedAt), desc(t.id)], limit, offset }
 }
 
-/** `scenes.list`: the scope filter; most recently updated first. */
-export function sceneListOf(filter: SceneFilter, t: ScopeColumns & { id: Column; updatedAt: Column }): ListQuery {
+/** `scenes.list`: the scope filter as `viewer` sees it; most recently updated first. */
+export function sceneListOf(filter: SceneFilter, t: ScopeColumns & { id: Column; updatedAt: Column }, viewer: string): ListQuery {
   const { limit, offset } = pageOf(filter)
-  return { where: scopeCondition(filter, t), orderBy: [desc(t.updatedAt), desc(t.id)], limit, offset }
+  return { where: scopeCondition(filter, t, viewer), orderBy: [desc(t.updatedAt), desc(t.id)], limit, offset }
 }
 
-/** `memories.list`: the scope filter; newest first, or by last update, or by priority; ties by id. */
-export function memoryListOf(filter: MemoryFilter, t: ScopeColumns & { id: Column; createdAt: Column; updatedAt: Column; priority: Column }): ListQuery {
+/** `memories.list`: the scope filter as `viewer` sees it; newest first, or by last update, or by priority; ties by id. */
+export function memoryListOf(filter: MemoryFilter, t: ScopeColumns & { id: Column; createdAt: Column; updatedAt: Column; priority: Column }, viewer: string): ListQuery {
   const { limit, offset } = pageOf(filter)
-  const where = scopeCondition(filter, t)
+  const where = scopeCondition(filter, t, viewer)
   const orderBy =
     filter.orderBy === 'updated'
       ? [desc(t.updatedAt), desc(t.id)]

@@ -138,7 +138,7 @@ export function aroundArgsOf(ids: readonly string[], span: number): string[] {
  * Memory columns derived from input (all but id, revision and times). The embedding is its
  * float32 bytes on both backends (the PostgreSQL column type converts them to `real[]`).
  */
-export type MemoryValues = Omit<Memory, 'id' | 'revision' | 'createdAt' | 'updatedAt' | 'lastRecalledAt' | 'supersededBy' | 'embedding'> & {
+export type MemoryValues = Omit<Memory, 'id' | 'revision' | 'createdAt' | 'updatedAt' | 'lastRecalledAt' | 'supersededBy' | 'embedding' | 'createdBy'> & {
   embedding: Buffer | null
   embeddingDims: number | null
 }
@@ -249,7 +249,7 @@ export function mergedSourceIds(target: { sourceMessageIds: string[] }, sources:
 }
 
 /** Scene columns derived from input (all but id, revision and times). */
-export type SceneValues = Omit<Scene, 'id' | 'revision' | 'createdAt' | 'updatedAt'>
+export type SceneValues = Omit<Scene, 'id' | 'revision' | 'createdAt' | 'updatedAt' | 'createdBy'>
 
 export function sceneValuesOf(limits: TextLimits, input: AddSceneInput): SceneValues {
   if (!input || typeof input !== 'object') throw new MemoryStoreError('invalid-argument', 'scene input must be an object')
@@ -291,12 +291,25 @@ export function personaKeyOf(limits: TextLimits, key: PersonaKey): { scope: 'glo
 }
 
 /** The audit/change-log id of a persona document. */
-export function personaEntityId(key: { scope: string; workspace: string }): string {
-  return key.scope === 'global' ? 'global' : `workspace:${key.workspace}`
+export function personaEntityId(key: { scope: string; workspace: string; owner?: string }): string {
+  if (key.scope !== 'global') return `workspace:${key.workspace}`
+  return key.owner ? `global:${key.owner}` : 'global'
+}
+
+/** The stored key of a persona row: a global persona is one user's (`owner`, `''` = unattributed); a workspace's has owner `''`. */
+export interface PersonaRowKey {
+  scope: 'global' | 'workspace'
+  workspace: string
+  owner: string
+}
+
+/** The `owner` key column of a persona written by `user`: the user for a global persona, `''` for a workspace's (the team's). */
+export function personaOwnerOf(scope: 'global' | 'workspace', user: string): string {
+  return scope === 'global' ? user : ''
 }
 
 /** `conflict` unless the persona is at the version the caller expects (`undefined`: any). */
-export function assertPersonaVersion(key: { scope: string; workspace: string }, current: number, expected: number | undefined): void {
+export function assertPersonaVersion(key: { scope: string; workspace: string; owner?: string }, current: number, expected: number | undefined): void {
   if (expected !== undefined && expected !== current) {
     throw new MemoryStoreError('conflict', `persona ${personaEntityId(key)} is at version ${current}, not ${expected}`)
   }

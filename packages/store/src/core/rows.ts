@@ -39,6 +39,7 @@ export function toMemory(row: Row<typeof memories>): Memory {
     embedding: row.embedding ? bufferToEmbedding(row.embedding) : null,
     embeddingModel: row.embeddingModel,
     flags: row.flags ?? {},
+    createdBy: row.createdBy,
   }
 }
 
@@ -47,6 +48,7 @@ export function toScene(row: Row<typeof scenes>): Scene {
   return { ...row, memoryIds: row.memoryIds ?? [], flags: row.flags ?? {} }
 }
 
+/** `owner` is part of the key only (the global persona of `createdBy`): the record leaves it out. */
 export function toPersona(row: Row<typeof persona>): Persona {
   return {
     scope: row.scope,
@@ -54,5 +56,6 @@ export function toPersona(row: Row<typeof persona>): Persona {
     text: row.text,
     version: row.version,
     updatedAt: row.updatedAt,
+    createdBy: row.createdBy,
   }
 }

@@ -25,6 +25,8 @@ export const conversations = sqliteTable(
     endedAt: integer('ended_at'),
     updatedAt: integer('updated_at').notNull(),
     flags: text('flags', { mode: 'json' }).$type<Flags>().notNull().default({}),
+    /** The user who wrote the row; `''` before user identities (migration 0006). */
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [
     index('store_conversations_workspace_updated').on(t.workspace, t.updatedAt),
@@ -49,6 +51,7 @@ export const messages = sqliteTable(
     tokensEstimate: integer('tokens_estimate').notNull().default(0),
     createdAt: integer('created_at').notNull(),
     flags: text('flags', { mode: 'json' }).$type<Flags>().notNull().default({}),
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [
     uniqueIndex('store_messages_host_id').on(t.conversationId, t.hostMessageId),
@@ -78,6 +81,8 @@ export const memories = sqliteTable(
     embeddingDims: integer('embedding_dims'),
     embeddingModel: text('embedding_model'),
     flags: text('flags', { mode: 'json' }).$type<Flags>().notNull().default({}),
+    /** Global memories are private to this user (`''`: visible to everyone). Kept by updates and new versions. */
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [
     index('store_memories_scope').on(t.scope, t.workspace, t.sessionId),
@@ -101,11 +106,12 @@ export const scenes = sqliteTable(
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
     flags: text('flags', { mode: 'json' }).$type<Flags>().notNull().default({}),
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [index('store_scenes_scope').on(t.scope, t.workspace, t.sessionId)],
 )
 
-/** L3 persona documents, one per (scope, workspace). */
+/** L3 persona documents, one per (scope, workspace, owner): a workspace's, and each user's global one. */
 export const persona = sqliteTable(
   'store_persona',
   {
@@ -115,8 +121,11 @@ export const persona = sqliteTable(
     text: text('text').notNull(),
     version: integer('version').notNull(),
     updatedAt: integer('updated_at').notNull(),
+    /** Whose global persona this is (`''`: unattributed, everyone's); always `''` for a workspace persona (the team's one). */
+    owner: text('owner').notNull().default(''),
+    createdBy: text('created_by').notNull().default(''),
   },
-  (t) => [primaryKey({ columns: [t.scope, t.workspace] })],
+  (t) => [primaryKey({ columns: [t.scope, t.workspace, t.owner] })],
 )
 
 /** Who changed what and when; by design no column can hold content. */
@@ -130,6 +139,8 @@ export const audit = sqliteTable(
     entityId: text('entity_id').notNull(),
     actor: text('actor'),
     revision: integer('revision'),
+    /** The user whose session made the change (`actor` is the plugin). */
+    createdBy: text('created_by').notNull().default(''),
   },
   (t) => [index('store_audit_entity').on(t.entity, t.entityId), index('store_audit_at').on(t.at)],
 )
@@ -143,7 +154,7 @@ export const changes = sqliteTable('store_changes', {
   at: integer('at').notNull(),
 })
 
-/** Revision per memory layer (`global` or `workspace:<path>`), bumped with every write to it. */
+/** Revision per memory layer (`global`, `global:<user>` or `workspace:<path>`), bumped with every write to it. */
 export const layerRevisions = sqliteTable('store_layer_revisions', {
   layerKey: text('layer_key').primaryKey().notNull(),
   revision: integer('revision').notNull(),

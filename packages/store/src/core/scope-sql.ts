@@ -14,12 +14,13 @@ export interface ScopeColumns {
   workspace: SQLWrapper
   sessionId: SQLWrapper
   createdAt: SQLWrapper
+  createdBy: SQLWrapper
   kind?: SQLWrapper
   supersededBy?: SQLWrapper
 }
 
-/** The WHERE condition of `filter` over `c`; the SQL twin of {@link matchesScope}: keep the two in step. */
-export function scopeCondition(filter: MemoryScopeFilter, c: ScopeColumns): SQL | undefined {
+/** The WHERE condition of `filter` over `c` as `viewer` sees it; the SQL twin of {@link matchesScope}: keep the two in step. */
+export function scopeCondition(filter: MemoryScopeFilter, c: ScopeColumns, viewer: string): SQL | undefined {
   const conditions: (SQL | undefined)[] = []
   if (c.supersededBy && !filter.includeSuperseded) conditions.push(isNull(c.supersededBy))
   if (filter.scope !== undefined) conditions.push(inArray(c.scope, asArray(filter.scope).map((s) => requireScope(s))))
@@ -29,6 +30,8 @@ export function scopeCondition(filter: MemoryScopeFilter, c: ScopeColumns): SQL 
   const local: (SQL | undefined)[] = [ne(c.scope, 'global')]
   if (filter.workspace !== undefined) local.push(eq(c.workspace, filter.workspace))
   if (filter.sessionId !== undefined) local.push(or(ne(c.scope, 'session'), eq(c.sessionId, filter.sessionId)))
-  conditions.push(filter.includeGlobal === false ? and(...local) : or(eq(c.scope, 'global'), and(...local)))
+  // Another user's global rows are private to them; unattributed ones ('') are everyone's.
+  const global = and(eq(c.scope, 'global'), inArray(c.createdBy, viewer === '' ? [''] : ['', viewer]))
+  conditions.push(filter.includeGlobal === false ? and(...local) : or(global, and(...local)))
   return and(...conditions)
 }

@@ -26,7 +26,7 @@ import { optionalTime, requireId } from './validate.ts'
 
 /** The prepared INSERT of one message (live appends and imports share it). */
 export const INSERT_MESSAGE_SQL =
-  'INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
+  'INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
 
 const MESSAGE_COLUMNS: MessageColumns = {
   ...schema.messages,
@@ -51,7 +51,7 @@ export function conversationRepository(s: SqliteSession): ConversationRepository
         if (!existing) {
           s.db
             .insert(t)
-            .values({ id, workspace, title: title || null, startedAt: startedAt ?? now, updatedAt: now, flags: {} })
+            .values({ id, workspace, title: title || null, startedAt: startedAt ?? now, updatedAt: now, flags: {}, createdBy: s.options.user })
             .run()
           s.record({ entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.create' }, options, now)
           return { created: true, conversation: toConversation(getRow(id)!) }
@@ -122,13 +122,13 @@ export function messageRepository(s: SqliteSession): MessageRepository {
         const at = createdAt ?? now
         const nextSeq = seq ?? ((s.stmt('SELECT max(seq) FROM store_messages WHERE conversation_id = ?').pluck().get(conversationId) as number | null) ?? 0) + 1
         const id = newId(at)
-        s.stmt(INSERT_MESSAGE_SQL).run(id, conversationId, hostMessageId, role, text, turn, nextSeq, JSON.stringify(sourceIds), tokensEstimate, at, JSON.stringify(flags))
+        s.stmt(INSERT_MESSAGE_SQL).run(id, conversationId, hostMessageId, role, text, turn, nextSeq, JSON.stringify(sourceIds), tokensEstimate, at, JSON.stringify(flags), s.options.user)
         s.fts.addMessage({ id, conversationId, role, createdAt: at, text })
         // Keeps "recent conversations" ordering right; not a change the index cares about.
         if (at > conversationUpdatedAt) s.stmt('UPDATE store_conversations SET updated_at = ? WHERE id = ?').run(at, conversationId)
         s.record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.append' }, options, now)
         // The row as written (the same values a re-read would return).
-        const message: Message = { id, conversationId, hostMessageId, role, text, turn, seq: nextSeq, sourceIds: [...sourceIds], tokensEstimate, createdAt: at, flags }
+        const message: Message = { id, conversationId, hostMessageId, role, text, turn, seq: nextSeq, sourceIds: [...sourceIds], tokensEstimate, createdAt: at, flags, createdBy: s.options.user }
         return { inserted: true, message, redactions }
       }, options)
     },

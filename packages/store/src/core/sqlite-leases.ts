@@ -2,10 +2,10 @@
  * Coordination between processes on one SQLite database: layer revisions (bumped by the
  * session inside every write that changes a layer) and fenced single-writer leases.
  */
-import { asc, eq, sql } from 'drizzle-orm'
+import { eq, inArray } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { heldBy, leaseHolder, leaseTtl, planAcquire } from './lease-rules.ts'
-import { layerRevisionOf, layerRevisionsOf, storedLayerKey } from './layers.ts'
+import { layerRevisionOf, layerRevisionsOf, storedLayerKeys } from './layers.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
 import type { AcquireLeaseOptions, LayerKey, LayerRepository, Lease, LeaseRepository } from './types-coordination.ts'
@@ -15,11 +15,10 @@ export function layerRepository(s: SqliteSession): LayerRepository {
   const t = schema.layerRevisions
   return {
     revision: async (key: LayerKey) => {
-      const resolved = storedLayerKey(key, s.options.limits.label)
-      return s.read(() => layerRevisionOf(resolved, s.db.select().from(t).where(eq(t.layerKey, resolved)).get()))
+      const keys = storedLayerKeys(key, s.options.limits.label, s.options.user)
+      return s.read(() => layerRevisionOf(keys, s.db.select().from(t).where(inArray(t.layerKey, keys)).all()))
     },
-    list: async () =>
-      s.read(() => layerRevisionsOf(s.db.select().from(t).orderBy(sql`${t.layerKey} <> 'global'`, asc(t.layerKey)).all())),
+    list: async () => s.read(() => layerRevisionsOf(s.db.select().from(t).all(), s.options.user)),
   }
 }
 

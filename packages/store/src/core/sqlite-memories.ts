@@ -2,7 +2,7 @@
  * L1 of the SQLite store: atomic memories with their version history (supersede, merge),
  * their search index rows and their layer revisions.
  */
-import { asc, eq, inArray, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { newId } from './ids.ts'
 import { layerKeyOfRow } from './layers.ts'
 import { memoryListOf } from './record-conditions.ts'
@@ -21,21 +21,25 @@ import { toMemory } from './rows.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
 import { memoryScopeCondition, readById, writeVersionedUpdate } from './sqlite-values.ts'
+import { visibleRow } from './scope-filter.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { AddMemoryInput, MemoryFilter, MemoryRepository, MemoryScopeFilter, UpdateMemoryPatch } from './types-memories.ts'
 import { idList, optionalTime, requireId, requireTime } from './validate.ts'
 
 export function memoryRepository(s: SqliteSession): MemoryRepository {
   const t = schema.memories
-  const getRow = (id: string) => s.db.select().from(t).where(eq(t.id, id)).get()
+  // Another user's global memory is not there for this session: get, update, supersede,
+  // merge and delete all answer as for a missing id.
+  const getRow = (id: string) => visibleRow(s, s.db.select().from(t).where(eq(t.id, id)).get())
 
-  const insertMemory = (values: MemoryValues, createdAtInput: number | undefined, options: WriteOptions | undefined): string => {
+  /** A new row by `createdBy`: the session user, or the old version's author (a new version keeps it). */
+  const insertMemory = (values: MemoryValues, createdAtInput: number | undefined, options: WriteOptions | undefined, createdBy: string): string => {
     const now = s.now()
     const createdAt = createdAtInput ?? now
     const id = newId(createdAt)
     s.db
       .insert(t)
-      .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
+      .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt, createdBy })
       .run()
     s.fts.addMemory(id, values.text)
     s.record({ entity: 'memory', entityId: id, change: 'insert', audit: 'memory.add', revision: 1 }, options, now)
@@ -48,8 +52,8 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
       const values = memoryValuesOf(s.options.limits, input)
       const createdAt = input.createdAt === undefined ? undefined : requireTime(input.createdAt, 'createdAt')
       return s.write(() => {
-        const memory = toMemory(getRow(insertMemory(values, createdAt, options))!)
-        s.bumpLayers([layerKeyOfRow(memory.scope, memory.workspace)], options)
+        const memory = toMemory(getRow(insertMemory(values, createdAt, options, s.options.user))!)
+        s.bumpLayers([layerKeyOfRow(memory.scope, memory.workspace, memory.createdBy)], options)
         return memory
       }, options)
     },
@@ -81,7 +85,7 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
         assertNewest(old, oldId, 'supersede')
         const merged = supersedingInputOf(old, input)
         const createdAt = merged.createdAt === undefined ? undefined : requireTime(merged.createdAt, 'createdAt')
-        const newId = insertMemory(memoryValuesOf(s.options.limits, merged), createdAt, options)
+        const newId = insertMemory(memoryValuesOf(s.options.limits, merged), createdAt, options, old.createdBy)
         const now = s.now()
         const revision = old.revision + 1
         s.db
@@ -91,13 +95,14 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
           .run()
         s.record({ entity: 'memory', entityId: oldId, change: 'update', audit: 'memory.supersede', revision }, options, now)
         const created = toMemory(getRow(newId)!)
-        s.bumpLayers([layerKeyOfRow(old.scope, old.workspace), layerKeyOfRow(created.scope, created.workspace)], options, now)
+        s.bumpLayers([layerKeyOfRow(old.scope, old.workspace, old.createdBy), layerKeyOfRow(created.scope, created.workspace, created.createdBy)], options, now)
         return created
       }, options)
     },
     history: async (id: string) => {
       requireId(id, 'id')
       return s.read(() => {
+        if (!getRow(id)) return []
         const ids = memoryChain(s, id, 'both')
         if (ids.length === 0) return []
         return s.db.select().from(t).where(inArray(t.id, ids)).orderBy(asc(t.createdAt), asc(t.id)).all().map(toMemory)
@@ -109,23 +114,23 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
         if (!getRow(id)) return 0
         const ids = memoryChain(s, id, 'older')
         const now = s.now()
-        const placements = s.db.select({ scope: t.scope, workspace: t.workspace }).from(t).where(inArray(t.id, ids)).all()
+        const placements = s.db.select({ scope: t.scope, workspace: t.workspace, createdBy: t.createdBy }).from(t).where(inArray(t.id, ids)).all()
         s.db.delete(t).where(inArray(t.id, ids)).run()
         for (const deleted of ids) {
           s.fts.memories.remove(deleted)
           s.record({ entity: 'memory', entityId: deleted, change: 'delete', audit: 'memory.delete' }, options, now)
         }
         const sceneLayers = pruneSceneReferences(s, ids, options, now)
-        s.bumpLayers([...placements.map((row) => layerKeyOfRow(row.scope, row.workspace)), ...sceneLayers], options, now)
+        s.bumpLayers([...placements.map((row) => layerKeyOfRow(row.scope, row.workspace, row.createdBy)), ...sceneLayers], options, now)
         return ids.length
       }, options)
     },
     list: async (filter: MemoryFilter = {}) => {
-      const q = memoryListOf(filter, t)
+      const q = memoryListOf(filter, t, s.options.user)
       return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toMemory))
     },
     count: async (filter: MemoryScopeFilter = {}) => {
-      const where = memoryScopeCondition(filter)
+      const where = memoryScopeCondition(s, filter)
       return s.read(() => s.db.select({ n: sql<number>`count(*)` }).from(t).where(where).get()?.n ?? 0)
     },
     touchRecalled: async (ids: readonly string[], at?: number, options?: WriteOptions) => {
@@ -134,7 +139,7 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
       return s.write(() => {
         const now = s.now()
         const recalledAt = optionalTime(at, 'at', now)
-        const existing = s.db.select({ id: t.id }).from(t).where(inArray(t.id, list)).all()
+        const existing = s.db.select({ id: t.id }).from(t).where(and(inArray(t.id, list), memoryScopeCondition(s, { includeSuperseded: true }))).all()
         if (existing.length === 0) return 0
         s.db
           .update(t)
@@ -174,7 +179,7 @@ export function memoryRepository(s: SqliteSession): MemoryRepository {
           .where(eq(t.id, targetId))
           .run()
         s.record({ entity: 'memory', entityId: targetId, change: 'update', audit: 'memory.merge', revision }, options, now)
-        s.bumpLayers([target, ...rows].map((row) => layerKeyOfRow(row.scope, row.workspace)), options, now)
+        s.bumpLayers([target, ...rows].map((row) => layerKeyOfRow(row.scope, row.workspace, row.createdBy)), options, now)
         return toMemory(getRow(targetId)!)
       }, options)
     },
@@ -222,7 +227,7 @@ function pruneSceneReferences(s: SqliteSession, deleted: string[], options: Writ
       .where(eq(schema.scenes.id, id))
       .run()
     s.record({ entity: 'scene', entityId: id, change: 'update', audit: 'scene.update', revision }, options, now)
-    layers.push(layerKeyOfRow(scene.scope, scene.workspace))
+    layers.push(layerKeyOfRow(scene.scope, scene.workspace, scene.createdBy))
   }
   return layers
 }

@@ -8,13 +8,15 @@ import { toScene } from './rows.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
 import { readById, writeVersionedUpdate } from './sqlite-values.ts'
+import { visibleRow } from './scope-filter.ts'
 import type { WriteOptions } from './types-common.ts'
 import type { AddSceneInput, SceneFilter, SceneRepository, UpdateScenePatch } from './types-scenes.ts'
 import { optionalTime, requireId } from './validate.ts'
 
 export function sceneRepository(s: SqliteSession): SceneRepository {
   const t = schema.scenes
-  const getRow = (id: string) => s.db.select().from(t).where(eq(t.id, id)).get()
+  // Another user's global scene is not there for this session (get, update and delete).
+  const getRow = (id: string) => visibleRow(s, s.db.select().from(t).where(eq(t.id, id)).get())
   return {
     add: async (input: AddSceneInput, options?: WriteOptions) => {
       const values = sceneValuesOf(s.options.limits, input)
@@ -24,10 +26,10 @@ export function sceneRepository(s: SqliteSession): SceneRepository {
         const id = newId(createdAt)
         s.db
           .insert(t)
-          .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt })
+          .values({ id, ...values, revision: 1, createdAt, updatedAt: createdAt, createdBy: s.options.user })
           .run()
         s.record({ entity: 'scene', entityId: id, change: 'insert', audit: 'scene.add', revision: 1 }, options, now)
-        s.bumpLayers([layerKeyOfRow(values.scope, values.workspace)], options, now)
+        s.bumpLayers([layerKeyOfRow(values.scope, values.workspace, s.options.user)], options, now)
         return toScene(getRow(id)!)
       }, options)
     },
@@ -43,12 +45,12 @@ export function sceneRepository(s: SqliteSession): SceneRepository {
         if (!existing) return false
         s.db.delete(t).where(eq(t.id, id)).run()
         s.record({ entity: 'scene', entityId: id, change: 'delete', audit: 'scene.delete' }, options)
-        s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options)
+        s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace, existing.createdBy)], options)
         return true
       }, options)
     },
     list: async (filter: SceneFilter = {}) => {
-      const q = sceneListOf(filter, t)
+      const q = sceneListOf(filter, t, s.options.user)
       return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).offset(q.offset).all().map(toScene))
     },
   }

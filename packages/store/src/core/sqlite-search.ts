@@ -133,7 +133,7 @@ export function searchService(s: SqliteSession): SearchService {
         const planned = s.fts.memories.plan(q)
         if (planned.match === undefined) return []
         const fts = sql.raw(MEMORY_TABLES.fts)
-        const where = memoryScopeCondition(filter)
+        const where = memoryScopeCondition(s, filter)
         // The newest RANK_CAP matches in scope, then the best by bm25 among them.
         const hits = s.db.all<Hit>(sql`
           SELECT id, score FROM (

@@ -204,14 +204,14 @@ export class SqliteSession {
     const actor = writeActor(options, this.options.actor)
     this.db
       .insert(schema.audit)
-      .values({ at, op: spec.audit, entity: spec.entity, entityId: auditEntityId(spec.entity, spec.entityId), actor, revision: spec.revision ?? null })
+      .values({ at, op: spec.audit, entity: spec.entity, entityId: auditEntityId(spec.entity, spec.entityId), actor, revision: spec.revision ?? null, createdBy: this.options.user })
       .run()
   }
 
   /** Record the audit row and the change-log row of a write, inside its transaction. */
   record(spec: ChangeSpec, options: WriteOptions | undefined, at = this.now()): void {
     const actor = writeActor(options, this.options.actor)
-    this.stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision) VALUES (?, ?, ?, ?, ?, ?)').run(at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor, spec.revision ?? null)
+    this.stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)').run(at, spec.audit, spec.entity, auditEntityId(spec.entity, spec.entityId), actor, spec.revision ?? null, this.options.user)
     this.stmt('INSERT INTO store_changes (entity, entity_id, op, at) VALUES (?, ?, ?, ?)').run(spec.entity, spec.entityId, spec.change, at)
   }
 

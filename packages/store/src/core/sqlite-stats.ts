@@ -5,12 +5,13 @@
  * open) answers as well as the owner's.
  */
 import type { SqliteSession } from './sqlite-session.ts'
-import { COUNTS_PLAN, countsOf, DAILY_PLAN, dailyOf, KINDS_SQL, kindsOf, runPlan, type StatsRows } from './stats-queries.ts'
+import { COUNTS_PLAN, countsOf, DAILY_PLAN, dailyOf, KINDS_SQL, kindsOf, runPlan, type StatsRows, VIEWER_PARAM } from './stats-queries.ts'
 import type { StatsService } from './types-stats.ts'
 
 /** The stats service of one store. */
 export function statsService(s: SqliteSession): StatsService {
-  const all = (source: string): StatsRows => s.stmt(source).all() as StatsRows
+  // SQLite binds the named `:viewer` itself.
+  const all = (source: string): StatsRows => (source.includes(VIEWER_PARAM) ? s.stmt(source).all({ viewer: s.options.user }) : s.stmt(source).all()) as StatsRows
   // One deferred transaction per call: every query of an overview sees the same snapshot.
   const snapshot = <T>(op: () => T): Promise<T> => s.read(() => s.deferred(op))
   return {

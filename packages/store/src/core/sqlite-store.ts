@@ -139,6 +139,7 @@ function assembleStore(s: SqliteSession): CoordinatedMemoryStore & PackageTables
   }
   const store: CoordinatedMemoryStore & PackageTablesHost & AsyncDisposable = {
     path: s.path,
+    user: s.options.user,
     readonly: s.readonly,
     get closed() {
       return s.closed

@@ -30,8 +30,8 @@ import {
   importSourceOf,
   orphanMessageError,
 } from './transfer.ts'
-import type { WriteOptions } from './types-common.ts'
-import type { ImportResult } from './types-store.ts'
+import { requireUser } from './user.ts'
+import type { ImportOptions, ImportResult } from './types-store.ts'
 import { requireId } from './validate.ts'
 
 /** One page of each record type in export order, on either connection. */
@@ -54,7 +54,7 @@ const EXPORT_PAGES: { [K in keyof ExportedRecords]: (db: Db, offset: number, lim
   },
   persona: (db, offset, limit) => {
     const p = schema.persona
-    return db.select().from(p).orderBy(asc(p.scope), asc(p.workspace)).limit(limit).offset(offset).all().map(toPersona)
+    return db.select().from(p).orderBy(asc(p.scope), asc(p.workspace), asc(p.owner)).limit(limit).offset(offset).all().map(toPersona)
   },
 }
 
@@ -98,7 +98,7 @@ async function* exportRecords(s: SqliteSession): AsyncGenerator<string> {
   }
 }
 
-export async function importJsonl(s: SqliteSession, lines: string | Iterable<string> | AsyncIterable<string>, options?: WriteOptions): Promise<ImportResult> {
+export async function importJsonl(s: SqliteSession, lines: string | Iterable<string> | AsyncIterable<string>, options?: ImportOptions): Promise<ImportResult> {
   s.assertOpen()
   s.assertWritable()
   const source = importSourceOf(lines)
@@ -113,14 +113,16 @@ export async function importJsonl(s: SqliteSession, lines: string | Iterable<str
 }
 
 /** Insert one imported record unless its id (or key) exists. @returns true when inserted. */
-function importRecord(s: SqliteSession, record: ImportedRecord, options: WriteOptions | undefined): boolean {
+function importRecord(s: SqliteSession, record: ImportedRecord, options: ImportOptions | undefined): boolean {
   const limits = s.options.limits
   const now = s.now()
+  // Checked once per record: cheap, and an import with a bad option fails on its first line.
+  const stamp = options?.unattributedAs === undefined ? '' : requireUser(options.unattributedAs, 'unattributedAs')
   switch (record.type) {
     case 'conversation': {
       const id = requireId(record.data.id, 'id')
       if (s.db.select({ id: schema.conversations.id }).from(schema.conversations).where(eq(schema.conversations.id, id)).get()) return false
-      s.db.insert(schema.conversations).values(importedConversation(limits, record.data)).run()
+      s.db.insert(schema.conversations).values(importedConversation(limits, record.data, stamp)).run()
       s.record({ entity: 'conversation', entityId: id, change: 'insert', audit: 'conversation.import' }, options, now)
       return true
     }
@@ -132,8 +134,8 @@ function importRecord(s: SqliteSession, record: ImportedRecord, options: WriteOp
         s.stmt('SELECT 1 FROM store_messages WHERE conversation_id = ? AND host_message_id = ?').pluck().get(conversationId, hostMessageId) !== undefined
       if (exists) return false
       if (s.stmt('SELECT 1 FROM store_conversations WHERE id = ?').pluck().get(conversationId) === undefined) throw orphanMessageError(id, conversationId)
-      const m = importedMessage(limits, record.data)
-      s.stmt(INSERT_MESSAGE_SQL).run(id, conversationId, hostMessageId, m.role, m.text, m.turn, m.seq, JSON.stringify(m.sourceIds), m.tokensEstimate, m.createdAt, JSON.stringify(m.flags))
+      const m = importedMessage(limits, record.data, stamp)
+      s.stmt(INSERT_MESSAGE_SQL).run(id, conversationId, hostMessageId, m.role, m.text, m.turn, m.seq, JSON.stringify(m.sourceIds), m.tokensEstimate, m.createdAt, JSON.stringify(m.flags), m.createdBy)
       s.fts.addMessage({ id, conversationId, role: m.role, createdAt: m.createdAt, text: m.text })
       s.record({ entity: 'message', entityId: id, change: 'insert', audit: 'message.import' }, options, now)
       return true
@@ -141,30 +143,30 @@ function importRecord(s: SqliteSession, record: ImportedRecord, options: WriteOp
     case 'memory': {
       const id = requireId(record.data.id, 'id')
       if (s.db.select({ id: schema.memories.id }).from(schema.memories).where(eq(schema.memories.id, id)).get()) return false
-      const values = importedMemory(limits, record.data)
+      const values = importedMemory(limits, record.data, stamp)
       s.db.insert(schema.memories).values(values).run()
       s.fts.addMemory(id, values.text)
       s.record({ entity: 'memory', entityId: id, change: 'insert', audit: 'memory.import', revision: values.revision }, options, now)
-      s.bumpLayers([layerKeyOfRow(values.scope, values.workspace)], options, now)
+      s.bumpLayers([layerKeyOfRow(values.scope, values.workspace, values.createdBy)], options, now)
       return true
     }
     case 'scene': {
       const id = requireId(record.data.id, 'id')
       if (s.db.select({ id: schema.scenes.id }).from(schema.scenes).where(eq(schema.scenes.id, id)).get()) return false
-      const values = importedScene(limits, record.data)
+      const values = importedScene(limits, record.data, stamp)
       s.db.insert(schema.scenes).values(values).run()
       s.record({ entity: 'scene', entityId: id, change: 'insert', audit: 'scene.import', revision: values.revision }, options, now)
-      s.bumpLayers([layerKeyOfRow(values.scope, values.workspace)], options, now)
+      s.bumpLayers([layerKeyOfRow(values.scope, values.workspace, values.createdBy)], options, now)
       return true
     }
     case 'persona': {
-      const key = importedPersonaKey(limits, record.data)
+      const key = importedPersonaKey(limits, record.data, stamp)
       const t = schema.persona
-      if (s.db.select({ v: t.version }).from(t).where(and(eq(t.scope, key.scope), eq(t.workspace, key.workspace))).get()) return false
-      const values = importedPersona(limits, record.data)
+      if (s.db.select({ v: t.version }).from(t).where(and(eq(t.scope, key.scope), eq(t.workspace, key.workspace), eq(t.owner, key.owner))).get()) return false
+      const values = importedPersona(limits, record.data, stamp)
       s.db.insert(t).values(values).run()
       s.record({ entity: 'persona', entityId: personaEntityId(key), change: 'insert', audit: 'persona.import', revision: values.version }, options, now)
-      s.bumpLayers([layerKeyOfRow(key.scope, key.workspace)], options, now)
+      s.bumpLayers([layerKeyOfRow(key.scope, key.workspace, key.owner)], options, now)
       return true
     }
   }

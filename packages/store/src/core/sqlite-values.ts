@@ -14,11 +14,9 @@ import type { WriteOptions } from './types-common.ts'
 import type { MemoryScopeFilter } from './types-memories.ts'
 import { requireId } from './validate.ts'
 
-/** The scope filter of memory and scene reads and memory search (see {@link scopeCondition}). */
-export function memoryScopeCondition(filter: MemoryScopeFilter, table: typeof schema.memories | typeof schema.scenes = schema.memories): SQL | undefined {
-  const t = table
-  const memoryOnly = t === schema.memories ? { kind: schema.memories.kind, supersededBy: schema.memories.supersededBy } : {}
-  return scopeCondition(filter, { scope: t.scope, workspace: t.workspace, sessionId: t.sessionId, createdAt: t.createdAt, ...memoryOnly })
+/** The scope filter of memory reads and memory search as the session user sees it (see {@link scopeCondition}). */
+export function memoryScopeCondition(s: SqliteSession, filter: MemoryScopeFilter): SQL | undefined {
+  return scopeCondition(filter, schema.memories, s.options.user)
 }
 
 /** A repository's `get(id)`: check the id, read the row, map it (`undefined` when absent). */
@@ -72,7 +70,7 @@ export interface VersionedUpdate<Row, R> {
  * `set` becomes the next revision ({@link updateVersioned}), the change is recorded and the
  * row's layer bumped, all in one write.
  */
-export function writeVersionedUpdate<Row extends { id: string; revision: number; updatedAt: number; scope: string; workspace: string | null }, R>(
+export function writeVersionedUpdate<Row extends { id: string; revision: number; updatedAt: number; scope: string; workspace: string | null; createdBy: string }, R>(
   s: SqliteSession,
   spec: VersionedUpdate<Row, R>,
   id: string,
@@ -87,7 +85,7 @@ export function writeVersionedUpdate<Row extends { id: string; revision: number;
     const revision = updateVersioned(s, spec.table, existing, set, now)
     spec.afterWrite?.(existing)
     s.record({ entity: spec.entity, entityId: id, change: 'update', audit: `${spec.entity}.update`, revision }, options, now)
-    if (spec.changesLayer?.() ?? true) s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace)], options, now)
+    if (spec.changesLayer?.() ?? true) s.bumpLayers([layerKeyOfRow(existing.scope, existing.workspace, existing.createdBy)], options, now)
     return spec.map(spec.getRow(id)!)
   }, options)
 }

@@ -16,20 +16,30 @@ export type StatsPlan<K extends string> = Readonly<Record<K, string>>
 
 const dayOf = (column: string) => `CAST(${column} / ${DAY_MS} AS INTEGER)`
 
+/**
+ * The session user in a plan's SQL: a named parameter each backend binds (SQLite binds
+ * `:viewer` itself; PostgreSQL's runner rewrites it to `$1`). Counts of global rows are the
+ * viewer's own and unattributed ones only, as every other read of the session.
+ */
+export const VIEWER_PARAM = ':viewer'
+const VISIBLE = `(scope <> 'global' OR created_by IN ('', ${VIEWER_PARAM}))`
+/** The persona a viewer sees: every workspace's, and one global one (their own, else the unattributed one). */
+const VISIBLE_PERSONA = `(scope <> 'global' OR owner = ${VIEWER_PARAM} OR (owner = '' AND NOT EXISTS (SELECT 1 FROM store_persona o WHERE o.scope = 'global' AND o.workspace = store_persona.workspace AND o.owner = ${VIEWER_PARAM})))`
+
 /** Every query of {@link StoreCounts}. */
 export const COUNTS_PLAN = {
   conversations: 'SELECT COUNT(*) AS n FROM store_conversations',
   messages: 'SELECT COUNT(*) AS n FROM store_messages',
   userMessages: "SELECT COUNT(*) AS n FROM store_messages WHERE role = 'user'",
   assistantMessages: "SELECT COUNT(*) AS n FROM store_messages WHERE role = 'assistant'",
-  currentMemories: 'SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL',
-  supersededMemories: 'SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NOT NULL',
-  memoriesByScope: 'SELECT scope AS k, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL GROUP BY scope ORDER BY scope',
-  memoriesByKind: 'SELECT kind AS k, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL GROUP BY kind ORDER BY kind',
-  scenes: 'SELECT COUNT(*) AS n FROM store_scenes',
-  scenesByScope: 'SELECT scope AS k, COUNT(*) AS n FROM store_scenes GROUP BY scope ORDER BY scope',
-  persona: 'SELECT COUNT(*) AS n FROM store_persona',
-  personaByScope: 'SELECT scope AS k, COUNT(*) AS n FROM store_persona GROUP BY scope ORDER BY scope',
+  currentMemories: `SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE}`,
+  supersededMemories: `SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NOT NULL AND ${VISIBLE}`,
+  memoriesByScope: `SELECT scope AS k, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE} GROUP BY scope ORDER BY scope`,
+  memoriesByKind: `SELECT kind AS k, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE} GROUP BY kind ORDER BY kind`,
+  scenes: `SELECT COUNT(*) AS n FROM store_scenes WHERE ${VISIBLE}`,
+  scenesByScope: `SELECT scope AS k, COUNT(*) AS n FROM store_scenes WHERE ${VISIBLE} GROUP BY scope ORDER BY scope`,
+  persona: `SELECT COUNT(*) AS n FROM store_persona WHERE ${VISIBLE_PERSONA}`,
+  personaByScope: `SELECT scope AS k, COUNT(*) AS n FROM store_persona WHERE ${VISIBLE_PERSONA} GROUP BY scope ORDER BY scope`,
   workspaceConversations:
     'SELECT c.workspace AS w, COUNT(DISTINCT c.id) AS c, COUNT(m.id) AS m FROM store_conversations c LEFT JOIN store_messages m ON m.conversation_id = c.id GROUP BY c.workspace',
   workspaceMemories: 'SELECT workspace AS w, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND workspace IS NOT NULL GROUP BY workspace',
@@ -38,13 +48,13 @@ export const COUNTS_PLAN = {
 
 /** Every query of {@link DayCounts}: one grouped scan of the `created_at` columns per table. */
 export const DAILY_PLAN = {
-  memories: `SELECT ${dayOf('created_at')} AS d, scope AS s, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL GROUP BY ${dayOf('created_at')}, scope`,
-  scenes: `SELECT ${dayOf('created_at')} AS d, COUNT(*) AS n FROM store_scenes GROUP BY ${dayOf('created_at')}`,
+  memories: `SELECT ${dayOf('created_at')} AS d, scope AS s, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE} GROUP BY ${dayOf('created_at')}, scope`,
+  scenes: `SELECT ${dayOf('created_at')} AS d, COUNT(*) AS n FROM store_scenes WHERE ${VISIBLE} GROUP BY ${dayOf('created_at')}`,
   messages: `SELECT ${dayOf('created_at')} AS d, COUNT(*) AS n FROM store_messages GROUP BY ${dayOf('created_at')}`,
 } as const satisfies StatsPlan<string>
 
 /** The kinds of current memories, most used first (ties by name). */
-export const KINDS_SQL = 'SELECT kind AS k FROM store_memories WHERE superseded_by IS NULL GROUP BY kind ORDER BY COUNT(*) DESC, kind'
+export const KINDS_SQL = `SELECT kind AS k FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE} GROUP BY kind ORDER BY COUNT(*) DESC, kind`
 
 /** Run every query of `plan` with `all` (inside the caller's snapshot). */
 export function runPlan<K extends string>(plan: StatsPlan<K>, all: (sql: string) => StatsRows): Record<K, StatsRows> {

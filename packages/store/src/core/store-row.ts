@@ -6,12 +6,15 @@
  */
 import { MemoryStoreError } from './errors.ts'
 import { DEFAULT_POSTGRES_SCHEMA, resolveDataDir, resolvePostgresOptions } from './options.ts'
+import { resolveUser, type UserSource } from './user.ts'
 
 /** The location fields of a store row (`memory-store` in `cordis.yml`). */
 export interface StoreRowConfig {
   readonly dataDir?: string | undefined
   readonly databaseUrl?: string | undefined
   readonly schema?: string | undefined
+  /** Who the host writes as; blank: `DSH_MEMORY_USER`, else git's global `user.email`, else `<os user>@<hostname>`. */
+  readonly user?: string | undefined
 }
 
 /** A store row's resolved location; frozen. */
@@ -31,20 +34,32 @@ export interface StoreRowLocation {
    * database (server, database and schema, password left out). Safe to print.
    */
   readonly identity: string
+  /** The session user of the host's store, and where it came from. */
+  readonly user: string
+  readonly userSource: UserSource
 }
 
 /**
  * Resolve a store row's location. An empty `databaseUrl` means SQLite in the data dir (and
  * `schema` is ignored, so a row can keep it while switching back).
  * @throws MemoryStoreError `invalid-argument` with `details.path` naming the bad field
- *   (`databaseUrl` or `schema`); the message never contains the URL's password.
+ *   (`databaseUrl`, `schema`, `user` or `DSH_MEMORY_USER`); the message never contains the URL's password.
  */
 export function resolveStoreRow(config: StoreRowConfig, env: Record<string, string | undefined> = process.env): StoreRowLocation {
   const dataDir = resolveDataDir(config.dataDir, env)
+  let who: { user: string; userSource: UserSource }
+  try {
+    const resolved = resolveUser(config.user, env)
+    who = { user: resolved.user, userSource: resolved.source }
+  } catch (error) {
+    // resolveUser's message starts with the field it names (`user …`, `DSH_MEMORY_USER …`).
+    const field = (error as MemoryStoreError).path ?? 'user'
+    throw fieldError(field, (error as Error).message.replace(/^\S+ /, ''))
+  }
   const raw = config.databaseUrl ?? ''
   if (typeof raw !== 'string') throw fieldError('databaseUrl', 'must be a string (postgres://user@host:5432/database)')
   const databaseUrl = raw.trim()
-  if (databaseUrl === '') return Object.freeze({ dataDir, identity: dataDir })
+  if (databaseUrl === '') return Object.freeze({ dataDir, identity: dataDir, ...who })
   const schema = config.schema ?? DEFAULT_POSTGRES_SCHEMA
   let shown: string
   try {
@@ -59,7 +74,7 @@ export function resolveStoreRow(config: StoreRowConfig, env: Record<string, stri
   // node-postgres would fall back to a database named after the user: a typo must not land
   // a team's memory in some other database.
   if (new URL(databaseUrl).pathname.length <= 1) throw fieldError('databaseUrl', `names no database: expected postgres://user@host:5432/database, got ${shown}`)
-  return Object.freeze({ dataDir, postgres: Object.freeze({ databaseUrl, schema, shown }), identity: `${dataDir} on ${databaseIdentity(shown)} schema ${schema}` })
+  return Object.freeze({ dataDir, postgres: Object.freeze({ databaseUrl, schema, shown }), identity: `${dataDir} on ${databaseIdentity(shown)} schema ${schema}`, ...who })
 }
 
 /** Server, port and database of a (password-free) URL: the user does not change which database it is. */

@@ -7,7 +7,7 @@
  */
 import { isMemoryStoreError, MemoryStoreError } from './errors.ts'
 import { encodeExportRecord, EXPORT_FORMAT, EXPORT_VERSION, type ExportRecord, parseImportLine } from './export-format.ts'
-import { memoryValuesOf, type MemoryValues, personaKeyOf, placementOf, type SceneValues } from './record-values.ts'
+import { memoryValuesOf, type MemoryValues, personaKeyOf, personaOwnerOf, type PersonaRowKey, placementOf, type SceneValues } from './record-values.ts'
 import { estimateTokens, prepareLabel, prepareText, type TextLimits } from './text.ts'
 import type { Flags, MessageRole } from './types-common.ts'
 import type { Conversation, Message } from './types-conversations.ts'
@@ -15,6 +15,7 @@ import type { Memory } from './types-memories.ts'
 import type { Persona } from './types-persona.ts'
 import type { Scene } from './types-scenes.ts'
 import type { ImportResult, RecordCounts } from './types-store.ts'
+import { requireUser } from './user.ts'
 import { flagsObject, idList, requireCount, requireId, requireRole, requireScope, requireTime } from './validate.ts'
 
 /** One record of an export (every line but the header). */
@@ -168,8 +169,18 @@ export function orphanMessageError(id: string, conversationId: string): MemorySt
   return new MemoryStoreError('invalid-argument', `message ${id} belongs to conversation ${conversationId}, which is not in the database or earlier in the file`)
 }
 
+/**
+ * The author of an imported record: its `createdBy` (checked like the `user` option), or, for
+ * a record without one (`''`, or an export from before user identities), `unattributedAs`
+ * (`ImportOptions.unattributedAs`: `migrate` stamps the target user there) else `''`.
+ */
+export function importedCreator(value: unknown, unattributedAs: string): string {
+  if (value === undefined || value === null || value === '') return unattributedAs
+  return requireUser(value, 'createdBy')
+}
+
 /** The columns of an imported conversation. */
-export function importedConversation(limits: TextLimits, d: Conversation): Conversation {
+export function importedConversation(limits: TextLimits, d: Conversation, unattributedAs = ''): Conversation {
   return {
     id: requireId(d.id, 'id'),
     workspace: prepareLabel(d.workspace ?? '', 'workspace', limits.label, true),
@@ -178,6 +189,7 @@ export function importedConversation(limits: TextLimits, d: Conversation): Conve
     endedAt: d.endedAt === null || d.endedAt === undefined ? null : requireTime(d.endedAt, 'endedAt'),
     updatedAt: requireTime(d.updatedAt, 'updatedAt'),
     flags: flagsObject(d.flags ?? {}),
+    createdBy: importedCreator(d.createdBy, unattributedAs),
   }
 }
 
@@ -187,7 +199,7 @@ export function importedMessageKeys(d: Message): { id: string; conversationId: s
 }
 
 /** The columns of an imported message (its keys checked by {@link importedMessageKeys}). */
-export function importedMessage(limits: TextLimits, d: Message): Message & { role: MessageRole; flags: Flags } {
+export function importedMessage(limits: TextLimits, d: Message, unattributedAs = ''): Message & { role: MessageRole; flags: Flags } {
   const keys = importedMessageKeys(d)
   const text = prepareText(d.text, 'text', limits.message).text
   const role = requireRole(d.role)
@@ -202,6 +214,7 @@ export function importedMessage(limits: TextLimits, d: Message): Message & { rol
     tokensEstimate: d.tokensEstimate === undefined ? estimateTokens(text) : requireCount(d.tokensEstimate, 'tokensEstimate'),
     createdAt,
     flags: flagsObject(d.flags ?? {}),
+    createdBy: importedCreator(d.createdBy, unattributedAs),
   }
 }
 
@@ -209,7 +222,8 @@ export function importedMessage(limits: TextLimits, d: Message): Message & { rol
 export function importedMemory(
   limits: TextLimits,
   d: Memory,
-): MemoryValues & { id: string; revision: number; createdAt: number; updatedAt: number; lastRecalledAt: number | null; supersededBy: string | null } {
+  unattributedAs = '',
+): MemoryValues & { id: string; revision: number; createdAt: number; updatedAt: number; lastRecalledAt: number | null; supersededBy: string | null; createdBy: string } {
   const id = requireId(d.id, 'id')
   const values = memoryValuesOf(
     limits,
@@ -234,11 +248,12 @@ export function importedMemory(
     updatedAt: requireTime(d.updatedAt, 'updatedAt'),
     lastRecalledAt: d.lastRecalledAt === null || d.lastRecalledAt === undefined ? null : requireTime(d.lastRecalledAt, 'lastRecalledAt'),
     supersededBy: d.supersededBy === null || d.supersededBy === undefined ? null : requireId(d.supersededBy, 'supersededBy'),
+    createdBy: importedCreator(d.createdBy, unattributedAs),
   }
 }
 
 /** The columns of an imported scene. */
-export function importedScene(limits: TextLimits, d: Scene): SceneValues & { id: string; revision: number; createdAt: number; updatedAt: number } {
+export function importedScene(limits: TextLimits, d: Scene, unattributedAs = ''): SceneValues & { id: string; revision: number; createdAt: number; updatedAt: number; createdBy: string } {
   const id = requireId(d.id, 'id')
   const scope = requireScope(d.scope)
   const placement = placementOf(limits, scope, d.workspace, d.sessionId)
@@ -254,17 +269,20 @@ export function importedScene(limits: TextLimits, d: Scene): SceneValues & { id:
     createdAt: requireTime(d.createdAt, 'createdAt'),
     updatedAt: requireTime(d.updatedAt, 'updatedAt'),
     flags: flagsObject(d.flags ?? {}),
+    createdBy: importedCreator(d.createdBy, unattributedAs),
   }
 }
 
-/** The key of an imported persona document, checked before the "exists?" query. */
-export function importedPersonaKey(limits: TextLimits, d: Persona): { scope: 'global' | 'workspace'; workspace: string } {
-  return personaKeyOf(limits, { scope: d.scope, workspace: d.workspace } as Parameters<typeof personaKeyOf>[1])
+/** The stored key of an imported persona document (a global one is its author's), checked before the "exists?" query. */
+export function importedPersonaKey(limits: TextLimits, d: Persona, unattributedAs = ''): PersonaRowKey {
+  const key = personaKeyOf(limits, { scope: d.scope, workspace: d.workspace } as Parameters<typeof personaKeyOf>[1])
+  return { ...key, owner: personaOwnerOf(key.scope, importedCreator(d.createdBy, unattributedAs)) }
 }
 
 /** The columns of an imported persona document. */
-export function importedPersona(limits: TextLimits, d: Persona): { scope: 'global' | 'workspace'; workspace: string; text: string; version: number; updatedAt: number } {
-  const key = importedPersonaKey(limits, d)
+export function importedPersona(limits: TextLimits, d: Persona, unattributedAs = ''): PersonaRowKey & { text: string; version: number; updatedAt: number; createdBy: string } {
+  const key = importedPersonaKey(limits, d, unattributedAs)
   const version = Math.max(1, requireCount(d.version, 'version'))
-  return { ...key, text: prepareText(d.text, 'text', limits.persona).text, version, updatedAt: requireTime(d.updatedAt, 'updatedAt') }
+  const createdBy = importedCreator(d.createdBy, unattributedAs)
+  return { ...key, text: prepareText(d.text, 'text', limits.persona).text, version, updatedAt: requireTime(d.updatedAt, 'updatedAt'), createdBy }
 }

@@ -12,6 +12,8 @@ export interface Conversation {
   endedAt: number | null
   updatedAt: number
   flags: Flags
+  /** The user whose session wrote it (see `MemoryStoreOptions.user`); `''` for rows from before user identities. */
+  createdBy: string
 }
 
 /** Input of {@link ConversationRepository.ensure}. */
@@ -77,6 +79,8 @@ export interface Message {
   tokensEstimate: number
   createdAt: number
   flags: Flags
+  /** The user whose session wrote it (see `MemoryStoreOptions.user`); `''` for rows from before user identities. */
+  createdBy: string
 }
 
 /** Input of {@link MessageRepository.append}. */

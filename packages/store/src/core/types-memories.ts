@@ -26,6 +26,12 @@ export interface Memory {
   /** Identifies the model that produced `embedding`, so vectors of different models are never compared. */
   embeddingModel: string | null
   flags: Flags
+  /**
+   * The user whose session wrote it (see `MemoryStoreOptions.user`), kept by updates and new
+   * versions; `''` for rows from before user identities. A global memory is visible only to
+   * this user (and to everyone when `''`); workspace and session memories are the team's.
+   */
+  createdBy: string
 }
 
 /** Input of {@link MemoryRepository.add}. */

@@ -16,6 +16,8 @@ export interface AuditEntry {
   actor: string | null
   /** The entity's revision/version after the write, when it has one. */
   revision: number | null
+  /** The user whose session made the change (`actor` is the plugin); `''` before user identities. */
+  createdBy: string
 }
 
 /** Filter of {@link AuditLog.list}. */

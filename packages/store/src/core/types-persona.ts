@@ -1,7 +1,10 @@
 /** L3 of the store contract: one versioned persona document per key. */
 import type { WriteOptions } from './types-common.ts'
 
-/** Which persona document: the global one or one workspace's. */
+/**
+ * Which persona document: the global one (the session user's own; while they have none, the
+ * unattributed one from before user identities) or one workspace's (the team's).
+ */
 export interface PersonaKey {
   scope: 'global' | 'workspace'
   /** Required for workspace scope. */
@@ -16,6 +19,8 @@ export interface Persona {
   /** 1 on first put, +1 on every put. */
   version: number
   updatedAt: number
+  /** Who wrote it first (kept by later puts); `''` before user identities. A global persona is private to its user. */
+  createdBy: string
 }
 
 /** Input of {@link PersonaRepository.put}. */

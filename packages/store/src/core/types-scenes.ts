@@ -15,6 +15,8 @@ export interface Scene {
   createdAt: number
   updatedAt: number
   flags: Flags
+  /** The user whose session wrote it (see `MemoryStoreOptions.user`); `''` for rows from before user identities. */
+  createdBy: string
 }
 
 /** Input of {@link SceneRepository.add}. */

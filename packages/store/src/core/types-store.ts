@@ -33,6 +33,16 @@ export interface ImportResult {
   skipped: RecordCounts
 }
 
+/** Options of {@link MemoryStore.importJsonl}. */
+export interface ImportOptions extends WriteOptions {
+  /**
+   * The author given to imported records that have none (`createdBy` absent or `''`: exports
+   * from before user identities). Default: they stay unattributed (`''`, visible to everyone).
+   * `dsh-memory migrate` passes the target user (`--user`).
+   */
+  unattributedAs?: string
+}
+
 /**
  * The memory store: repositories over one database. It is also a {@link PackageTablesHost}
  * (the extension seam): `tables(declaration)` applies a package's migrations through this
@@ -42,6 +52,11 @@ export interface ImportResult {
 export interface MemoryStore extends PackageTablesHost {
   /** Where the database lives (`':memory:'` for a private in-memory store). */
   readonly path: string
+  /**
+   * Who this session writes as (`MemoryStoreOptions.user`, resolved): stamped on every row it
+   * writes, and the only user whose global memories, scenes and persona its reads show.
+   */
+  readonly user: string
   readonly readonly: boolean
   /** True after {@link MemoryStore.close}. */
   readonly closed: boolean
@@ -74,7 +89,7 @@ export interface MemoryStore extends PackageTablesHost {
    * text passes the same redaction and limits as live writes; all or nothing.
    * @throws MemoryStoreError `unsupported-format` for a missing header or an unknown version
    */
-  importJsonl(lines: string | Iterable<string> | AsyncIterable<string>, options?: WriteOptions): Promise<ImportResult>
+  importJsonl(lines: string | Iterable<string> | AsyncIterable<string>, options?: ImportOptions): Promise<ImportResult>
   /** Apply another package's migrations now (same rules as `extraMigrations` at open). */
   migrate(sets: MigrationSet | readonly MigrationSet[]): Promise<AppliedMigration[]>
   /** Persist the search index (if it changed) and close the database. Idempotent. */

@@ -32,7 +32,8 @@ describe.each(backends)('layer revisions ($name)', (backend) => {
     )
     const other = await backend.reopen(store)
     expect((await other.layers.list()).map((layer) => [layer.key, layer.revision])).toEqual([
-      ['global', 3],
+      // The unattributed global part shows as the reader's own global layer.
+      [`global:${other.user}`, 3],
       ['workspace:/work/Zeta', 1],
       ['workspace:/work/beta', 2],
       ['workspace:/work/项目', 1],

@@ -53,7 +53,7 @@ describe.each(backends)('meta ($name)', (backend) => {
 describe.each(backends)('audit log ($name)', (backend) => {
   it('has no column that could hold content', async () => {
     const store = await backend.open()
-    expect(await backend.columns(store, 'store_audit')).toEqual(['id', 'at', 'op', 'entity', 'entity_id', 'actor', 'revision'])
+    expect(await backend.columns(store, 'store_audit')).toEqual(['id', 'at', 'op', 'entity', 'entity_id', 'actor', 'revision', 'created_by'])
   })
 
   it('records meta and lease writes with actor, never the content; filters by entity, id, op, actor, time and position', async () => {

@@ -147,6 +147,8 @@ export interface OpenMemoryBrowserOptions {
   readonly palaceWorkspaces?: readonly string[]
   /** Recorded as the actor of edits (default `'web'`). */
   readonly actor?: string
+  /** The store session's user: whose global memories are shown, and the author of edits (default: the store's default identity). */
+  readonly user?: string
   readonly now?: () => number
 }
 
@@ -193,7 +195,7 @@ export class MemoryBrowser {
   /** Open the data dir's store read-write. @throws WebError `not-found` when it has no database */
   static open(options: OpenMemoryBrowserOptions): MemoryBrowser {
     const path = databaseOf(options.dataDir)
-    const store = openMemoryStore({ path, actor: options.actor ?? 'web' })
+    const store = openMemoryStore({ path, actor: options.actor ?? 'web', ...(options.user === undefined ? {} : { user: options.user }) })
     return new MemoryBrowser(store, true, options.dataDir, options)
   }
 

@@ -118,6 +118,11 @@ function pager(ctx: PageContext, path: string, params: Record<string, string | n
   </div>`
 }
 
+/** Who wrote a shared (workspace or session) row, under its scope; global rows are the viewer's own, unattributed rows name nobody. */
+function author(ctx: PageContext, row: { scope: string; createdBy: string }): Raw | string {
+  return row.scope !== 'global' && row.createdBy ? html`<div class="sub" data-field="author">${translator(ctx.lang)('author')} ${row.createdBy}</div>` : ''
+}
+
 function scopeChip(ctx: PageContext, scope: string): Raw {
   const t = translator(ctx.lang)
   const label = scope === 'global' || scope === 'workspace' || scope === 'session' ? t(scope) : scope
@@ -241,7 +246,7 @@ export function memoriesPage(ctx: PageContext, query: MemoryQuery, page: Page<Me
     ({ memory, score }) => html`<tr data-memory-id="${memory.id}">
       <td style="width:56%"><a href="${href(ctx, `/memories/${encodeURIComponent(memory.id)}`)}" class="memtext clip">${memory.text}</a></td>
       <td><span class="chip">${memory.kind}</span></td>
-      <td>${scopeChip(ctx, memory.scope)}${memory.supersededBy ? html` <span class="chip">${t('superseded')}</span>` : ''}${memory.flags.needsReview === true ? html` <span class="chip warn">!</span>` : ''}<div class="sub mono">${memory.workspace ?? ''}</div></td>
+      <td>${scopeChip(ctx, memory.scope)}${memory.supersededBy ? html` <span class="chip">${t('superseded')}</span>` : ''}${memory.flags.needsReview === true ? html` <span class="chip warn">!</span>` : ''}<div class="sub mono">${memory.workspace ?? ''}</div>${author(ctx, memory)}</td>
       <td class="sub">${when(memory.createdAt)}</td>
       ${searching ? html`<td class="num">${score === null ? '' : score.toFixed(2)}</td>` : ''}
     </tr>`,
@@ -281,6 +286,7 @@ export function memoryPage(ctx: PageContext, detail: MemoryDetail): string {
     <div class="card"><dl class="kv">
       <dt>${t('id')}</dt><dd class="mono">${m.id}</dd>
       <dt>${t('workspace')}</dt><dd class="mono">${m.workspace ?? '—'}</dd>
+      <dt>${t('author')}</dt><dd class="mono" data-field="author">${m.createdBy || '—'}</dd>
       <dt>${t('session')}</dt><dd class="mono">${m.sessionId ? html`<a href="${href(ctx, `/conversations/${encodeURIComponent(m.sessionId)}`)}">${m.sessionId}</a>` : '—'}</dd>
       <dt>${t('priority')}</dt><dd>${m.priority}</dd>
       <dt>${t('revision')}</dt><dd>${m.revision}</dd>

@@ -23,6 +23,8 @@ export interface StartMemoryBrowserOptions extends ServeOptionsInput {
    * closes it, and so does a failed start.
    */
   readonly store?: MemoryStore
+  /** Whose global memories the browser shows (the store's `user`; default: the store's default identity). */
+  readonly user?: string
 }
 
 /** A running memory browser. */
@@ -56,7 +58,7 @@ export async function startMemoryBrowser(options: StartMemoryBrowserOptions): Pr
   try {
     serve = resolveServeOptions(options)
     const palace = options.palaceWorkspaces ? { palaceWorkspaces: options.palaceWorkspaces } : {}
-    browser = given ? MemoryBrowser.fromStore(given, { dataDir: options.dataDir, ...palace }) : MemoryBrowser.open({ dataDir: options.dataDir, ...palace })
+    browser = given ? MemoryBrowser.fromStore(given, { dataDir: options.dataDir, ...palace }) : MemoryBrowser.open({ dataDir: options.dataDir, ...palace, ...(options.user === undefined ? {} : { user: options.user }) })
   } catch (error) {
     await given?.close()
     throw error
