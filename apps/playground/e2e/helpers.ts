@@ -30,8 +30,8 @@ export function tarballs(): Record<string, string> {
 }
 
 /** Run `fn` on the memory store of a DSH home (`<home>/memory/memory.db`), closing it afterwards. */
-export async function withHomeStore<T>(home: DshHome, fn: (store: MemoryStore) => Promise<T>): Promise<T> {
-  const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db') })
+export async function withHomeStore<T>(home: DshHome, fn: (store: MemoryStore) => Promise<T>, options: { readonly user?: string } = {}): Promise<T> {
+  const store = openMemoryStore({ path: join(home.dir, 'memory', 'memory.db'), ...(options.user === undefined ? {} : { user: options.user }) })
   try {
     return await fn(store)
   } finally {

@@ -32,6 +32,8 @@ const SESSION_MEMORY = '本会话的代号是青鸟。'
 const CHINESE_MEMORY = '订单服务的主数据库是 PostgreSQL，备份保存在杭州。'
 const FIRST_PROMPT = 'How is the staging database set up?'
 const WAIT = { timeout: 30_000, interval: 250 }
+/** Who the host and this test's own writes are (see `withStore` below). */
+const WEB_USER = 'web-e2e@team.example'
 
 /** What one turn's model request got from recall: the recall messages it added to the history. */
 interface TurnRecall {
@@ -65,7 +67,9 @@ describe('the dsh-memory browser half in the real DSH web client', () => {
   const received: string[] = []
   const workspace = () => join(root, 'work', 'alpha')
   const chats = () => server.requests.filter((request) => request.purpose === 'chat')
-  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>) => withHomeStore(home, fn)
+  // One user for the memories this test writes and for the host: its HOME is the workspace, so
+  // the default identity (git's global user.email, read from HOME) would differ from the test's.
+  const withStore = <T>(fn: (store: MemoryStore) => Promise<T>) => withHomeStore(home, fn, { user: WEB_USER })
 
   /** Type a prompt into the composer, wait for the model's answer to show, and return what recall added to that turn. */
   const send = async (text: string): Promise<TurnRecall> => {
@@ -116,7 +120,7 @@ describe('the dsh-memory browser half in the real DSH web client', () => {
       }
     })
     // HOME is the workspace, so the client's directory picker opens right on it.
-    surface = await startWebSurface(home, { profile: 'web', cwd: workspace(), env: { DEEPSEEK_BASE_URL: server.url, HOME: workspace() } })
+    surface = await startWebSurface(home, { profile: 'web', cwd: workspace(), env: { DEEPSEEK_BASE_URL: server.url, HOME: workspace(), DSH_MEMORY_USER: WEB_USER } })
     browser = await launchChromium()
     page = await (await browser.newContext({ viewport: { width: 1360, height: 900 }, locale: 'en-US', colorScheme: 'light' })).newPage()
     // Everything the browser receives, to look for secrets at the end.
