@@ -21,9 +21,8 @@ import * as pg from './pg-schema.ts'
 import { searchVectorOf } from './pg-search-terms.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import type { ChangeSpec } from './change-spec.ts'
-import { atLine, importedConversation, importedMemory, importedMessage, lineError, type NumberedRecord, orphanMessageError } from './transfer.ts'
+import { atLine, importStamp, importedConversation, importedMemory, importedMessage, lineError, type NumberedRecord, orphanMessageError } from './transfer.ts'
 import type { ImportOptions } from './types-store.ts'
-import { requireUser } from './user.ts'
 import type { Conversation, Message } from './types-conversations.ts'
 import type { Memory } from './types-memories.ts'
 
@@ -69,15 +68,12 @@ async function existingIds(tx: PgTx, table: 'store_conversations' | 'store_memor
   return new Set(found.map((row) => row.id))
 }
 
-/** The user stamped on records without an author (`ImportOptions.unattributedAs`), else `''`. */
-const stampOf = (options: ImportOptions | undefined): string => (options?.unattributedAs === undefined ? '' : requireUser(options.unattributedAs, 'unattributedAs'))
-
 /** JSON columns as text for {@link insertRows}. */
 const json = (values: readonly unknown[]) => values.map((value) => JSON.stringify(value))
 
 /** A run of conversations: one lookup, one INSERT, one audit/change statement. */
 export async function importConversationRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: ImportOptions | undefined): Promise<boolean[]> {
-  const stamp = stampOf(options)
+  const stamp = importStamp(options)
   const rows = run.map((entry) => atLine(entry.line, () => importedConversation(s.options.limits, entry.record.data as Conversation, stamp)))
   const added = newInRun(rows, (row) => [row.id], await existingIds(tx, 'store_conversations', rows))
   const fresh = rows.filter((_, i) => added[i])
@@ -105,7 +101,7 @@ const hostKey = (conversationId: string, hostMessageId: string) => `${conversati
  * every column and the search terms, one audit/change statement.
  */
 export async function importMessageRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: ImportOptions | undefined): Promise<boolean[]> {
-  const stamp = stampOf(options)
+  const stamp = importStamp(options)
   const rows = run.map((entry) => atLine(entry.line, () => importedMessage(s.options.limits, entry.record.data as Message, stamp)))
   const [state] = await tx.query<{ ids: string[] | null; hosts: [string, string][] | null; conversations: string[] | null }>(
     `WITH host AS (
@@ -151,7 +147,7 @@ export async function importMessageRun(s: PgSession, tx: PgTx, run: readonly Num
  * and one bump per layer (as many bumps as memories, as record by record). Successor links wait in `links`.
  */
 export async function importMemoryRun(s: PgSession, tx: PgTx, run: readonly NumberedRecord[], options: ImportOptions | undefined, links: PendingLinks): Promise<boolean[]> {
-  const stamp = stampOf(options)
+  const stamp = importStamp(options)
   const rows = run.map((entry) => atLine(entry.line, () => importedMemory(s.options.limits, entry.record.data as Memory, stamp)))
   const added = newInRun(rows, (row) => [row.id], await existingIds(tx, 'store_memories', rows))
   const fresh = rows.filter((_, i) => added[i])

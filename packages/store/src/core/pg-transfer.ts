@@ -25,8 +25,8 @@ import {
   importSourceOf,
   lineError,
   type NumberedRecord,
+  importStamp,
 } from './transfer.ts'
-import { requireUser } from './user.ts'
 import type { ImportOptions, ImportResult } from './types-store.ts'
 import { requireId } from './validate.ts'
 
@@ -151,7 +151,7 @@ async function importRecord(s: PgSession, tx: PgTx, record: Extract<ImportedReco
   const limits = s.options.limits
   const now = s.now()
   // Checked once per record: cheap, and an import with a bad option fails on its first line.
-  const stamp = options?.unattributedAs === undefined ? '' : requireUser(options.unattributedAs, 'unattributedAs')
+  const stamp = importStamp(options)
   switch (record.type) {
     case 'scene': {
       const id = requireId(record.data.id, 'id')

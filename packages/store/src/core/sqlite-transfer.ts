@@ -29,8 +29,8 @@ import {
   importLines,
   importSourceOf,
   orphanMessageError,
+  importStamp,
 } from './transfer.ts'
-import { requireUser } from './user.ts'
 import type { ImportOptions, ImportResult } from './types-store.ts'
 import { requireId } from './validate.ts'
 
@@ -117,7 +117,7 @@ function importRecord(s: SqliteSession, record: ImportedRecord, options: ImportO
   const limits = s.options.limits
   const now = s.now()
   // Checked once per record: cheap, and an import with a bad option fails on its first line.
-  const stamp = options?.unattributedAs === undefined ? '' : requireUser(options.unattributedAs, 'unattributedAs')
+  const stamp = importStamp(options)
   switch (record.type) {
     case 'conversation': {
       const id = requireId(record.data.id, 'id')

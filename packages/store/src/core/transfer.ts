@@ -14,7 +14,7 @@ import type { Conversation, Message } from './types-conversations.ts'
 import type { Memory } from './types-memories.ts'
 import type { Persona } from './types-persona.ts'
 import type { Scene } from './types-scenes.ts'
-import type { ImportResult, RecordCounts } from './types-store.ts'
+import type { ImportOptions, ImportResult, RecordCounts } from './types-store.ts'
 import { requireUser } from './user.ts'
 import { flagsObject, idList, requireCount, requireId, requireRole, requireScope, requireTime } from './validate.ts'
 
@@ -177,6 +177,11 @@ export function orphanMessageError(id: string, conversationId: string): MemorySt
 export function importedCreator(value: unknown, unattributedAs: string): string {
   if (value === undefined || value === null || value === '') return unattributedAs
   return requireUser(value, 'createdBy')
+}
+
+/** The user an import stamps on records without an author (`ImportOptions.unattributedAs`, checked), else `''`. */
+export function importStamp(options: ImportOptions | undefined): string {
+  return options?.unattributedAs === undefined ? '' : requireUser(options.unattributedAs, 'unattributedAs')
 }
 
 /** The columns of an imported conversation. */
