@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { applySceneOps, layerKey, parseLayerKey, relatedScenes } from '../src/core/scenes.js'
+import { adoptUnattributedGlobal, applySceneOps, layerKey, parseLayerKey, relatedScenes, runsLayer } from '../src/core/scenes.js'
+import { initialLayerState, type LayerState } from '../src/core/state-types.js'
 import { openTempStore } from './fixtures.js'
 
 describe('scene ops on a real store', () => {
@@ -84,9 +85,25 @@ describe('relatedScenes', () => {
     expect(others.map((s: { id: string }) => s.id)).toEqual(['2', '3'])
   })
 
-  it('round-trips layer keys', () => {
-    expect(layerKey({ scope: 'global', workspace: null })).toBe('global')
-    expect(parseLayerKey(layerKey({ scope: 'workspace', workspace: '/a:b' }))).toEqual({ scope: 'workspace', workspace: '/a:b' })
+  it('round-trips layer keys: the global layer is per user, workspaces are the team\'s', () => {
+    expect(layerKey({ scope: 'global', workspace: null }, 'alice@example.com')).toBe('global:alice@example.com')
+    expect(parseLayerKey(layerKey({ scope: 'global', workspace: null }, '山田@例え.jp'))).toEqual({ scope: 'global', workspace: null, user: '山田@例え.jp' })
+    expect(parseLayerKey('global')).toEqual({ scope: 'global', workspace: null, user: '' })
+    expect(parseLayerKey(layerKey({ scope: 'workspace', workspace: 'git:github.com/o/r' }, 'alice@example.com'))).toEqual({ scope: 'workspace', workspace: 'git:github.com/o/r', user: '' })
+    expect(parseLayerKey(layerKey({ scope: 'workspace', workspace: '/a:b' }, 'alice@example.com'))).toEqual({ scope: 'workspace', workspace: '/a:b', user: '' })
     expect(parseLayerKey('nonsense')).toBeUndefined()
+    expect(parseLayerKey('global:')).toBeUndefined()
+    const alice = parseLayerKey('global:alice@example.com')!
+    expect([runsLayer(alice, 'alice@example.com'), runsLayer(alice, 'bob@example.com'), runsLayer(parseLayerKey('workspace:/w')!, 'bob@example.com')]).toEqual([true, false, true])
+  })
+
+  it('gives the unattributed global counter to the adopting user, adding to a counter the user has', () => {
+    const layers: Record<string, LayerState> = { global: { ...initialLayerState(), sinceL2: 3, sinceL3: 4, lastL2At: 10 }, 'workspace:/w': initialLayerState() }
+    expect(adoptUnattributedGlobal(layers, 'alice@example.com')).toBe(true)
+    expect(layers).toEqual({ 'global:alice@example.com': { ...initialLayerState(), sinceL2: 3, sinceL3: 4, lastL2At: 10 }, 'workspace:/w': initialLayerState() })
+    expect(adoptUnattributedGlobal(layers, 'alice@example.com')).toBe(false)
+    const both: Record<string, LayerState> = { global: { ...initialLayerState(), sinceL2: 1, sinceL3: 1, lastL2At: 5 }, 'global:bob@example.com': { ...initialLayerState(), sinceL2: 2, lastL2At: 20, attempts: 1 } }
+    adoptUnattributedGlobal(both, 'bob@example.com')
+    expect(both).toEqual({ 'global:bob@example.com': { ...initialLayerState(), sinceL2: 3, sinceL3: 1, lastL2At: 20, attempts: 1 } })
   })
 })

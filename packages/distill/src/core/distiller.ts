@@ -17,6 +17,7 @@ import type { LedgerFilter, LedgerRow } from './ledger.js'
 import { defaultIsLeaseOwnerAlive, LIVE_INSTANCES } from './liveness.js'
 import { RoutedModel } from './model.js'
 import type { DistillOptions, ModelRoute } from './options.js'
+import { adoptUnattributedGlobal, parseLayerKey, runsLayer } from './scenes.js'
 import { DistillStateRepository } from './state.js'
 import { decideTrigger, rampThreshold } from './trigger.js'
 
@@ -421,6 +422,9 @@ export class Distiller {
         continue
       }
       const conversation = await this.deps.store.conversations.get(id)
+      // Another user's conversation (a team database) is distilled by that user's host: this
+      // host would write its global memories as its own user, private to the wrong person.
+      if (conversation?.createdBy && conversation.createdBy !== this.deps.store.user && !existing) continue
       const live = this.live(id)
       live.pending = Math.max(live.pending, pending.length)
       live.lastMessageAt = pending[pending.length - 1]!.createdAt
@@ -440,10 +444,15 @@ export class Distiller {
 
   private async queueDueLayers(force = false): Promise<void> {
     if (!this.options.l2.enabled && !this.options.l3.enabled) return
-    const layers = await this.state.layers()
+    const user = this.deps.store.user
+    let layers = await this.state.layers()
+    if ('global' in layers) layers = await this.state.updateLayers((all) => void adoptUnattributedGlobal(all, user))
     const now = this.clock.now()
     let wakeAt: number | undefined
     for (const [key, state] of Object.entries(layers)) {
+      const owner = parseLayerKey(key)
+      // Another user's global layer: that user's host runs it.
+      if (owner && !runsLayer(owner, user)) continue
       if (!force && state.notBefore > now) {
         wakeAt = Math.min(wakeAt ?? Infinity, state.notBefore)
         continue

@@ -209,12 +209,17 @@ export class ExtractionJob {
     else if (!giveUp) this.ctx.scheduleWake(notBefore)
   }
 
-  /** Add new memories to the L2/L3 counters of their scope (inside the commit transaction). */
+  /**
+   * Add new memories to the L2/L3 counters of their scope (inside the commit transaction). A
+   * global memory counts for this host's user, whose pass will read it (a new version of an
+   * unattributed memory keeps `createdBy` `''` but is seen by this user's pass all the same).
+   */
   private async countNewMemories(memories: readonly Memory[]): Promise<void> {
     const keys = new Map<string, number>()
+    const user = this.ctx.store.user
     for (const memory of memories) {
       if (memory.scope === 'session') continue
-      const key = layerKey({ scope: memory.scope, workspace: memory.workspace })
+      const key = layerKey({ scope: memory.scope, workspace: memory.workspace }, user)
       keys.set(key, (keys.get(key) ?? 0) + 1)
     }
     if (keys.size === 0) return

@@ -8,7 +8,7 @@ import { DistillError, describeError, isDistillError } from './errors.js'
 import { askJson } from './ask-json.js'
 import type { JobContext } from './job-context.js'
 import { buildPersonaPrompt, buildScenePrompt, L3_SYSTEM, l2System } from './prompts.js'
-import { applySceneOps, parseLayerKey, relatedScenes, type SceneScope } from './scenes.js'
+import { applySceneOps, parseLayerKey, relatedScenes, runsLayer, type SceneScope } from './scenes.js'
 import { validatePersonaText, validateSceneOps } from './schemas.js'
 import { initialLayerState, type LayerState } from './state-types.js'
 import { retryDelayMs } from './trigger.js'
@@ -23,6 +23,8 @@ export class LayerJobs {
       await this.ctx.state.updateLayers((all) => void delete all[key])
       return
     }
+    // Another user's global layer is that user's host's to run (this one cannot see its memories).
+    if (!runsLayer(scope, this.ctx.store.user)) return
     const before = (await this.ctx.state.layers())[key]
     if (!before) return
     // Queued before a failure of the same scope set its backoff: wait for it (see runJob).

@@ -4,8 +4,11 @@
  * so they free slots for creations.
  */
 import type { Memory, MemoryStore, Scene } from '@dsh-memory/store'
-import { tokenize } from '@dsh-memory/store'
+import { globalLayerKey, tokenize } from '@dsh-memory/store'
 import type { SceneOp } from './schemas.js'
+import type { LayerState } from './state-types.js'
+
+const GLOBAL_PREFIX = 'global:'
 
 /** The scope a scene pass works on. */
 export interface SceneScope {
@@ -13,16 +16,51 @@ export interface SceneScope {
   readonly workspace: string | null
 }
 
-/** The layer key of a scope: `global` or `workspace:<path>`. */
-export function layerKey(scope: SceneScope): string {
-  return scope.scope === 'global' ? 'global' : `workspace:${scope.workspace}`
+/**
+ * The counter key of a scope, as the host of `user` (`store.user`) counts and runs it:
+ * `global:<user>` or `workspace:<id>`. The global layer is per user, like the store's layer
+ * revisions: global memories are private to their writer, so each user's global scenes and
+ * persona are built by that user's host from what that user sees. `'global'` (no user) is the
+ * unattributed key an older version counted under; see {@link adoptUnattributedGlobal}.
+ */
+export function layerKey(scope: SceneScope, user: string): string {
+  return scope.scope === 'global' ? globalLayerKey(user) : `workspace:${scope.workspace}`
 }
 
-/** Inverse of {@link layerKey}. */
-export function parseLayerKey(key: string): SceneScope | undefined {
-  if (key === 'global') return { scope: 'global', workspace: null }
-  if (key.startsWith('workspace:') && key.length > 'workspace:'.length) return { scope: 'workspace', workspace: key.slice('workspace:'.length) }
+/** A counter key read back: the scope, and for the global layer whose it is (`''`: unattributed). */
+export interface LayerOwner extends SceneScope {
+  readonly user: string
+}
+
+/** Inverse of {@link layerKey}; `undefined` for a string that is not a counter key. */
+export function parseLayerKey(key: string): LayerOwner | undefined {
+  if (key === 'global') return { scope: 'global', workspace: null, user: '' }
+  if (key.startsWith(GLOBAL_PREFIX) && key.length > GLOBAL_PREFIX.length) return { scope: 'global', workspace: null, user: key.slice(GLOBAL_PREFIX.length) }
+  if (key.startsWith('workspace:') && key.length > 'workspace:'.length) return { scope: 'workspace', workspace: key.slice('workspace:'.length), user: '' }
   return undefined
+}
+
+/** Whether the host of `user` runs the passes of counter `key`: every workspace (the team's), and its own global layer only. */
+export function runsLayer(key: LayerOwner, user: string): boolean {
+  return key.scope === 'workspace' || key.user === user
+}
+
+/**
+ * Give the unattributed `'global'` counter (what a version before per-user keys counted, for
+ * every user of the database) to `user`'s global layer: it becomes the user's counter when the
+ * user has none, else its counts are added to the user's (whose watermarks and retry state
+ * stay). The memories it counted are the adopter's or unattributed (visible to everyone), so
+ * the adopter's pass sees them; other users' passes start from their own first memories.
+ * Mutates `all`. @returns whether anything changed.
+ */
+export function adoptUnattributedGlobal(all: Record<string, LayerState>, user: string): boolean {
+  const legacy = all.global
+  const mine = globalLayerKey(user)
+  if (!legacy || mine === 'global') return false
+  const current = all[mine]
+  all[mine] = current ? { ...current, sinceL2: current.sinceL2 + legacy.sinceL2, sinceL3: current.sinceL3 + legacy.sinceL3 } : legacy
+  delete all.global
+  return true
 }
 
 /**
