@@ -15,7 +15,7 @@ import { findUnknownOption, optionKeysOf, strictOptionsSchema } from './kit/opti
 import { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_CACHE_MIB, DEFAULT_POSTGRES_SCHEMA, MAX_CACHE_MIB, resolveDataDir } from './core/options.ts'
 import { openPostgresStore } from './core/open-store.ts'
 import type { PackageTables, PackageTablesDeclaration, PackageTablesHost } from './core/package-tables.ts'
-import { resolveStoreRow, type StoreRowLocation } from './core/store-row.ts'
+import { resolveStoreRow, rowDisagreement, type StoreRowAgreement, type StoreRowDisagreement, type StoreRowLocation } from './core/store-row.ts'
 import { openMemoryStore } from './core/sqlite-store.ts'
 import type { TransactionOptions } from './core/types-common.ts'
 import type { ConversationRepository, MessageRepository } from './core/types-conversations.ts'
@@ -28,7 +28,7 @@ import type { SceneRepository } from './core/types-scenes.ts'
 import type { SearchService } from './core/types-search.ts'
 import type { StatsService } from './core/types-stats.ts'
 import type { CoordinatedMemoryStore, ImportOptions, ImportResult, MemoryStore } from './core/types-store.ts'
-import { carryOverStoreWorkspaces, carryOverWorkspaces, type WorkspaceMove } from './core/workspace-carry-over.ts'
+import { WorkspaceCarryOver } from './core/workspace-carry-over.ts'
 import { WORKSPACE_IDENTITIES, workspaceOf, type WorkspaceIdentity } from './core/workspace-id.ts'
 
 declare module '@deepseek-ai/cordis' {
@@ -165,8 +165,8 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   private readonly busyTimeoutMs: number
   private readonly workspaceIdentity: WorkspaceIdentity
   private readonly workspaceIds = new Map<string, string>()
-  /** Package owners whose workspace columns were carried over in this run. */
-  private readonly carriedOver = new Set<string>()
+  /** Moves rows keyed by a path to its git workspace id (`workspaceIdentity: git-remote` only). */
+  private readonly carryOver: WorkspaceCarryOver | undefined
   /**
    * The stage log `<dataDir>/memory.log` every dsh-memory plugin of this host writes to
    * (`write(stage, event, fields)`; counts, ids and timings only, never text).
@@ -194,6 +194,14 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
       files: config.logFiles ?? DEFAULT_LOG_FILES,
       onError: (error) => logger.warn('memory-store: cannot write %s: %s', join(this.dataDir, LOG_FILE), error instanceof Error ? error.message : String(error)),
     })
+    this.carryOver =
+      this.workspaceIdentity === 'git-remote'
+        ? new WorkspaceCarryOver((path) => this.workspaceOf(path), {
+            moved: (owner, move) => this.log.write('workspace', 'carry-over', { owner, rows: move.rows }),
+            failed: (owner, error) =>
+              logger.warn('memory-store: cannot carry %s rows over to git workspace ids (kept under their paths, retried at the next start): %s', owner, error instanceof Error ? error.message : String(error)),
+          })
+        : undefined
     // SQLite opens synchronously, here; PostgreSQL connects in `Service.init` (below), which
     // Cordis awaits before the service counts as available, so dependents start on an open store.
     if (location.postgres) return
@@ -216,7 +224,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
         throw error
       }
     }
-    if (this.workspaceIdentity === 'git-remote') await this.carryOver('store', () => carryOverStoreWorkspaces(this.store, (path) => this.workspaceOf(path)))
+    await this.carryOver?.store(this.store)
   }
 
   /**
@@ -233,16 +241,6 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
       this.workspaceIds.set(cwd, id)
     }
     return id
-  }
-
-  /** One carry-over; a failure is logged and retried at the next start (the rows stay under their path, nothing is lost). */
-  private async carryOver(owner: string, run: () => Promise<WorkspaceMove[]>): Promise<void> {
-    try {
-      const moves = await run()
-      for (const move of moves) this.log.write('workspace', 'carry-over', { owner, rows: move.rows })
-    } catch (error) {
-      this.ctx.logger('memory-store').warn('memory-store: cannot carry %s rows over to git workspace ids (kept under their paths, retried at the next start): %s', owner, error instanceof Error ? error.message : String(error))
-    }
   }
 
   private hold(store: CoordinatedMemoryStore & PackageTablesHost): () => Promise<void> {
@@ -321,14 +319,7 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
    * ids the first time the package opens them in this run.
    */
   async tables<TSchema extends Record<string, unknown> = Record<string, never>>(declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
-    const tables = await this.store.tables(declaration)
-    const keys = declaration.workspaceKeys
-    if (keys?.length && this.workspaceIdentity === 'git-remote' && !this.carriedOver.has(tables.owner)) {
-      this.carriedOver.add(tables.owner)
-      const handle = tables as unknown as PackageTables<Record<string, unknown>>
-      await this.carryOver(tables.owner, () => carryOverWorkspaces(handle, keys, (path) => this.workspaceOf(path)))
-    }
-    return tables
+    return this.carryOver ? this.carryOver.tables(this.store, declaration) : this.store.tables(declaration)
   }
   /** The database is owned by the plugin's lifecycle: dispose the plugin instead. Resolves without closing. */
   async close(): Promise<void> {}
@@ -355,8 +346,14 @@ interface PluginRow {
   readonly ctx: Context
   readonly label: string
   active: boolean
-  /** Row-specific data a caller attached when claiming (the store's resolved data directory). */
+  /**
+   * Row-specific data a caller attached when claiming: a store row's location identity (a
+   * string, as every version of this registry has it: rows of another installed copy of this
+   * module compare it).
+   */
   data: unknown
+  /** A store row's other terms (its user and workspace identity); absent on rows of older copies. */
+  terms?: unknown
 }
 
 // Keyed by the root context, so separate Cordis roots in one process (tests) stay separate,
@@ -386,15 +383,16 @@ function entryId(ctx: Context): string | undefined {
   return typeof id === 'string' && id.length > 0 ? id : undefined
 }
 
-function claim(ctx: Context, pluginName: string, options: ClaimPluginRowOptions, data: unknown): boolean {
+function claim(ctx: Context, pluginName: string, options: ClaimPluginRowOptions, data: unknown, terms?: unknown): boolean {
   const rows = rowsOf(ctx, pluginName)
   // A restarted fiber (config reload, dependency back) keeps its row and its place in line.
   let row = rows.find((candidate) => candidate.ctx.fiber === ctx.fiber)
   if (!row) {
-    row = { ctx, label: entryId(ctx) ?? `${pluginName}#${rows.length + 1}`, active: false, data }
+    row = { ctx, label: entryId(ctx) ?? `${pluginName}#${rows.length + 1}`, active: false, data, terms }
     rows.push(row)
   } else {
     row.data = data
+    row.terms = terms
   }
   const mine = row
   const owner = rows.find((candidate) => candidate.active && candidate !== mine)
@@ -481,26 +479,40 @@ export function pluginRows(ctx: Context): { plugin: string; rows: PluginRowState
  * bundles) so that each plugin installs alone; installing several of them, or one plus the
  * preset, still opens the database once: the rows elect an owner through
  * {@link claimPluginRow}, the others stay idle and take over, in order, if the owner is
- * removed. Rows that resolve to different data directories are a configuration error: one host
- * has one memory. (See {@link MemoryStoreService} for the service itself.)
- * @throws MemoryStoreError `invalid-argument` when two rows name different data directories.
+ * removed. Rows that resolve to different data directories or databases, users or workspace
+ * identities are a configuration error: one host has one memory, written as one user. (See
+ * {@link MemoryStoreService} for the service itself.)
+ * @throws MemoryStoreError `invalid-argument` naming the field two rows disagree on.
  */
 export async function apply(ctx: Context, config: Partial<Config> = {}): Promise<void> {
   // Idle rows too: a typo in any row of the profile fails its load.
   refuseUnknownKeys(config)
   const location = resolveRow(config)
-  const other = rowsOf(ctx, name).find((row) => row.ctx.fiber !== ctx.fiber && row.data !== location.identity)
-  if (other) {
-    const field = location.postgres || String(other.data).includes(' on postgres://') ? 'databaseUrl' : 'dataDir'
-    throw new MemoryStoreError(
-      'invalid-argument',
-      `${field}: this memory-store row resolves to ${location.identity} but store row ${other.label} of this host uses ${String(other.data)}; ` +
-        'give every memory-store row (one per installed dsh-memory bundle) the same dataDir, databaseUrl and schema',
-      { path: field },
-    )
+  const agreement: StoreRowAgreement = { identity: location.identity, user: location.user, workspaceIdentity: config.workspaceIdentity ?? 'git-remote' }
+  for (const row of rowsOf(ctx, name)) {
+    if (row.ctx.fiber === ctx.fiber) continue
+    // A row of an older copy of this module carries only its location identity.
+    const theirs = (row.terms as StoreRowAgreement | undefined) ?? { ...agreement, identity: String(row.data) }
+    const disagreement = rowDisagreement(agreement, theirs)
+    if (disagreement) throw rowConflict(disagreement, row.label)
   }
-  if (!claim(ctx, name, { idleLog: 'debug' }, location.identity)) return
+  if (!claim(ctx, name, { idleLog: 'debug' }, location.identity, agreement)) return
   await ctx.plugin(MemoryStoreService, config)
+}
+
+/** The load error of a store row that disagrees with another row of the host, naming the field. */
+function rowConflict({ field, mine, theirs }: StoreRowDisagreement, label: string): MemoryStoreError {
+  const what = {
+    dataDir: ['resolves to', 'uses', 'the same dataDir, databaseUrl and schema'],
+    databaseUrl: ['resolves to', 'uses', 'the same dataDir, databaseUrl and schema'],
+    user: ['writes as', 'writes as', 'the same user (one host writes as one user)'],
+    workspaceIdentity: ['has workspaceIdentity', 'has', 'the same workspaceIdentity (one host keys a workspace one way)'],
+  }[field]
+  return new MemoryStoreError(
+    'invalid-argument',
+    `${field}: this memory-store row ${what[0]} ${mine} but store row ${label} of this host ${what[1]} ${theirs}; give every memory-store row (one per installed dsh-memory bundle) ${what[2]}`,
+    { path: field },
+  )
 }
 
 /** Writes one `memory.log` line; see {@link stageLog}. */

@@ -93,6 +93,11 @@ describe('memory-store row on PostgreSQL (databaseUrl)', () => {
       expect(error.message).toContain(`schema ${schema}`)
       expect(error.message).not.toContain(PASSWORD)
     }
+    // Rows on the one database that write as different users disagree too.
+    const byUser = await rejectionOf(async () => await ctx.plugin(MemoryStoreDefault, { dataDir, databaseUrl: inject('pgUrl'), schema, user: `other-${ctx.memoryStore.user}` }))
+    expect(byUser).toMatchObject({ code: 'invalid-argument', path: 'user' })
+    expect(byUser.message).toContain(`writes as ${ctx.memoryStore.user};`)
+    expect(byUser.message).not.toContain(PASSWORD)
   })
 
   it('fails to start with unavailable, naming host:port and not the password, when no server listens', async () => {

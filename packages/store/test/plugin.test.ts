@@ -123,6 +123,27 @@ describe('memory-store plugin', () => {
     expect(String((error as Error).message)).toMatch(/^dataDir: /)
   })
 
+  it('refuses store rows that disagree on the user or the workspace identity, naming the field; rows that agree share one store', async () => {
+    const dataDir = tempDir()
+    const ctx = new Context()
+    onCleanup(() => ctx.fiber.dispose())
+    await ctx.plugin(MemoryStoreDefault, { dataDir, user: 'alice@example.com' })
+    // The same user written with blanks around it is the same user.
+    await ctx.plugin(MemoryStoreDefault, { dataDir, user: ' alice@example.com ', workspaceIdentity: 'git-remote' })
+    const byUser = await rejectionOf(async () => await ctx.plugin(MemoryStoreDefault, { dataDir, user: '山田@example.jp' }))
+    expect(byUser).toMatchObject({ code: 'invalid-argument', path: 'user' })
+    expect(byUser.message).toMatch(/^user: this memory-store row writes as 山田@example.jp but store row memory-store#1 of this host writes as alice@example.com; give every memory-store row .*the same user/)
+    const byIdentity = await rejectionOf(async () => await ctx.plugin(MemoryStoreDefault, { dataDir, user: 'alice@example.com', workspaceIdentity: 'path' }))
+    expect(byIdentity).toMatchObject({ code: 'invalid-argument', path: 'workspaceIdentity' })
+    expect(byIdentity.message).toMatch(/^workspaceIdentity: this memory-store row has workspaceIdentity path but store row memory-store#1 of this host has git-remote/)
+    // The running row's config is the one that applies.
+    expect(ctx.memoryStore.user).toBe('alice@example.com')
+    expect(pluginRows(ctx).find((entry) => entry.plugin === 'memory-store')!.rows).toEqual([
+      { label: 'memory-store#1', active: true },
+      { label: 'memory-store#2', active: false },
+    ])
+  })
+
   it('refuses a misspelt config key at load, naming it', async () => {
     const ctx = new Context()
     onCleanup(() => ctx.fiber.dispose())

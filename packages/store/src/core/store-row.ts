@@ -87,3 +87,34 @@ function databaseIdentity(shown: string): string {
 function fieldError(path: string, message: string): Error {
   return new MemoryStoreError('invalid-argument', `${path}: ${message}`, { path })
 }
+
+/** What every store row of one host must agree on (one host has one memory, written as one user). */
+export interface StoreRowAgreement {
+  /** {@link StoreRowLocation.identity}: the data dir and the database. */
+  readonly identity: string
+  /** The resolved user ({@link StoreRowLocation.user}). */
+  readonly user: string
+  /** The row's `workspaceIdentity` (`git-remote` when not set). */
+  readonly workspaceIdentity: string
+}
+
+/** A field two store rows of one host disagree on, with both rows' values (safe to print). */
+export interface StoreRowDisagreement {
+  readonly field: 'dataDir' | 'databaseUrl' | 'user' | 'workspaceIdentity'
+  readonly mine: string
+  readonly theirs: string
+}
+
+/**
+ * The first field on which two store rows of one host disagree, or `undefined` when they are
+ * one memory. The location is named `databaseUrl` when either row is on PostgreSQL, else `dataDir`.
+ */
+export function rowDisagreement(mine: StoreRowAgreement, theirs: StoreRowAgreement): StoreRowDisagreement | undefined {
+  if (mine.identity !== theirs.identity) {
+    const field = [mine.identity, theirs.identity].some((identity) => identity.includes(' on postgres://')) ? 'databaseUrl' : 'dataDir'
+    return { field, mine: mine.identity, theirs: theirs.identity }
+  }
+  if (mine.user !== theirs.user) return { field: 'user', mine: mine.user, theirs: theirs.user }
+  if (mine.workspaceIdentity !== theirs.workspaceIdentity) return { field: 'workspaceIdentity', mine: mine.workspaceIdentity, theirs: theirs.workspaceIdentity }
+  return undefined
+}

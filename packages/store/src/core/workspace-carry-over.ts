@@ -92,6 +92,70 @@ export async function carryOverWorkspaces(
   return moves
 }
 
+/** Where {@link WorkspaceCarryOver} reports what it did. */
+export interface CarryOverReports {
+  /** Rows of one path moved to its id (`owner`: `store` for the store's own rows, else the package). */
+  moved?(owner: string, move: WorkspaceMove): void
+  /** A carry-over failed: the rows stay under their paths (nothing is lost) and the next start retries. */
+  failed?(owner: string, error: unknown): void
+}
+
+/**
+ * The carry-over a process runs when it opens a store for sessions in directories (the DSH
+ * host's store service at start, the tree's MCP server): {@link WorkspaceCarryOver.store} moves
+ * the store's own rows, {@link WorkspaceCarryOver.tables} opens a package's tables and moves their
+ * declared `workspaceKeys` the first time that package opens them through this object. Never
+ * throws for a failed move: it is reported and retried at the next start.
+ */
+export class WorkspaceCarryOver {
+  // Plain fields, not `#`: the store service holds this object and Cordis hands out proxies.
+  // No parameter properties: the store's sources also run under Node's type stripping.
+  private readonly done = new Set<string>()
+  private readonly resolve: (path: string) => string
+  private readonly reports: CarryOverReports
+
+  /**
+   * @param resolve - the workspace id of a directory (`workspaceOf` with the host's identity);
+   *   a path it maps to itself or to another path stays.
+   */
+  constructor(resolve: (path: string) => string, reports: CarryOverReports = {}) {
+    this.resolve = resolve
+    this.reports = reports
+  }
+
+  /** Re-key the store's own rows (see {@link carryOverStoreWorkspaces}). */
+  async store(host: PackageTablesHost): Promise<void> {
+    await this.run('store', () => carryOverStoreWorkspaces(host, this.resolve))
+  }
+
+  /** A package's tables on `host`; their `workspaceKeys` are carried over the first time the owner opens them here. */
+  async tables<TSchema extends Record<string, unknown> = Record<string, never>>(host: PackageTablesHost, declaration: PackageTablesDeclaration<TSchema>): Promise<PackageTables<TSchema>> {
+    const tables = await host.tables(declaration)
+    const keys = declaration.workspaceKeys
+    if (keys?.length && !this.done.has(tables.owner)) {
+      this.done.add(tables.owner)
+      await this.run(tables.owner, () => carryOverWorkspaces(tables as unknown as PackageTables<Record<string, unknown>>, keys, this.resolve))
+    }
+    return tables
+  }
+
+  /** `host` seen through {@link tables}: hand it to a package that opens its own tables. */
+  host(host: PackageTablesHost): PackageTablesHost {
+    return { tables: (declaration) => this.tables(host, declaration) }
+  }
+
+  private async run(owner: string, move: () => Promise<WorkspaceMove[]>): Promise<void> {
+    let moves: WorkspaceMove[]
+    try {
+      moves = await move()
+    } catch (error) {
+      this.reports.failed?.(owner, error)
+      return
+    }
+    for (const done of moves) this.reports.moved?.(owner, done)
+  }
+}
+
 async function moveColumn(run: Runner, db: PackageDatabase<Record<string, unknown>>, key: WorkspaceKeyColumn, from: string, to: string, at: number): Promise<number> {
   const table = sql.identifier(key.table)
   const column = sql.identifier(key.column)
