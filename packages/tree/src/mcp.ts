@@ -9,14 +9,15 @@
  * database of `--database-url` / `DSH_MEMORY_DATABASE_URL` (as for the CLI); the markdown
  * projection goes to `<dir>/tree` unless `--projection-dir` (or `--no-projection`) says
  * otherwise. The workspace (which project a call belongs to) is `--workspace DIR`, else the
- * directory the client started the server in.
+ * directory the client started the server in, keyed as the hosts key it (`--workspace-identity`,
+ * default `git-remote`); with `git-remote` the server runs the hosts' workspace carry-over at start.
  *
  * @module @dsh-memory/tree/mcp
  */
 import { createRequire } from 'node:module'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import { workspaceOf } from '@dsh-memory/store'
+import { WorkspaceCarryOver, workspaceOf } from '@dsh-memory/store'
 import { describeError } from './core/errors.js'
 import { openMemoryTree } from './core/open.js'
 import { describeDatabaseUrl, MCP_USAGE as USAGE, resolveMcpSettings as resolveSettings } from './core/mcp-settings.js'
@@ -49,14 +50,25 @@ async function main(): Promise<void> {
   }
 
   const log = (message: string) => process.stderr.write(`[memory-tree] ${message}\n`)
+  const identity = settings.workspaceIdentity
+  // What the host's store service runs at start: rows keyed by a directory that is now a git
+  // project move to its id, so this server and the hosts find the same bindings and chat.
+  const carryOver =
+    identity === 'git-remote'
+      ? new WorkspaceCarryOver((path) => workspaceOf(path, { identity }), {
+          moved: (owner, move) => log(`carried ${move.rows} ${owner} row(s) over to workspace ${move.to}`),
+          failed: (owner, error) => log(`cannot carry ${owner} rows over to git workspace ids (kept under their paths, retried at the next start): ${describeError(error)}`),
+        })
+      : undefined
   const opened = await openMemoryTree({
     ...(settings.databaseUrl === undefined ? { dataDir: settings.dataDir } : { databaseUrl: settings.databaseUrl, ...(settings.schema ? { schema: settings.schema } : {}) }),
     projectionDir: settings.projectionDir,
+    ...(carryOver ? { carryOver } : {}),
     onError: (error, where) => log(`${where} failed: ${describeError(error)}`),
   })
   // One id per server process: what this client writes is tagged with it.
   // The directory's workspace id, as the hosts key it (its git project, or the path).
-  const caller: Caller = { workspace: workspaceOf(settings.workspace), sessionId: `mcp-${process.pid}`, source: 'mcp' }
+  const caller: Caller = { workspace: workspaceOf(settings.workspace, { identity }), sessionId: `mcp-${process.pid}`, source: 'mcp' }
 
   const server = new McpServer(
     { name: 'dsh-memory-tree', version: version() },

@@ -1,9 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, inject, it } from 'vitest'
 import { openMemoryTree } from '../src/core/open.js'
 import { resolveMcpSettings } from '../src/core/mcp-settings.js'
-import { TREE_TOOL_NAMES } from '../src/core/tools.js'
+import { runTreeTool, TREE_TOOL_NAMES } from '../src/core/tools.js'
 import { openTestTree, tempDirEachTest } from './helpers.js'
 import { callTool, connect, requireServerBuild, SERVER } from './mcp-client.js'
 
@@ -107,13 +108,92 @@ describe('dsh-memory-tree-mcp over stdio with the MCP SDK client', () => {
   })
 })
 
+/** A git clone (its `.git/config` names a remote; `workspaceOf` reads files, runs no git): its workspace id is the project's. */
+function gitClone(root: string): { dir: string; id: string } {
+  const dir = join(root, 'shop')
+  mkdirSync(join(dir, '.git'), { recursive: true })
+  writeFileSync(join(dir, '.git', 'config'), '[core]\n\tbare = false\n[remote "origin"]\n\turl = git@github.com:acme/shop.git\n')
+  return { dir, id: 'git:github.com/acme/shop' }
+}
+
+describe('dsh-memory-tree-mcp runs the workspace carry-over the host runs at store start', () => {
+  const temp = tempDirEachTest('tree-mcp-carry')
+  requireServerBuild()
+
+  const where = {
+    sqlite: () => ({ open: { dataDir: temp.dir }, args: ['--data-dir', temp.dir] }),
+    postgres: () => {
+      const schema = `tree_carry_${process.pid}_${randomBytes(3).toString('hex')}`
+      return { open: { databaseUrl: inject('pgUrl'), schema }, args: ['--database-url', inject('pgUrl'), '--schema', schema] }
+    },
+  }
+
+  it.each(['sqlite', 'postgres'] as const)('on %s: rows an older host keyed by the clone\'s path move to its git id; the server and the library find them there', async (backend) => {
+    const clone = gitClone(temp.dir)
+    const { open, args } = where[backend]()
+    // What an older host (or tool) wrote under the path: a binding, a chat message, a memory.
+    const before = await openMemoryTree({ ...open, projectionDir: null })
+    const legacy = { workspace: clone.dir, sessionId: 'old-session', source: 'mcp' as const }
+    try {
+      expect((await runTreeTool(before.tree, 'mt_set_project', { name: 'shop-legacy' }, legacy)).ok).toBe(true)
+      expect((await runTreeTool(before.tree, 'mt_chat', { message: '午饭吃拉面' }, legacy)).ok).toBe(true)
+      await before.store!.memories.add({ kind: 'fact', text: 'The shop deploys with Kamal.', scope: 'workspace', workspace: clone.dir })
+    } finally {
+      await before.close()
+    }
+
+    const server = await connect({ args: [...args, '--workspace', clone.dir, '--projection-dir', join(temp.dir, 'tree')] })
+    try {
+      const status = await callTool(server.client, 'mt_status', {})
+      expect(status.isError).toBe(false)
+      // The server's caller is the git id, and the binding made under the path moved to it.
+      expect(status.content[0]!.text).toContain('Project "shop-legacy"')
+      expect(status.structuredContent!.data!.workspaces).toEqual([clone.id])
+    } finally {
+      await server.close()
+    }
+    expect(server.stderr()).toMatch(/carried \d+ store row\(s\) over to workspace git:github.com\/acme\/shop/)
+    expect(server.stderr()).toMatch(/carried \d+ tree row\(s\) over to workspace git:github.com\/acme\/shop/)
+
+    const after = await openMemoryTree({ ...open, projectionDir: null })
+    try {
+      expect((await after.tree.resolveProject({ workspace: clone.id }, { create: false }))?.name).toBe('shop-legacy')
+      expect((await after.tree.resolveProject({ workspace: clone.dir }, { create: false }))?.name).toBeUndefined()
+      expect((await after.store!.memories.list({ workspace: clone.id, includeGlobal: false })).map((memory) => memory.text)).toEqual(['The shop deploys with Kamal.'])
+      expect(await after.store!.memories.list({ workspace: clone.dir, includeGlobal: false })).toEqual([])
+    } finally {
+      await after.close()
+    }
+  })
+
+  it('with --workspace-identity path keys the caller by the path and moves nothing', async () => {
+    const clone = gitClone(temp.dir)
+    const before = await openMemoryTree({ dataDir: temp.dir, projectionDir: null })
+    try {
+      await runTreeTool(before.tree, 'mt_set_project', { name: 'by-path' }, { workspace: clone.dir, sessionId: 'old-session', source: 'mcp' })
+    } finally {
+      await before.close()
+    }
+    const server = await connect({ args: ['--data-dir', temp.dir, '--workspace', clone.dir, '--workspace-identity', 'path', '--no-projection'] })
+    try {
+      const status = await callTool(server.client, 'mt_status', {})
+      expect(status.structuredContent!.data!.workspaces).toEqual([clone.dir])
+    } finally {
+      await server.close()
+    }
+    expect(server.stderr()).not.toContain('carried')
+  })
+})
+
 describe('MCP settings', () => {
   it('resolves the data directory: flag, MEMORY_TREE_ROOT, DSH_MEMORY_DIR, $DSH_HOME/memory', () => {
     const env = { MEMORY_TREE_ROOT: '/data/tree', DSH_MEMORY_DIR: '/data/dsh', DSH_HOME: '/home/u/.dsh' }
-    expect(resolveMcpSettings(['--data-dir', '/flag'], env, '/cwd')).toEqual({ dataDir: '/flag', workspace: '/cwd', projectionDir: '/flag/tree' })
+    expect(resolveMcpSettings(['--data-dir', '/flag'], env, '/cwd')).toEqual({ dataDir: '/flag', workspace: '/cwd', workspaceIdentity: 'git-remote', projectionDir: '/flag/tree' })
     expect(resolveMcpSettings([], env, '/cwd')).toMatchObject({ dataDir: '/data/tree' })
     expect(resolveMcpSettings([], { DSH_MEMORY_DIR: '/data/dsh', DSH_HOME: '/h' }, '/cwd')).toMatchObject({ dataDir: '/data/dsh' })
-    expect(resolveMcpSettings(['--no-projection', '--workspace', 'sub'], { DSH_HOME: '/h' }, '/cwd')).toEqual({ dataDir: '/h/memory', workspace: '/cwd/sub', projectionDir: null })
+    expect(resolveMcpSettings(['--no-projection', '--workspace', 'sub'], { DSH_HOME: '/h' }, '/cwd')).toEqual({ dataDir: '/h/memory', workspace: '/cwd/sub', workspaceIdentity: 'git-remote', projectionDir: null })
+    expect(resolveMcpSettings(['--workspace-identity', 'path'], { DSH_HOME: '/h' }, '/cwd')).toMatchObject({ workspaceIdentity: 'path' })
+    expect(() => resolveMcpSettings(['--workspace-identity', 'remote'], {}, '/')).toThrow('--workspace-identity must be one of git-remote, path, got "remote"')
     expect(resolveMcpSettings(['--help'], {}, '/')).toBe('help')
     expect(() => resolveMcpSettings(['--nope'], {}, '/')).toThrow(/nope/)
     expect(resolveMcpSettings(['--projection-dir', '/p'], { DSH_HOME: '/h' }, '/')).toMatchObject({ dataDir: '/h/memory', projectionDir: '/p' })
@@ -121,7 +201,7 @@ describe('MCP settings', () => {
 
   it('resolves the PostgreSQL database as the CLI does: --database-url, else DSH_MEMORY_DATABASE_URL unless --data-dir', () => {
     const team = 'postgres://tree:s3cret@db.internal:5432/team'
-    expect(resolveMcpSettings(['--database-url', team], { DSH_HOME: '/h' }, '/cwd')).toEqual({ dataDir: '/h/memory', workspace: '/cwd', projectionDir: '/h/memory/tree', databaseUrl: team })
+    expect(resolveMcpSettings(['--database-url', team], { DSH_HOME: '/h' }, '/cwd')).toEqual({ dataDir: '/h/memory', workspace: '/cwd', workspaceIdentity: 'git-remote', projectionDir: '/h/memory/tree', databaseUrl: team })
     expect(resolveMcpSettings([], { DSH_MEMORY_DATABASE_URL: ` ${team} `, DSH_HOME: '/h' }, '/')).toMatchObject({ databaseUrl: team })
     expect(resolveMcpSettings(['--data-dir', '/d'], { DSH_MEMORY_DATABASE_URL: team }, '/')).not.toHaveProperty('databaseUrl')
     expect(() => resolveMcpSettings(['--database-url', team, '--data-dir', '/d'], {}, '/')).toThrow(/--database-url and --data-dir/)

@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { checkPostgresSchema, resolveDataDir } from '@dsh-memory/store'
+import { checkPostgresSchema, resolveDataDir, WORKSPACE_IDENTITIES, type WorkspaceIdentity } from '@dsh-memory/store'
 import { TREE_TOOLS } from './tools.js'
 
 /** Usage text of the `dsh-memory-tree-mcp` binary. */
@@ -18,6 +18,10 @@ Options:
   --schema NAME         with --database-url: the PostgreSQL schema of the store's tables, as the
                         store row's schema (default: dsh_memory)
   --workspace DIR       the workspace whose project the tools use (default: the current directory)
+  --workspace-identity git-remote|path
+                        how a directory becomes its workspace id, as the store row's
+                        workspaceIdentity (default: git-remote: a git clone with a remote is its
+                        project, and rows keyed by its path move to that id at start)
   --projection-dir DIR  where the markdown projection goes (default: <data-dir>/tree)
   --no-projection       do not write the markdown projection
   -h, --help            show this help
@@ -35,6 +39,8 @@ export interface McpServerSettings {
   /** Its schema (`--schema`); the store's default when absent. */
   schema?: string
   workspace: string
+  /** How a directory becomes its workspace id (the store row's `workspaceIdentity`). */
+  workspaceIdentity: WorkspaceIdentity
   projectionDir: string | null
 }
 
@@ -50,6 +56,7 @@ export function resolveMcpSettings(argv: readonly string[], env: Record<string, 
       'database-url': { type: 'string' },
       schema: { type: 'string' },
       workspace: { type: 'string' },
+      'workspace-identity': { type: 'string' },
       'projection-dir': { type: 'string' },
       'no-projection': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -67,7 +74,14 @@ export function resolveMcpSettings(argv: readonly string[], env: Record<string, 
   const databaseUrl = values['database-url'] === undefined ? fromEnv && checkDatabaseUrl(fromEnv, DATABASE_URL_ENV) : checkDatabaseUrl(values['database-url'], '--database-url')
   if (values.schema !== undefined && !databaseUrl) throw new Error(`--schema applies to a PostgreSQL database only (--database-url or $${DATABASE_URL_ENV})`)
   const schema = values.schema === undefined ? undefined : checkSchema(values.schema)
-  return { dataDir, workspace: resolve(cwd, values.workspace ?? '.'), projectionDir, ...(databaseUrl ? { databaseUrl } : {}), ...(schema ? { schema } : {}) }
+  const workspaceIdentity = checkIdentity(values['workspace-identity'] ?? 'git-remote')
+  return { dataDir, workspace: resolve(cwd, values.workspace ?? '.'), workspaceIdentity, projectionDir, ...(databaseUrl ? { databaseUrl } : {}), ...(schema ? { schema } : {}) }
+}
+
+/** One of the store's workspace identities, naming the flag. @throws Error */
+function checkIdentity(value: string): WorkspaceIdentity {
+  if (!(WORKSPACE_IDENTITIES as readonly string[]).includes(value)) throw new Error(`--workspace-identity must be one of ${WORKSPACE_IDENTITIES.join(', ')}, got ${JSON.stringify(value)}`)
+  return value as WorkspaceIdentity
 }
 
 /** The store's own check of a schema name, naming the flag. @throws Error */

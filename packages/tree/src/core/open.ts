@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { openMemoryStore, openStore, type MemoryStore } from '@dsh-memory/store'
+import { openMemoryStore, openStore, type MemoryStore, type WorkspaceCarryOver } from '@dsh-memory/store'
 import { treeMigrations } from './migrations.js'
 import { openStoreTreeRepository, type TreeTablesHost } from './store-repository.js'
 import { MemoryTree } from './tree.js'
@@ -15,6 +15,13 @@ export const DATABASE_FILE = 'memory.db'
 export type OpenMemoryTreeOptions = Omit<MemoryTreeInit, 'repository'> & {
   /** How long a write keeps retrying while another process holds the lock (ms). Default 5000. */
   busyTimeoutMs?: number
+  /**
+   * With `dataDir` or `databaseUrl`: run this carry-over on the store this call opens, as the
+   * host's store service does at start (the store's rows, then the tree's bindings and chat),
+   * so rows keyed by a directory path move to its git workspace id. A given `store` is carried
+   * over by whoever opened it.
+   */
+  carryOver?: WorkspaceCarryOver
 } & (
     | { store: TreeTablesHost; dataDir?: undefined; databaseUrl?: undefined }
     | { dataDir: string; store?: undefined; databaseUrl?: undefined }
@@ -44,7 +51,7 @@ export interface OpenedMemoryTree {
  * `databaseUrl` on that PostgreSQL database (the MCP server's cases).
  */
 export async function openMemoryTree(options: OpenMemoryTreeOptions): Promise<OpenedMemoryTree> {
-  const { store: given, dataDir, databaseUrl, busyTimeoutMs, ...rest } = options
+  const { store: given, dataDir, databaseUrl, busyTimeoutMs, carryOver, ...rest } = options
   const { schema, ...init } = rest as typeof rest & { schema?: string }
   const busy = busyTimeoutMs === undefined ? {} : { busyTimeoutMs }
   let owned: Awaited<ReturnType<typeof openStore>> | undefined
@@ -59,6 +66,10 @@ export async function openMemoryTree(options: OpenMemoryTreeOptions): Promise<Op
     store = owned
   }
   try {
+    if (owned && carryOver) {
+      await carryOver.store(owned)
+      store = carryOver.host(owned)
+    }
     const repository = await openStoreTreeRepository(store)
     const tree = new MemoryTree({ ...init, repository })
     let closing: Promise<void> | undefined

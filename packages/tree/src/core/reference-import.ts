@@ -17,6 +17,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
+import { isGitWorkspace } from '@dsh-memory/store'
 import { TreeError } from './errors.js'
 import { summarizeChat } from './render.js'
 import { clip, oneLine, prepareText } from './text.js'
@@ -196,7 +197,9 @@ export function isReferenceTreeRoot(dir: string): boolean {
  * Import a reference memory-tree root into `tree`: every project with its mainline state,
  * recent turns, branches (open ones stay open; archived ones are closed as merged with their
  * conclusion), checkpoints (the newest becomes the baseline, documents kept verbatim) and chat
- * partition. The active project of `_config.json` is bound to `workspace` when one is given.
+ * partition. The active project of `_config.json` is bound to `workspace` when one is given: a
+ * workspace id as the hosts key it (`git:<host>/<owner>/<repo>`, see the store's `workspaceOf`),
+ * or a directory, bound as its absolute path.
  * Idempotent per root and project: a second run writes nothing.
  * @throws TreeError `invalid-argument` naming the file and field of bad input (nothing written).
  */
@@ -215,7 +218,7 @@ export async function importReferenceTree(tree: MemoryTree, rootDir: string, opt
   const repository = tree.repository
   const report: ReferenceImportReport = { root, activeProject: active, projects: [] }
   for (const plan of plans) {
-    const workspace = plan.name === active && options.workspace ? resolve(options.workspace) : null
+    const workspace = plan.name === active && options.workspace ? (isGitWorkspace(options.workspace) ? options.workspace : resolve(options.workspace)) : null
     const { project } = await repository.ensureProject({ name: plan.name, workspace, now: now() })
     const marker = `${REFERENCE_IMPORT_SOURCE}:${root}:${plan.name}`
     const counts = { items: plan.items.length, turns: plan.turns.length, branches: { open: plan.branches.filter((b) => b.open).length, archived: plan.branches.filter((b) => !b.open).length }, checkpoints: plan.checkpoints.length, chat: plan.chat.length }
