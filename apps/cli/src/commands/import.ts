@@ -19,10 +19,11 @@ import { Option } from 'commander'
 import { importCueBankJson, isCueBankError } from '@dsh-memory/cue-bank'
 import { ArchiveIndex, isPalaceError, PalaceWorkspace, resolvePalaceOptions } from '@dsh-memory/palace'
 import { autoMemoryItem, importInstructionItems, type InstructionItem, type PlannedImport, splitInstructions } from '@dsh-memory/recall'
-import { isMemoryStoreError, type MemoryStore, type RecordCounts } from '@dsh-memory/store'
+import { isMemoryStoreError, type MemoryStore, type RecordCounts, WORKSPACE_IDENTITIES, type WorkspaceIdentity } from '@dsh-memory/store'
 import { importReferenceTree, isTreeError, openMemoryTree, type ReferenceImportReport } from '@dsh-memory/tree'
 import { resolveCliDataDir, resolveDataSource, withDataDir, withStore } from '../data/data-dir.ts'
 import { isDatabaseUrl } from '../data/database-url.ts'
+import { workspaceFilter } from '../data/workspace.ts'
 import { type CliIO, CliUsageError, printJson, println } from '../io.ts'
 import { createProgress } from '../progress.ts'
 import { detectFormat, type ImportFormat, IMPORT_FORMATS, instructionFiles, instructionTarget } from '../import/sources.ts'
@@ -55,6 +56,8 @@ interface ImportOptions {
   format: ImportFormat | 'auto'
   scope?: 'global' | 'workspace'
   workspace?: string
+  /** How a folder becomes its workspace id (the store row's `workspaceIdentity`); default `git-remote`. */
+  workspaceIdentity?: WorkspaceIdentity
   partition?: string
   embeddingModel?: string
   dryRun?: boolean
@@ -98,6 +101,8 @@ async function importInstructions(store: MemoryStore, path: string, options: Imp
   if (files.length === 0) throw new CliUsageError(`${path} holds no Markdown files`)
   const planned: PlannedImport[] = []
   const perFile: { file: string; scope: string; workspace: string | null; items: number }[] = []
+  // Keyed as the hosts key a session in that folder: a git clone's memories land under its project id.
+  const workspaceId = (folder: string | null) => (folder === null ? null : workspaceFilter(folder, options.workspaceIdentity))
   for (const file of files) {
     const target = instructionTarget(file, { ...(options.scope ? { scope: options.scope } : {}), ...(options.workspace ? { workspace: options.workspace } : {}) })
     const text = readFileSync(file, 'utf8')
@@ -114,13 +119,13 @@ async function importInstructions(store: MemoryStore, path: string, options: Imp
     for (const item of items) {
       // A `user` auto memory describes the person, not the project: it applies everywhere.
       const scope = options.scope ?? (item.memoryType === 'user' ? 'global' : target.scope)
-      const workspace = scope === 'global' ? null : target.workspace
+      const workspace = scope === 'global' ? null : workspaceId(target.workspace)
       if (scope === 'workspace' && !workspace) {
         throw new CliUsageError(`cannot find the project folder of Claude Code project ${JSON.stringify(target.unresolvedSlug)} (${file}); pass --workspace <dir>`)
       }
       planned.push({ file, item, scope, workspace })
     }
-    perFile.push({ file, scope: target.scope, workspace: target.workspace, items: items.length })
+    perFile.push({ file, scope: target.scope, workspace: workspaceId(target.workspace), items: items.length })
   }
 
   progress.start('import instructions', planned.length)
@@ -135,8 +140,8 @@ async function importInstructions(store: MemoryStore, path: string, options: Imp
 async function importCueBank(store: MemoryStore, path: string, options: ImportOptions): Promise<ImportReport> {
   try {
     const result = await importCueBankJson(store, readFileSync(path, 'utf8'), {
-      ...(options.partition ? { partition: options.partition } : {}),
-      ...(options.workspace ? { workspace: resolve(options.workspace) } : {}),
+      ...(options.partition ? { partition: cuePartition(options.partition, options.workspaceIdentity) } : {}),
+      ...(options.workspace ? { workspace: workspaceFilter(options.workspace, options.workspaceIdentity) } : {}),
       ...(options.embeddingModel ? { embeddingModel: options.embeddingModel } : {}),
     })
     return { format: 'cue-bank', path, partition: result.partition, inserted: { ...result.inserted }, skipped: { ...result.skipped } }
@@ -144,6 +149,12 @@ async function importCueBank(store: MemoryStore, path: string, options: ImportOp
     if (isCueBankError(error, 'invalid-import')) throw new CliUsageError(`${path} is not a cue-bank file: ${(error as Error).message}`, { cause: error })
     throw error
   }
+}
+
+/** A `--partition` value with its `workspace:<dir>` named by the workspace id the hosts key it by. */
+function cuePartition(partition: string, identity: WorkspaceIdentity | undefined): string {
+  const folder = /^workspace:(.+)$/.exec(partition)?.[1]
+  return folder === undefined ? partition : `workspace:${workspaceFilter(folder, identity)}`
 }
 
 /** The workspace and palace folder name of an import path (`<workspace>/memory-palace` or the workspace). */
@@ -198,7 +209,7 @@ async function importMemoryTree(store: MemoryStore, path: string, options: Impor
   const dataDir = isDatabaseUrl(store.path) ? resolveCliDataDir(undefined) : dirname(store.path)
   const opened = await openMemoryTree({ store, projectionDir: join(dataDir, 'tree') })
   try {
-    const report = await importReferenceTree(opened.tree, path, options.workspace ? { workspace: options.workspace } : {})
+    const report = await importReferenceTree(opened.tree, path, options.workspace ? { workspace: workspaceFilter(options.workspace, options.workspaceIdentity) } : {})
     return { format: 'memory-tree', path, ...report }
   } catch (error) {
     if (isTreeError(error, 'invalid-argument')) throw new CliUsageError((error as Error).message, { cause: error })
@@ -264,6 +275,11 @@ export function registerImport(program: Command, io: CliIO): void {
     .addOption(new Option('--format <format>', 'what the path is (default: detected)').choices([...IMPORT_FORMATS, 'auto']).default('auto'))
     .addOption(new Option('--scope <scope>', 'instructions: global or workspace (default: from where the file lives)').choices(['global', 'workspace']))
     .option('--workspace <dir>', 'instructions: the project folder; cue-bank: import into this workspace’s partition; palace: the workspace the folder belongs to; memory-tree: the workspace of the active project')
+    .addOption(
+      new Option('--workspace-identity <identity>', 'how a folder becomes its workspace id, as the store row\'s workspaceIdentity: git-remote (a git clone with a remote is its project) or path')
+        .choices([...WORKSPACE_IDENTITIES])
+        .default('git-remote'),
+    )
     .option('--partition <key>', 'cue-bank: target partition (global, workspace:<dir> or user:<id>)')
     .option('--embedding-model <model>', 'cue-bank: the model that produced the file’s embeddings (without it vectors are dropped)')
     .option('--dry-run', 'instructions: show the memories without writing them')

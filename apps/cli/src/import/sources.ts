@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
+import { isGitWorkspace } from '@dsh-memory/store'
 import { isReferenceTreeRoot } from '@dsh-memory/tree'
 import { CliUsageError } from '../io.ts'
 
@@ -56,6 +57,7 @@ export function instructionFiles(path: string): string[] {
 /** Where a Claude/agents instruction file's memories belong. */
 export interface InstructionTarget {
   readonly scope: 'global' | 'workspace'
+  /** The project folder (absolute), or the project id `--workspace` named; `import` keys memories by its workspace id. */
   readonly workspace: string | null
   /** True for Claude Code auto-memory files (one memory per file, typed front matter). */
   readonly autoMemory: boolean
@@ -123,7 +125,9 @@ export function instructionTarget(file: string, options: { scope?: 'global' | 'w
     const project = claudeIndex > 0 ? parts.slice(0, claudeIndex).join(sep) || sep : dirname(absolute)
     target = { scope: 'workspace', workspace: project, autoMemory: false }
   }
-  if (options.workspace) target = { ...target, scope: options.scope ?? 'workspace', workspace: resolve(options.workspace), unresolvedSlug: undefined } as InstructionTarget
+  // A project id (`git:…`) names the workspace as it is; a folder is made absolute.
+  const workspace = options.workspace && (isGitWorkspace(options.workspace) ? options.workspace : resolve(options.workspace))
+  if (workspace) target = { ...target, scope: options.scope ?? 'workspace', workspace, unresolvedSlug: undefined } as InstructionTarget
   if (options.scope === 'global') target = { ...target, scope: 'global', workspace: null }
   else if (options.scope === 'workspace' && !target.workspace) {
     throw new CliUsageError(`--scope workspace needs --workspace <dir> for ${file}`)
