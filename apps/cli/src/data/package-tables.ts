@@ -367,21 +367,33 @@ function refuse(line: PackageTableReport, rows: number, reason: string): void {
 /** The reason of rows skipped by `ON CONFLICT DO NOTHING` although their key is not in the target. */
 const UNIQUE_REFUSAL = 'another row of the target holds one of its unique values'
 
+/** What one page write did. */
+interface PageCounts {
+  readonly copied: number
+  /** Of `copied`, rows under a new identity number. */
+  readonly renumbered: number
+  readonly present: number
+  /** Rows skipped although the target lacks them (another unique value). */
+  readonly refused: number
+}
+
+const addCounts = (a: PageCounts, b: PageCounts): PageCounts => ({ copied: a.copied + b.copied, renumbered: a.renumbered + b.renumbered, present: a.present + b.present, refused: a.refused + b.refused })
+
 /**
  * Run `write` for a page; when the database refuses the page (a constraint, e.g. a row naming
  * a parent row the target lacks), run it again row by row, so only the refused rows stay behind.
  */
-async function writeRows<T>(rows: readonly Record<string, unknown>[], line: PackageTableReport, write: (rows: readonly Record<string, unknown>[]) => Promise<T>, add: (total: T, next: T) => T): Promise<T | undefined> {
+async function writeRows(rows: readonly Record<string, unknown>[], line: PackageTableReport, write: (rows: readonly Record<string, unknown>[]) => Promise<PageCounts>): Promise<PageCounts | undefined> {
   try {
     return await write(rows)
   } catch (error) {
     if (!constraintError(error) || rows.length === 0) throw error
   }
-  let total: T | undefined
+  let total: PageCounts | undefined
   for (const row of rows) {
     try {
       const done = await write([row])
-      total = total === undefined ? done : add(total, done)
+      total = total === undefined ? done : addCounts(total, done)
     } catch (error) {
       const refused = constraintError(error)
       if (!refused) throw error
@@ -391,33 +403,26 @@ async function writeRows<T>(rows: readonly Record<string, unknown>[], line: Pack
   return total
 }
 
-/** Copy one table keyed by primary key page by page. @returns false when `signal` stopped it. */
-async function copyTable(source: PackageTables<AnySchema>, target: PackageTables<AnySchema>, info: TableInfo, line: PackageTableReport, options: PackageCopyOptions): Promise<boolean> {
+/**
+ * Copy one table page by page, each page one audited write of `writePage` (on the write's `db`),
+ * references to renumbered rows rewritten first. @returns false when `signal` stopped it.
+ */
+async function copyPages(
+  source: PackageTables<AnySchema>,
+  target: PackageTables<AnySchema>,
+  info: TableInfo,
+  line: PackageTableReport,
+  options: PackageCopyOptions,
+  writePage: (db: unknown, rows: readonly Record<string, unknown>[]) => Promise<PageCounts>,
+): Promise<boolean> {
   const size = options.pageSize ?? PACKAGE_PAGE_SIZE
-  const targetTable = target.t[info.key] as Table
-  const targetColumns = getTableColumns(targetTable)
-  const returned = Object.fromEntries(info.pk.map((name) => [name, targetColumns[name]]))
   for (let offset = 0; ; offset += size) {
     const read = await page(source, info.key, info.pk, offset, size)
     if (read.length === 0) break
     const rows = await rewriteReferences(read, info, options.ledger)
-    const done = await writeRows(
-      rows,
-      line,
-      (part) =>
-        target.write(
-          async (db) => {
-            const inserted = await loose(db).insert(targetTable).values([...part]).onConflictDoNothing().returning(returned)
-            // Rows not inserted whose key the target lacks were turned away by another unique value.
-            const skipped = part.length - inserted.length
-            const held = skipped === 0 ? skipped : Number((await loose(db).select({ n: count() }).from(targetTable).where(keysCondition(targetTable, info.pk, part)))[0]?.n ?? 0) - inserted.length
-            return { copied: inserted.length, present: held, refused: skipped - held }
-          },
-          { actor: 'cli', audit: { op: `${info.owner}.migrate`, entityId: info.name } },
-        ),
-      (a, b) => ({ copied: a.copied + b.copied, present: a.present + b.present, refused: a.refused + b.refused }),
-    )
+    const done = await writeRows(rows, line, (part) => target.write((db) => writePage(db, part), { actor: 'cli', audit: { op: `${info.owner}.migrate`, entityId: info.name } }))
     line.copied += done?.copied ?? 0
+    line.renumbered += done?.renumbered ?? 0
     line.alreadyPresent += done?.present ?? 0
     refuse(line, done?.refused ?? 0, UNIQUE_REFUSAL)
     options.onPage?.()
@@ -426,6 +431,20 @@ async function copyTable(source: PackageTables<AnySchema>, target: PackageTables
   }
   await resetIdentities(target, info.key)
   return true
+}
+
+/** Copy one table keyed by primary key (rows the target has are skipped). @returns false when `signal` stopped it. */
+function copyTable(source: PackageTables<AnySchema>, target: PackageTables<AnySchema>, info: TableInfo, line: PackageTableReport, options: PackageCopyOptions): Promise<boolean> {
+  const targetTable = target.t[info.key] as Table
+  const targetColumns = getTableColumns(targetTable)
+  const returned = Object.fromEntries(info.pk.map((name) => [name, targetColumns[name]]))
+  return copyPages(source, target, info, line, options, async (db, part) => {
+    const inserted = await loose(db).insert(targetTable).values([...part]).onConflictDoNothing().returning(returned)
+    // Rows not inserted whose key the target lacks were turned away by another unique value.
+    const skipped = part.length - inserted.length
+    const held = skipped === 0 ? 0 : Number((await loose(db).select({ n: count() }).from(targetTable).where(keysCondition(targetTable, info.pk, part)))[0]?.n ?? 0) - inserted.length
+    return { copied: inserted.length, renumbered: 0, present: held, refused: skipped - held }
+  })
 }
 
 /**
@@ -462,65 +481,45 @@ async function heldRows(target: PackageTables<AnySchema>, info: TableInfo, numbe
  * number, or the target's next one when this source renumbers. @returns false when `signal` stopped it.
  */
 async function copyIdentityTable(source: PackageTables<AnySchema>, target: PackageTables<AnySchema>, info: TableInfo, line: PackageTableReport, options: PackageCopyOptions): Promise<boolean> {
-  const size = options.pageSize ?? PACKAGE_PAGE_SIZE
   const id = info.identity!
   const ledger = options.ledger
   const renumber = await mustRenumber(source, target, info, ledger)
   const targetTable = target.t[info.key] as Table
   const idColumn = getTableColumns(targetTable)[id]!
-  for (let offset = 0; ; offset += size) {
-    const read = await page(source, info.key, info.pk, offset, size)
-    if (read.length === 0) break
-    const rows = await rewriteReferences(read, info, ledger)
-    const write = (part: readonly Record<string, unknown>[]) =>
-      target.write(
-        async (db) => {
-          const mapped = await ledger.mapped(db as never, info.name, part.map((row) => Number(row[id])))
-          const fresh = part.filter((row) => !mapped.has(Number(row[id])))
-          const held = await heldRows(target, info, fresh.map((row) => Number(row[id])), db)
-          const pairs: [number, number][] = []
-          const keep: Record<string, unknown>[] = []
-          const move: Record<string, unknown>[] = []
-          for (const row of fresh) {
-            const number = Number(row[id])
-            const there = held.get(number)
-            if (there && sameRow(there, row, id)) pairs.push([number, number])
-            else if (there || renumber) move.push(row)
-            else keep.push(row)
-          }
-          const present = part.length - fresh.length + pairs.length
-          let copied = 0
-          if (keep.length > 0) {
-            const returned = (await loose(db).insert(targetTable).values(keep).onConflictDoNothing().returning({ id: idColumn })) as { id: unknown }[]
-            const inserted = new Set(returned.map((row) => Number(row.id)))
-            for (const row of keep) if (inserted.has(Number(row[id]))) pairs.push([Number(row[id]), Number(row[id])])
-            copied += inserted.size
-          }
-          if (move.length > 0 && target.dialect === 'postgresql') await loose(db).execute!(identityReset(info.name, idColumn.name))
-          let renumbered = 0
-          for (const row of move) {
-            const { [id]: number, ...values } = row
-            const [inserted] = (await loose(db).insert(targetTable).values([values]).onConflictDoNothing().returning({ id: idColumn })) as { id: unknown }[]
-            if (!inserted) continue
-            pairs.push([Number(number), Number(inserted.id)])
-            renumbered++
-          }
-          await ledger.record(db as never, info.name, pairs)
-          return { copied: copied + renumbered, renumbered, present, refused: keep.length + move.length - copied - renumbered }
-        },
-        { actor: 'cli', audit: { op: `${info.owner}.migrate`, entityId: info.name } },
-      )
-    const done = await writeRows(rows, line, write, (a, b) => ({ copied: a.copied + b.copied, renumbered: a.renumbered + b.renumbered, present: a.present + b.present, refused: a.refused + b.refused }))
-    line.copied += done?.copied ?? 0
-    line.renumbered += done?.renumbered ?? 0
-    line.alreadyPresent += done?.present ?? 0
-    refuse(line, done?.refused ?? 0, UNIQUE_REFUSAL)
-    options.onPage?.()
-    if (read.length < size) break
-    if (options.signal?.aborted) return false
-  }
-  await resetIdentities(target, info.key)
-  return true
+  return copyPages(source, target, info, line, options, async (db, part) => {
+    const mapped = await ledger.mapped(db as never, info.name, part.map((row) => Number(row[id])))
+    const fresh = part.filter((row) => !mapped.has(Number(row[id])))
+    const held = await heldRows(target, info, fresh.map((row) => Number(row[id])), db)
+    const pairs: [number, number][] = []
+    const keep: Record<string, unknown>[] = []
+    const move: Record<string, unknown>[] = []
+    for (const row of fresh) {
+      const number = Number(row[id])
+      const there = held.get(number)
+      if (there && sameRow(there, row, id)) pairs.push([number, number])
+      else if (there || renumber) move.push(row)
+      else keep.push(row)
+    }
+    const present = part.length - fresh.length + pairs.length
+    let kept = 0
+    if (keep.length > 0) {
+      const returned = (await loose(db).insert(targetTable).values(keep).onConflictDoNothing().returning({ id: idColumn })) as { id: unknown }[]
+      const inserted = new Set(returned.map((row) => Number(row.id)))
+      for (const row of keep) if (inserted.has(Number(row[id]))) pairs.push([Number(row[id]), Number(row[id])])
+      kept = inserted.size
+    }
+    if (move.length > 0 && target.dialect === 'postgresql') await loose(db).execute!(identityReset(info.name, idColumn.name))
+    let renumbered = 0
+    for (const row of move) {
+      const { [id]: number, ...values } = row
+      const [inserted] = (await loose(db).insert(targetTable).values([values]).onConflictDoNothing().returning({ id: idColumn })) as { id: unknown }[]
+      if (!inserted) continue
+      pairs.push([Number(number), Number(inserted.id)])
+      renumbered++
+    }
+    await ledger.record(db as never, info.name, pairs)
+    return { copied: kept + renumbered, renumbered, present, refused: keep.length + move.length - kept - renumbered }
+  })
 }
 
 /** Count one table on both ends and look every source row up in the target (by key, or by the ledger's number). */
