@@ -167,6 +167,8 @@ describe('migrate: two members into one team database and back', () => {
     expect(second.stdout).toMatch(/package tables: copied \d+ rows \(\d+ under new numbers\)/)
     expect(second.stdout).toMatch(/audit log\s+(\d+)\s+\d+\s+0\n/)
     expect(second.stdout).toContain("meta keys the target holds with another value (the target's kept): team.shared-flag")
+    // Distill's scan mark is one row per database under one key: the team database keeps Alice's, and says so.
+    expect(second.stdout).toContain("kept the target's row: distill: distill_marks, 1 source row(s) under a key the target holds with other values")
 
     // Each member checks their own data dir, and the other's, as themselves: nothing missing
     // (the other user's global memories, scenes and persona are private to them, yet found).

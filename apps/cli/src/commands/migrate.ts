@@ -59,6 +59,7 @@ export function formatMigrate(report: MigrateReport): string {
   }
   for (const line of report.packages) {
     if (line.refused > 0) lines.push(`refused by the target: ${line.owner}: ${line.table}, ${n(line.refused)} row(s) not copied (${line.refusal})`)
+    if (line.differing > 0) lines.push(`kept the target's row: ${line.owner}: ${line.table}, ${n(line.differing)} source row(s) under a key the target holds with other values`)
   }
   if (report.meta && report.meta.differing.length > 0) lines.push('', `meta keys the target holds with another value (the target's kept): ${report.meta.differing.join(', ')}`)
   if (report.notMoved.length > 0) lines.push('', `not moved (${report.notMovedReason}): ${report.notMoved.map((entry) => entry.owner).join(', ')}`)

@@ -71,6 +71,8 @@ export interface PackageTableReport {
   refused: number
   /** Why the first refused row was refused (the database's words), else null. */
   refusal: string | null
+  /** Of `alreadyPresent`, rows whose key the target holds with other values (a merge): the target's row is kept. */
+  differing: number
   /** Null until verified. */
   verified: { readonly source: number; readonly target: number; readonly missing: number } | null
 }
@@ -375,9 +377,17 @@ interface PageCounts {
   readonly present: number
   /** Rows skipped although the target lacks them (another unique value). */
   readonly refused: number
+  /** Of `present`, rows the target holds under their key with other values. */
+  readonly differing: number
 }
 
-const addCounts = (a: PageCounts, b: PageCounts): PageCounts => ({ copied: a.copied + b.copied, renumbered: a.renumbered + b.renumbered, present: a.present + b.present, refused: a.refused + b.refused })
+const addCounts = (a: PageCounts, b: PageCounts): PageCounts => ({
+  copied: a.copied + b.copied,
+  renumbered: a.renumbered + b.renumbered,
+  present: a.present + b.present,
+  refused: a.refused + b.refused,
+  differing: a.differing + b.differing,
+})
 
 /**
  * Run `write` for a page; when the database refuses the page (a constraint, e.g. a row naming
@@ -424,6 +434,7 @@ async function copyPages(
     line.copied += done?.copied ?? 0
     line.renumbered += done?.renumbered ?? 0
     line.alreadyPresent += done?.present ?? 0
+    line.differing += done?.differing ?? 0
     refuse(line, done?.refused ?? 0, UNIQUE_REFUSAL)
     options.onPage?.()
     if (read.length < size) break
@@ -438,12 +449,25 @@ function copyTable(source: PackageTables<AnySchema>, target: PackageTables<AnySc
   const targetTable = target.t[info.key] as Table
   const targetColumns = getTableColumns(targetTable)
   const returned = Object.fromEntries(info.pk.map((name) => [name, targetColumns[name]]))
+  const keyOf = (row: Record<string, unknown>) => canonical(info.pk.map((name) => row[name]))
   return copyPages(source, target, info, line, options, async (db, part) => {
-    const inserted = await loose(db).insert(targetTable).values([...part]).onConflictDoNothing().returning(returned)
-    // Rows not inserted whose key the target lacks were turned away by another unique value.
-    const skipped = part.length - inserted.length
-    const held = skipped === 0 ? 0 : Number((await loose(db).select({ n: count() }).from(targetTable).where(keysCondition(targetTable, info.pk, part)))[0]?.n ?? 0) - inserted.length
-    return { copied: inserted.length, renumbered: 0, present: held, refused: skipped - held }
+    const inserted = new Set((await loose(db).insert(targetTable).values([...part]).onConflictDoNothing().returning(returned)).map((row) => keyOf(row as Record<string, unknown>)))
+    const counts = { copied: inserted.size, renumbered: 0, present: 0, refused: 0, differing: 0 }
+    if (inserted.size === part.length) return counts
+    // A row not inserted is there under its key (maybe with other values: a merge keeps the
+    // target's), or was turned away by another unique value.
+    const held = new Map((await loose(db).select().from(targetTable).where(keysCondition(targetTable, info.pk, part))).map((row) => [keyOf(row), row]))
+    for (const row of part) {
+      const key = keyOf(row)
+      if (inserted.has(key)) continue
+      const there = held.get(key)
+      if (!there) counts.refused++
+      else {
+        counts.present++
+        if (!sameRow(there, row, '')) counts.differing++
+      }
+    }
+    return counts
   })
 }
 
@@ -518,7 +542,7 @@ async function copyIdentityTable(source: PackageTables<AnySchema>, target: Packa
       renumbered++
     }
     await ledger.record(db as never, info.name, pairs)
-    return { copied: kept + renumbered, renumbered, present, refused: keep.length + move.length - kept - renumbered }
+    return { copied: kept + renumbered, renumbered, present, refused: keep.length + move.length - kept - renumbered, differing: 0 }
   })
 }
 
@@ -577,7 +601,7 @@ export async function migratePackageTables(source: MemoryStore, target: MemorySt
     const to = await openEnd(target, declaration, '--to', options.checkOnly === true)
     const infos = tableInfos(declaration, from.dialect, from.t)
     opened.push({ from, to, infos, first: lines.length })
-    for (const info of infos) lines.push({ owner: info.owner, table: info.name, copied: 0, alreadyPresent: 0, renumbered: 0, refused: 0, refusal: null, verified: null })
+    for (const info of infos) lines.push({ owner: info.owner, table: info.name, copied: 0, alreadyPresent: 0, renumbered: 0, refused: 0, refusal: null, differing: 0, verified: null })
   }
   if (options.checkOnly !== true) {
     for (const entry of opened) {
