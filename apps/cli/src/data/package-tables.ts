@@ -40,7 +40,7 @@ import { recallDeclaration } from '@dsh-memory/recall'
 import { isMemoryStoreError, type MemoryStore, type MigrationSet, type PackageTables, type PackageTablesDeclaration } from '@dsh-memory/store'
 import { treeTables } from '@dsh-memory/tree'
 import { CliError } from '../io.ts'
-import { LEDGER_OWNER, type SourceLedger } from './migrate-ledger.ts'
+import { ledgerDeclaration, type SourceLedger } from './migrate-ledger.ts'
 
 type AnySchema = Record<string, unknown>
 type Declaration = PackageTablesDeclaration<AnySchema>
@@ -94,9 +94,12 @@ export async function packageOwners(store: MemoryStore): Promise<string[]> {
   return [...new Set((await store.meta.migrations()).map((migration) => migration.owner).filter((owner) => owner !== 'store'))]
 }
 
+/** Every declaration this CLI knows: the packages' and `migrate`'s own ledger (checked by `doctor`, never moved). */
+export const KNOWN_DECLARATIONS: readonly (() => Declaration)[] = [...PACKAGE_DECLARATIONS, ledgerDeclaration as unknown as () => Declaration]
+
 /** Owners in `store` that this CLI has no declaration of (their tables cannot be moved); `migrate`'s own ledger is not moved on purpose. */
-export async function unknownOwners(store: MemoryStore, declarations: readonly (() => Declaration)[] = PACKAGE_DECLARATIONS): Promise<string[]> {
-  const known = new Set([LEDGER_OWNER, ...declarations.map((declare) => declare().migrations.owner)])
+export async function unknownOwners(store: MemoryStore): Promise<string[]> {
+  const known = new Set(KNOWN_DECLARATIONS.map((declare) => declare().migrations.owner))
   return (await packageOwners(store)).filter((owner) => !known.has(owner))
 }
 
