@@ -48,15 +48,16 @@ export interface Fixture {
 /**
  * Build a data dir the way the plugins fill one, through the same public APIs: the store's
  * repositories for L0-L3 and `@dsh-memory/distill`'s state repository for its cursor, queue and
- * token ledger.
+ * token ledger. `options.user` writes it as that user (default: the store's default user);
+ * `options.t0` moves its times (two users' data dirs do not share a clock).
  */
-export async function buildFixture(dataDir: string): Promise<Fixture> {
+export async function buildFixture(dataDir: string, options: { user?: string; t0?: number } = {}): Promise<Fixture> {
   mkdirSync(dataDir, { recursive: true })
   const shop = '/work/shop-api'
   const blog = '/work/blog'
-  const store: MemoryStore = openMemoryStore({ path: join(dataDir, 'memory.db'), actor: 'fixture' })
+  const store: MemoryStore = openMemoryStore({ path: join(dataDir, 'memory.db'), actor: 'fixture', ...(options.user ? { user: options.user } : {}) })
   try {
-    const t0 = Date.UTC(2025, 10, 1, 9, 0, 0)
+    const t0 = options.t0 ?? Date.UTC(2025, 10, 1, 9, 0, 0)
     const shopId = `session-${randomUUID()}`
     const blogId = `session-${randomUUID()}`
     await store.conversations.ensure({ id: shopId, workspace: shop, title: 'Shop API database', startedAt: t0 })

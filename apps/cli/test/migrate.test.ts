@@ -85,8 +85,9 @@ describe('dsh-memory migrate between two data dirs', () => {
     expect(report.notMoved).toEqual([])
     expect(report.packages).toEqual(
       expect.arrayContaining([
-        { owner: 'distill', table: 'distill_conversations', copied: 2, alreadyPresent: 0, verified: { source: 2, target: 2, missing: 0 } },
-        { owner: 'distill', table: 'distill_calls', copied: expect.any(Number), alreadyPresent: 0, verified: expect.objectContaining({ missing: 0 }) },
+        { owner: 'distill', table: 'distill_conversations', copied: 2, alreadyPresent: 0, renumbered: 0, refused: 0, refusal: null, differing: 0, verified: { source: 2, target: 2, missing: 0 } },
+        // Into a fresh target the identity numbers stay the source's.
+        { owner: 'distill', table: 'distill_calls', copied: expect.any(Number), alreadyPresent: 0, renumbered: 0, refused: 0, refusal: null, differing: 0, verified: expect.objectContaining({ missing: 0 }) },
       ]),
     )
     // What status reads from them (distillation state and the token ledger) is the source's.

@@ -65,7 +65,7 @@ export type { Persona, PersonaKey, PersonaRepository, PutPersonaInput } from './
 export type { AddSceneInput, Scene, SceneFilter, SceneRepository, UpdateScenePatch } from './core/types-scenes.ts'
 export type { IndexBuildReason, MemoryHit, MemorySearchOptions, MessageHit, MessageSearchOptions, SearchIndexStatus, SearchService } from './core/types-search.ts'
 export type { DayCounts, StatsService, StoreCounts, WorkspaceCounts } from './core/types-stats.ts'
-export type { CoordinatedMemoryStore, ImportOptions, ImportResult, MemoryStore, OpenedMemoryStore, RecordCounts } from './core/types-store.ts'
+export type { CoordinatedMemoryStore, CopiedAuditEntry, ImportOptions, ImportResult, MemoryStore, OpenedMemoryStore, RecordCounts, TransferService } from './core/types-store.ts'
 export { defaultUser, MAX_USER_CHARS, requireUser, resolveUser } from './core/user.ts'
 export type { ResolvedUser, UserSource } from './core/user.ts'
 export { matchesScope, visibleTo } from './core/scope-filter.ts'

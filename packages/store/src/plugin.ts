@@ -27,7 +27,7 @@ import type { PersonaRepository } from './core/types-persona.ts'
 import type { SceneRepository } from './core/types-scenes.ts'
 import type { SearchService } from './core/types-search.ts'
 import type { StatsService } from './core/types-stats.ts'
-import type { CoordinatedMemoryStore, ImportOptions, ImportResult, MemoryStore } from './core/types-store.ts'
+import type { CoordinatedMemoryStore, ImportOptions, ImportResult, MemoryStore, TransferService } from './core/types-store.ts'
 import { WorkspaceCarryOver } from './core/workspace-carry-over.ts'
 import { WORKSPACE_IDENTITIES, workspaceOf, type WorkspaceIdentity } from './core/workspace-id.ts'
 
@@ -289,6 +289,9 @@ export class MemoryStoreService extends Service implements CoordinatedMemoryStor
   }
   get stats(): StatsService {
     return this.store.stats
+  }
+  get transfer(): TransferService {
+    return this.store.transfer
   }
   get layers(): LayerRepository {
     return this.store.layers

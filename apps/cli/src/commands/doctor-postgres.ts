@@ -5,7 +5,7 @@
  * - schema: the store's migrations (`--fix` applies pending ones; a newer dsh-memory's schema
  *   is refused, not touched);
  * - package-tables: every package that has tables there (tree, cue bank, palace, distill,
- *   recall) at the version this dsh-memory knows (`--fix` applies pending migrations), and
+ *   recall, and `migrate`'s ledger) at the version this dsh-memory knows (`--fix` applies pending migrations), and
  *   packages this CLI does not know (named, a warning);
  * - scene-members, distill-state: orphan references the schema does not declare (`--fix` drops them);
  * - search-index: every message and memory has its search terms (`--fix` rewrites them).
@@ -16,7 +16,7 @@
 import { isMemoryStoreError, type MemoryStore, type SceneOrphans } from '@dsh-memory/store'
 import { DistillStateRepository } from '@dsh-memory/distill'
 import { type DataSource, openSourceStore } from '../data/data-dir.ts'
-import { PACKAGE_DECLARATIONS, packageOwners } from '../data/package-tables.ts'
+import { KNOWN_DECLARATIONS, packageOwners } from '../data/package-tables.ts'
 import { checkIndex, type DoctorCheck, type DoctorReport, type Findings, orphanDistillRows, runChecks, schemaCheck, storeChecks } from './doctor.ts'
 
 type PostgresSource = Extract<DataSource, { kind: 'postgres' }>
@@ -52,7 +52,7 @@ async function tryOpen(source: PostgresSource, readonly: boolean): Promise<{ sto
 
 /** Each package's tables, opened through its declaration (a read-only store only checks the versions). */
 async function packageStates(store: MemoryStore): Promise<PackageState[]> {
-  const declarations = new Map(PACKAGE_DECLARATIONS.map((declare) => declare()).map((declaration) => [declaration.migrations.owner, declaration]))
+  const declarations = new Map(KNOWN_DECLARATIONS.map((declare) => declare()).map((declaration) => [declaration.migrations.owner, declaration]))
   const states: PackageState[] = []
   for (const owner of await packageOwners(store)) {
     const declaration = declarations.get(owner)
@@ -146,7 +146,7 @@ async function repair(source: PostgresSource, findings: PostgresFindings): Promi
   try {
     if (findings.schema.status === 'pending') fixed.set('schema', 'applied the pending migrations')
     const pending = findings.packages.filter((entry) => entry.state === 'pending')
-    const declarations = PACKAGE_DECLARATIONS.map((declare) => declare())
+    const declarations = KNOWN_DECLARATIONS.map((declare) => declare())
     for (const entry of pending) await store.tables(declarations.find((declaration) => declaration.migrations.owner === entry.owner)!)
     if (pending.length > 0) fixed.set('package-tables', `applied the pending migrations of ${pending.map((entry) => entry.owner).join(', ')}`)
     for (const scene of findings.scenes) await store.scenes.update(scene.sceneId, { memoryIds: scene.kept }, { actor: 'cli-doctor' })

@@ -40,16 +40,28 @@ export function formatMigrate(report: MigrateReport): string {
   if (!report.checkOnly && report.packages.length > 0) {
     const copied = report.packages.reduce((sum, line) => sum + line.copied, 0)
     const present = report.packages.reduce((sum, line) => sum + line.alreadyPresent, 0)
-    lines.push(`  package tables: copied ${n(copied)} rows, already in the target ${n(present)}`)
+    const renumbered = report.packages.reduce((sum, line) => sum + line.renumbered, 0)
+    lines.push(`  package tables: copied ${n(copied)} rows${renumbered > 0 ? ` (${n(renumbered)} under new numbers)` : ''}, already in the target ${n(present)}`)
   }
+  if (!report.checkOnly && report.meta) lines.push(`  meta: copied ${n(report.meta.copied)} keys, already in the target ${n(report.meta.alreadyPresent)}`)
+  if (!report.checkOnly && report.audit) lines.push(`  audit log: copied ${n(report.audit.copied)} entries`)
   if (report.verified) {
+    // The name column fits the longest package table name (at least the record types' 28).
+    const width = Math.max(28, ...report.packages.map((line) => `${line.owner}: ${line.table}`.length))
     const row = (name: string, line: { source: number; target: number; missing: number }) =>
-      `  ${name.padEnd(28)} ${n(line.source).padStart(10)} ${n(line.target).padStart(10)} ${n(line.missing).padStart(8)}`
-    lines.push('', `  ${'verify'.padEnd(28)} ${'source'.padStart(10)} ${'target'.padStart(10)} ${'missing'.padStart(8)}`)
+      `  ${name.padEnd(width)} ${n(line.source).padStart(10)} ${n(line.target).padStart(10)} ${n(line.missing).padStart(8)}`
+    lines.push('', `  ${'verify'.padEnd(width)} ${'source'.padStart(10)} ${'target'.padStart(10)} ${'missing'.padStart(8)}`)
     for (const type of RECORD_TYPES) lines.push(row(type, report.verified[type]))
     for (const line of report.packages) if (line.verified) lines.push(row(`${line.owner}: ${line.table}`, line.verified))
+    if (report.meta?.verified) lines.push(row('meta keys', report.meta.verified))
+    if (report.audit?.verified) lines.push(row('audit log', report.audit.verified))
     lines.push(report.ok ? 'verified: every record and package row of the source is in the target' : 'MISMATCH: the target lacks records or rows of the source (see "missing")')
   }
+  for (const line of report.packages) {
+    if (line.refused > 0) lines.push(`refused by the target: ${line.owner}: ${line.table}, ${n(line.refused)} row(s) not copied (${line.refusal})`)
+    if (line.differing > 0) lines.push(`kept the target's row: ${line.owner}: ${line.table}, ${n(line.differing)} source row(s) under a key the target holds with other values`)
+  }
+  if (report.meta && report.meta.differing.length > 0) lines.push('', `meta keys the target holds with another value (the target's kept): ${report.meta.differing.join(', ')}`)
   if (report.notMoved.length > 0) lines.push('', `not moved (${report.notMovedReason}): ${report.notMoved.map((entry) => entry.owner).join(', ')}`)
   return lines.join('\n')
 }
@@ -58,7 +70,7 @@ export function formatMigrate(report: MigrateReport): string {
 export function registerMigrate(program: Command, io: CliIO): void {
   program
     .command('migrate')
-    .description('Move the store core (conversations, messages, memories with their history, scenes, persona) and every plugin\'s tables (tree, cue bank, palace index, distill, recall) between a data dir and a PostgreSQL database, either way; resumable, then verified per table.')
+    .description('Move the store core (conversations, messages, memories with their history, scenes, persona), every plugin\'s tables (tree, cue bank, palace index, distill, recall), the meta rows and the audit log between a data dir and a PostgreSQL database, either way, or merge several into one; resumable, then verified per table.')
     .requiredOption('--from <source>', 'a data dir or a postgres:// URL to copy from (read only)')
     .requiredOption('--to <target>', 'a postgres:// URL or a data dir to copy into (created when missing)')
     .option('--from-schema <name>', 'with a postgres:// --from: the PostgreSQL schema of its store (default: dsh_memory)')

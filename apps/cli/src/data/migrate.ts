@@ -11,14 +11,18 @@
  *   flight; running it again skips what is there and copies the rest.
  * - **Verify.** A second pass over the source looks every record up in the target and counts
  *   per record type: source, target and missing. The run is good when nothing is missing;
- *   the target may hold more (several data dirs merged into one team database).
+ *   the target may hold more (several data dirs merged into one team database). The lookups
+ *   and counts are every user's (`store.transfer`), whoever `--user` is: in a team database
+ *   another user's global rows, private to them in every normal read, are found all the same.
  * - **Package tables too.** Then every plugin's tables (tree, cue bank, palace index, distill,
  *   recall) through their packages' declarations, page by page, verified per table
- *   (`package-tables.ts`). Tables of a package this CLI does not know are named in the report,
- *   not dropped silently.
- * - **Not moved**: the store's meta table (backend-internal state: the search index's build
- *   state, `reembed` checkpoints) and the audit log, which records who changed what in the
- *   source database; the target's audit records the copy itself (one entry per page).
+ *   (`package-tables.ts`; rows keyed by identity numbers are renumbered when merging, through
+ *   the target's ledger, `migrate-ledger.ts`). Tables of a package this CLI does not know are
+ *   named in the report, not dropped silently.
+ * - **Meta rows and the audit log** last (`migrate-history.ts`): the source's settings but the
+ *   per-store ones, and its whole history, resumable through the ledger.
+ * - **Not moved**: the change log and layer revisions (the target keeps its own; the import
+ *   bumps them) and leases.
  */
 import { realpathSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -26,8 +30,11 @@ import { DEFAULT_POSTGRES_SCHEMA, type MemoryStore, type RecordCounts } from '@d
 import { CliError, CliUsageError } from '../io.ts'
 import { type DataSource, DATABASE_FILE, openSourceStore, postgresSource, resolveCliDataDir } from './data-dir.ts'
 import { databaseIdentity, isDatabaseUrl } from './database-url.ts'
+import { type AuditReport, copyAudit, type MetaReport, migrateMeta, verifyAudit } from './migrate-history.ts'
+import { SourceLedger, sourceFingerprint } from './migrate-ledger.ts'
 import { migratePackageTables, type PackageTableReport, unknownOwners } from './package-tables.ts'
 
+export type { AuditReport, MetaReport } from './migrate-history.ts'
 export type { PackageTableReport } from './package-tables.ts'
 
 /** The record types of the store core, in export order. */
@@ -72,7 +79,11 @@ export interface MigrateReport {
   readonly verified: Readonly<Record<RecordType, VerifiedCount>> | null
   /** Every known package's tables in the source: copied, already present and (once verified) counts. */
   readonly packages: readonly PackageTableReport[]
-  /** True when every source record and every package row is in the target. */
+  /** The meta rows (the per-store ones apart); null when the run stopped before them. */
+  readonly meta: MetaReport | null
+  /** The audit log; null when the run stopped before it. */
+  readonly audit: AuditReport | null
+  /** True when every source record, package row, meta key and audit entry is in the target. */
   readonly ok: boolean
   readonly notMoved: readonly NotMoved[]
   /** Why those packages' tables were not moved (printed with them). */
@@ -134,10 +145,10 @@ function identityOf(source: DataSource): string {
   }
 }
 
-/** Total records of a store, from its counts. */
+/** Total records of a store, every user's. */
 async function recordTotal(store: MemoryStore): Promise<number> {
-  const counts = await store.stats.counts()
-  return counts.conversations + counts.messages.total + counts.memories.current + counts.memories.superseded + counts.scenes.total + counts.persona.total
+  const counts = await store.transfer.counts()
+  return RECORD_TYPES.reduce((sum, type) => sum + counts[type], 0)
 }
 
 interface ExportLine {
@@ -209,49 +220,34 @@ async function copyRecords(source: MemoryStore, target: MemoryStore, options: Mi
   return true
 }
 
-/** Look every source record up in the target. @returns undefined when `signal` stopped it. */
+/** Records looked up in the target at once. */
+const VERIFY_PAGE = 1_000
+
+/**
+ * Look every source record up in the target, whoever wrote it (`transfer.present`: an
+ * unattributed global persona as the target user, as the copy stored it).
+ * @returns undefined when `signal` stopped it.
+ */
 async function verifyRecords(source: MemoryStore, target: MemoryStore, options: MigrateOptions): Promise<Record<RecordType, VerifiedCount> | undefined> {
   const sourceCounts = emptyCounts()
   const missing = emptyCounts()
-  let messageIds: string[] = []
-  const checkMessages = async (): Promise<void> => {
-    if (messageIds.length === 0) return
-    const found = new Set((await target.messages.around(messageIds, 0)).map((message) => message.id))
-    missing.messages += messageIds.filter((id) => !found.has(id)).length
-    for (let index = 0; index < messageIds.length; index++) options.progress?.tick()
-    messageIds = []
+  let batch: ExportLine[] = []
+  const check = async (): Promise<void> => {
+    if (batch.length === 0) return
+    const found = await target.transfer.present(batch.map((record) => record.line), { unattributedAs: target.user })
+    for (const [index, record] of batch.entries()) if (!found[index]) missing[record.type]++
+    for (let index = 0; index < batch.length; index++) options.progress?.tick()
+    batch = []
     await turn()
   }
   for await (const record of sourceRecords(source, () => {})) {
     if (options.signal?.aborted) return undefined
     sourceCounts[record.type]++
-    if (record.type === 'messages') {
-      messageIds.push(record.data.id!)
-      if (messageIds.length >= 1_000) await checkMessages()
-      continue
-    }
-    const id = record.data.id!
-    const there =
-      record.type === 'conversations'
-        ? await target.conversations.get(id)
-        : record.type === 'memories'
-          ? await target.memories.get(id)
-          : record.type === 'scenes'
-            ? await target.scenes.get(id)
-            : await target.persona.get({ scope: record.data.scope as 'global' | 'workspace', workspace: record.data.workspace ?? null })
-    if (there === undefined) missing[record.type]++
-    options.progress?.tick()
-    if (sourceCounts[record.type] % 1_000 === 0) await turn()
+    batch.push(record)
+    if (batch.length >= VERIFY_PAGE) await check()
   }
-  await checkMessages()
-  const counts = await target.stats.counts()
-  const targetCounts: RecordCounts = {
-    conversations: counts.conversations,
-    messages: counts.messages.total,
-    memories: counts.memories.current + counts.memories.superseded,
-    scenes: counts.scenes.total,
-    persona: counts.persona.total,
-  }
+  await check()
+  const targetCounts = await target.transfer.counts()
   return Object.fromEntries(RECORD_TYPES.map((type) => [type, { source: sourceCounts[type], target: targetCounts[type], missing: missing[type] }])) as Record<RecordType, VerifiedCount>
 }
 
@@ -261,19 +257,24 @@ async function verifyRecords(source: MemoryStore, target: MemoryStore, options: 
  */
 export async function runMigrate(from: DataSource, to: DataSource, options: MigrateOptions = {}): Promise<MigrateReport> {
   if (identityOf(from) === identityOf(to)) throw new CliUsageError(`--from and --to name the same database (${from.label}); there is nothing to move`)
+  const checkOnly = options.checkOnly === true
   const source = await openSourceStore(from, { readonly: true })
   try {
-    const target = await openSourceStore(to, { create: options.checkOnly !== true, readonly: options.checkOnly === true })
+    const target = await openSourceStore(to, { create: !checkOnly, readonly: checkOnly })
     try {
       const copied = emptyCounts()
       const alreadyPresent = emptyCounts()
       const notMoved = (await unknownOwners(source)).map((owner) => ({ owner }))
       const total = await recordTotal(source)
+      const ledger = await SourceLedger.open(target, await sourceFingerprint(source), checkOnly, Date.now())
       let packages: PackageTableReport[] = []
-      const base = () => ({ from: from.label, to: to.label, copied, alreadyPresent, packages, notMoved, notMovedReason: NOT_MOVED_REASON, verifyInterrupted: false, checkOnly: options.checkOnly === true })
+      let meta: MetaReport | null = null
+      let audit: AuditReport | null = null
+      const base = () => ({ from: from.label, to: to.label, copied, alreadyPresent, packages, meta, audit, notMoved, notMovedReason: NOT_MOVED_REASON, verifyInterrupted: false, checkOnly })
+      const stopped = () => ({ ...base(), completed: false, verified: null, ok: false })
       let pages = 0
       const nextPage = () => options.onPage?.(++pages)
-      if (options.checkOnly !== true) {
+      if (!checkOnly) {
         options.progress?.start('migrate: copy', total)
         let finished: boolean
         try {
@@ -281,12 +282,21 @@ export async function runMigrate(from: DataSource, to: DataSource, options: Migr
         } finally {
           options.progress?.stop()
         }
-        if (!finished) return { ...base(), completed: false, verified: null, ok: false }
+        if (!finished) return stopped()
       }
       // The package tables after the store core: a package row may name a conversation or a memory.
-      const moved = await migratePackageTables(source, target, { ...(options.pageSize ? { pageSize: options.pageSize } : {}), checkOnly: options.checkOnly === true, ...(options.signal ? { signal: options.signal } : {}), onPage: nextPage })
+      const moved = await migratePackageTables(source, target, {
+        ...(options.pageSize ? { pageSize: options.pageSize } : {}),
+        checkOnly,
+        ...(options.signal ? { signal: options.signal } : {}),
+        onPage: nextPage,
+        ledger,
+      })
       packages = moved.tables
-      if (!moved.completed) return { ...base(), completed: false, verified: null, ok: false }
+      if (!moved.completed) return stopped()
+      meta = await migrateMeta(source, target, checkOnly)
+      audit = { copied: 0, verified: null }
+      if (!checkOnly && !(await copyAudit(source, target, ledger, audit, { ...(options.pageSize ? { pageSize: options.pageSize } : {}), ...(options.signal ? { signal: options.signal } : {}), onPage: nextPage }))) return stopped()
       options.progress?.start('migrate: verify', total)
       let verified: Record<RecordType, VerifiedCount> | undefined
       try {
@@ -294,8 +304,13 @@ export async function runMigrate(from: DataSource, to: DataSource, options: Migr
       } finally {
         options.progress?.stop()
       }
-      if (verified === undefined || packages.some((line) => line.verified === null)) return { ...base(), completed: true, verifyInterrupted: true, verified: verified ?? null, ok: false }
-      const ok = RECORD_TYPES.every((type) => verified[type].missing === 0) && packages.every((line) => line.verified!.missing === 0)
+      if (verified !== undefined && !options.signal?.aborted) audit.verified = await verifyAudit(source, target, ledger)
+      if (verified === undefined || audit.verified === null || packages.some((line) => line.verified === null)) return { ...base(), completed: true, verifyInterrupted: true, verified: verified ?? null, ok: false }
+      const ok =
+        RECORD_TYPES.every((type) => verified[type].missing === 0) &&
+        packages.every((line) => line.verified!.missing === 0) &&
+        meta.verified!.missing === 0 &&
+        audit.verified.missing === 0
       return { ...base(), completed: true, verified, ok }
     } finally {
       await target.close()

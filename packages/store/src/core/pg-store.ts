@@ -31,7 +31,7 @@ import { pgPersonaRepository } from './pg-persona.ts'
 import { pgSceneRepository } from './pg-scenes.ts'
 import { openPgSearchIndex, pgSearchService } from './pg-search.ts'
 import { pgStatsService } from './pg-stats.ts'
-import { pgExportJsonl, pgImportJsonl } from './pg-transfer.ts'
+import { pgExportJsonl, pgImportJsonl, pgTransferService } from './pg-transfer.ts'
 import { connectPg, PgSession } from './pg-session.ts'
 import { postgresStoreMigrations } from './store-migrations.ts'
 import type { EntityName } from './types-common.ts'
@@ -92,6 +92,7 @@ function assembleStore(s: PgSession): OpenedMemoryStore & AsyncDisposable {
     layers: pgLayerRepository(s),
     leases: pgLeaseRepository(s),
     stats: pgStatsService(s),
+    transfer: pgTransferService(s),
     changes,
     transaction: (fn, options) => s.transaction(fn, options, store),
     exportJsonl: () => pgExportJsonl(s),

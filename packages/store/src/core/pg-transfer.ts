@@ -4,6 +4,7 @@
  * snapshot; import is one transaction that checks every record as a live write would.
  */
 import { and, asc, eq } from 'drizzle-orm'
+import { MemoryStoreError } from './errors.ts'
 import { drizzle } from 'drizzle-orm/node-postgres'
 import { layerKeyOfRow } from './layers.ts'
 import { readPgAppliedMigrations } from './pg-migrations.ts'
@@ -26,8 +27,12 @@ import {
   lineError,
   type NumberedRecord,
   importStamp,
+  copiedAuditEntry,
+  PRESENCE_TABLES,
+  presenceKeys,
+  TRANSFER_COUNTS_SQL,
 } from './transfer.ts'
-import type { ImportOptions, ImportResult } from './types-store.ts'
+import type { ImportOptions, ImportResult, RecordCounts, TransferService } from './types-store.ts'
 import { requireId } from './validate.ts'
 
 /** One page of each record type in export order. */
@@ -173,5 +178,54 @@ async function importRecord(s: PgSession, tx: PgTx, record: Extract<ImportedReco
       await s.bumpLayers(tx, [layerKeyOfRow(key.scope, key.workspace, key.owner)], options, now)
       return true
     }
+  }
+}
+
+/** Every user's rows for `dsh-memory migrate` (see {@link TransferService}). */
+export function pgTransferService(s: PgSession): TransferService {
+  return {
+    counts: () =>
+      s.read(async (tx) => {
+        const counts: Partial<RecordCounts> = {}
+        for (const [type, query] of Object.entries(TRANSFER_COUNTS_SQL)) counts[type as keyof RecordCounts] = Number((await tx.query<{ n: number | string }>(query))[0]?.n ?? 0)
+        return counts as RecordCounts
+      }),
+    present: async (lines, options) => {
+      const keys = presenceKeys(s.options.limits, lines, options)
+      return s.read(async (tx) => {
+        const found = new Set<string>()
+        for (const [type, table] of Object.entries(PRESENCE_TABLES)) {
+          const ids = [...new Set(keys.flatMap((key) => (key.type !== 'persona' && key.type === type ? [key.id] : [])))]
+          if (ids.length === 0) continue
+          for (const row of await tx.query<{ id: string }>(`SELECT id FROM ${table} WHERE id = ANY($1::text[])`, [ids])) found.add(`${type}\u0000${row.id}`)
+        }
+        const persona = keys.flatMap((key) => (key.type === 'persona' ? [key.key] : []))
+        if (persona.length > 0) {
+          const rows = await tx.query<{ scope: string; workspace: string; owner: string }>(
+            `SELECT p.scope, p.workspace, p.owner FROM store_persona p
+             JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(scope, workspace, owner) USING (scope, workspace, owner)`,
+            [persona.map((key) => key.scope), persona.map((key) => key.workspace), persona.map((key) => key.owner)],
+          )
+          for (const row of rows) found.add(`persona\u0000${row.scope}\u0000${row.workspace}\u0000${row.owner}`)
+        }
+        return keys.map((key) => found.has(key.type === 'persona' ? `persona\u0000${key.key.scope}\u0000${key.key.workspace}\u0000${key.key.owner}` : `${key.type}\u0000${key.id}`))
+      })
+    },
+    appendAudit: async (entries, options) => {
+      if (!Array.isArray(entries)) throw new MemoryStoreError('invalid-argument', 'appendAudit needs an array of audit entries')
+      const rows = entries.map(copiedAuditEntry)
+      if (rows.length === 0) return 0
+      return s.write(async (tx) => {
+        // One statement, in order: the ids follow the entries' order (WITH ORDINALITY ... ORDER BY).
+        await tx.query(
+          `INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by)
+           SELECT at, op, entity, entity_id, actor, revision, created_by
+           FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[]) WITH ORDINALITY AS e(at, op, entity, entity_id, actor, revision, created_by, n)
+           ORDER BY n`,
+          [rows.map((row) => row.at), rows.map((row) => row.op), rows.map((row) => row.entity), rows.map((row) => row.entityId), rows.map((row) => row.actor), rows.map((row) => row.revision), rows.map((row) => row.createdBy)],
+        )
+        return rows.length
+      }, options)
+    },
   }
 }

@@ -36,7 +36,7 @@ import { sceneRepository } from './sqlite-scenes.ts'
 import { searchService } from './sqlite-search.ts'
 import { BUSY_SLICE_MS, SqliteSession, translateSqliteError } from './sqlite-session.ts'
 import { statsService } from './sqlite-stats.ts'
-import { exportJsonl, importJsonl } from './sqlite-transfer.ts'
+import { exportJsonl, importJsonl, transferService } from './sqlite-transfer.ts'
 import { storeMigrations } from './store-migrations.ts'
 import type { StoreChange } from './types-changes.ts'
 import type { EntityName, WriteOptions } from './types-common.ts'
@@ -154,6 +154,7 @@ function assembleStore(s: SqliteSession): CoordinatedMemoryStore & PackageTables
     // Last: opening a writable store brings the search index up to date here.
     search: searchService(s),
     stats: statsService(s),
+    transfer: transferService(s),
     changes,
     layers: layerRepository(s),
     leases: leaseRepository(s),

@@ -7,6 +7,7 @@
 import Database from 'better-sqlite3'
 import { and, asc, eq } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/better-sqlite3'
+import { MemoryStoreError } from './errors.ts'
 import { layerKeyOfRow } from './layers.ts'
 import { readAppliedMigrations } from './migrations.ts'
 import { personaEntityId } from './record-values.ts'
@@ -30,8 +31,12 @@ import {
   importSourceOf,
   orphanMessageError,
   importStamp,
+  copiedAuditEntry,
+  PRESENCE_TABLES,
+  presenceKeys,
+  TRANSFER_COUNTS_SQL,
 } from './transfer.ts'
-import type { ImportOptions, ImportResult } from './types-store.ts'
+import type { ImportOptions, ImportResult, RecordCounts, TransferService } from './types-store.ts'
 import { requireId } from './validate.ts'
 
 /** One page of each record type in export order, on either connection. */
@@ -169,5 +174,41 @@ function importRecord(s: SqliteSession, record: ImportedRecord, options: ImportO
       s.bumpLayers([layerKeyOfRow(key.scope, key.workspace, key.owner)], options, now)
       return true
     }
+  }
+}
+
+/** Ids per `IN (…)` lookup of `present` (well under SQLite's bound-parameter limit). */
+const PRESENCE_CHUNK = 500
+
+/** Every user's rows for `dsh-memory migrate` (see {@link TransferService}). */
+export function transferService(s: SqliteSession): TransferService {
+  return {
+    counts: () =>
+      s.read(() => Object.fromEntries(Object.entries(TRANSFER_COUNTS_SQL).map(([type, query]) => [type, Number((s.stmt(query).get() as { n: number }).n)])) as unknown as RecordCounts),
+    present: async (lines, options) => {
+      const keys = presenceKeys(s.options.limits, lines, options)
+      return s.read(() => {
+        const found = new Set<string>()
+        for (const [type, table] of Object.entries(PRESENCE_TABLES)) {
+          const ids = [...new Set(keys.flatMap((key) => (key.type !== 'persona' && key.type === type ? [key.id] : [])))]
+          for (let start = 0; start < ids.length; start += PRESENCE_CHUNK) {
+            const chunk = ids.slice(start, start + PRESENCE_CHUNK)
+            const rows = s.sqlite.prepare(`SELECT id FROM ${table} WHERE id IN (${chunk.map(() => '?').join(', ')})`).pluck().all(...chunk) as string[]
+            for (const id of rows) found.add(`${type}\u0000${id}`)
+          }
+        }
+        const persona = s.stmt('SELECT 1 FROM store_persona WHERE scope = ? AND workspace = ? AND owner = ?').pluck()
+        return keys.map((key) => (key.type === 'persona' ? persona.get(key.key.scope, key.key.workspace, key.key.owner) !== undefined : found.has(`${key.type}\u0000${key.id}`)))
+      })
+    },
+    appendAudit: async (entries, options) => {
+      if (!Array.isArray(entries)) throw new MemoryStoreError('invalid-argument', 'appendAudit needs an array of audit entries')
+      const rows = entries.map(copiedAuditEntry)
+      return s.write(() => {
+        const insert = s.stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        for (const row of rows) insert.run(row.at, row.op, row.entity, row.entityId, row.actor, row.revision, row.createdBy)
+        return rows.length
+      }, options)
+    },
   }
 }

@@ -14,7 +14,9 @@ import type { Conversation, Message } from './types-conversations.ts'
 import type { Memory } from './types-memories.ts'
 import type { Persona } from './types-persona.ts'
 import type { Scene } from './types-scenes.ts'
-import type { ImportOptions, ImportResult, RecordCounts } from './types-store.ts'
+import { auditEntityId } from './audit-id.ts'
+import type { EntityName } from './types-common.ts'
+import type { CopiedAuditEntry, ImportOptions, ImportResult, RecordCounts } from './types-store.ts'
 import { requireUser } from './user.ts'
 import { flagsObject, idList, requireCount, requireId, requireRole, requireScope, requireTime } from './validate.ts'
 
@@ -290,4 +292,46 @@ export function importedPersona(limits: TextLimits, d: Persona, unattributedAs =
   const version = Math.max(1, requireCount(d.version, 'version'))
   const createdBy = importedCreator(d.createdBy, unattributedAs)
   return { ...key, text: prepareText(d.text, 'text', limits.persona).text, version, updatedAt: requireTime(d.updatedAt, 'updatedAt'), createdBy }
+}
+
+/** What `TransferService.present` looks one record up by: an id, or a persona's stored key. */
+export type PresenceKey = { readonly type: 'conversation' | 'message' | 'memory' | 'scene'; readonly id: string } | { readonly type: 'persona'; readonly key: PersonaRowKey }
+
+/** The lookup key of each export record line (see `TransferService.present`). @throws MemoryStoreError `invalid-argument` naming the line */
+export function presenceKeys(limits: TextLimits, lines: readonly string[], options: Pick<ImportOptions, 'unattributedAs'> | undefined): PresenceKey[] {
+  if (!Array.isArray(lines)) throw new MemoryStoreError('invalid-argument', 'present needs an array of export record lines')
+  const stamp = importStamp(options)
+  return lines.map((line, index) => {
+    const record = parseImportLine(String(line), index + 1, true) as ImportedRecord
+    return atLine(index + 1, (): PresenceKey => (record.type === 'persona' ? { type: 'persona', key: importedPersonaKey(limits, record.data, stamp) } : { type: record.type, id: requireId(record.data.id, 'id') }))
+  })
+}
+
+/** The store table of each record type that is keyed by `id`. */
+export const PRESENCE_TABLES = { conversation: 'store_conversations', message: 'store_messages', memory: 'store_memories', scene: 'store_scenes' } as const
+
+/** Every user's rows per record type, one query each (`TransferService.counts`). */
+export const TRANSFER_COUNTS_SQL: Readonly<Record<keyof RecordCounts, string>> = {
+  conversations: 'SELECT COUNT(*) AS n FROM store_conversations',
+  messages: 'SELECT COUNT(*) AS n FROM store_messages',
+  memories: 'SELECT COUNT(*) AS n FROM store_memories',
+  scenes: 'SELECT COUNT(*) AS n FROM store_scenes',
+  persona: 'SELECT COUNT(*) AS n FROM store_persona',
+}
+
+/** An audit entry from another database, checked (`TransferService.appendAudit`). @throws MemoryStoreError `invalid-argument` naming the entry and field */
+export function copiedAuditEntry(entry: CopiedAuditEntry, index: number): CopiedAuditEntry {
+  const field = (name: string) => `entries[${index}].${name}`
+  if (!entry || typeof entry !== 'object') throw new MemoryStoreError('invalid-argument', `entries[${index}] must be an audit entry object`)
+  const entity = requireId(entry.entity, field('entity')) as EntityName
+  const op = requireId(entry.op, field('op'))
+  return {
+    at: requireTime(entry.at, field('at')),
+    op: op as CopiedAuditEntry['op'],
+    entity,
+    entityId: auditEntityId(entity, requireId(entry.entityId, field('entityId'))),
+    actor: entry.actor === null || entry.actor === undefined ? null : requireId(entry.actor, field('actor')),
+    revision: entry.revision === null || entry.revision === undefined ? null : requireCount(entry.revision, field('revision')),
+    createdBy: entry.createdBy === '' || entry.createdBy === undefined ? '' : requireUser(entry.createdBy, field('createdBy')),
+  }
 }

@@ -11,7 +11,7 @@ import type { TransactionOptions, WriteOptions } from './types-common.ts'
 import type { ConversationRepository, MessageRepository } from './types-conversations.ts'
 import type { LayerRepository, LeaseRepository } from './types-coordination.ts'
 import type { MemoryRepository } from './types-memories.ts'
-import type { AppliedMigration, AuditLog, MetaRepository, MigrationSet } from './types-meta.ts'
+import type { AppliedMigration, AuditEntry, AuditLog, MetaRepository, MigrationSet } from './types-meta.ts'
 import type { PersonaRepository } from './types-persona.ts'
 import type { SceneRepository } from './types-scenes.ts'
 import type { SearchService } from './types-search.ts'
@@ -43,6 +43,37 @@ export interface ImportOptions extends WriteOptions {
   unattributedAs?: string
 }
 
+/** An audit entry another database recorded, as {@link TransferService.appendAudit} takes it: everything but its id. */
+export type CopiedAuditEntry = Omit<AuditEntry, 'id'>
+
+/**
+ * What moving a whole database needs beyond the export and the import (`dsh-memory migrate`):
+ * every user's rows, whoever the session's user is. It answers with existence and counts only,
+ * never content, so it shows nothing of another user's global rows that the session's reads hide.
+ */
+export interface TransferService {
+  /** Rows per record type, every user's (`stats.counts()` counts only the session user's global rows). */
+  counts(): Promise<RecordCounts>
+  /**
+   * Whether the database holds each record of `lines` (record lines of an export, the header
+   * left out), whoever wrote it: conversations, messages, memories and scenes by id; a persona
+   * document by its stored key (a global one without an author as `options.unattributedAs`, as
+   * `importJsonl` stores it).
+   * @returns one flag per line, in order
+   * @throws MemoryStoreError `invalid-argument` naming the line for a line that is not an export record
+   */
+  present(lines: readonly string[], options?: Pick<ImportOptions, 'unattributedAs'>): Promise<boolean[]>
+  /**
+   * Append audit entries another database recorded, in their order, under this database's next
+   * ids; every other column is kept (a path in an entity id becomes its digest, as in the
+   * store's own entries). No change-log rows: nothing changed that an index follows. Inside
+   * `transaction(...)` it commits with the rest.
+   * @returns how many were appended
+   * @throws MemoryStoreError `invalid-argument` naming the entry and its field; `readonly`
+   */
+  appendAudit(entries: readonly CopiedAuditEntry[], options?: WriteOptions): Promise<number>
+}
+
 /**
  * The memory store: repositories over one database. It is also a {@link PackageTablesHost}
  * (the extension seam): `tables(declaration)` applies a package's migrations through this
@@ -70,6 +101,8 @@ export interface MemoryStore extends PackageTablesHost {
   readonly meta: MetaRepository
   /** Counts and groupings of what the store holds (overviews, `status`), without loading rows. */
   readonly stats: StatsService
+  /** Every user's rows for moving the database (`dsh-memory migrate`): presence, counts, the audit copy. */
+  readonly transfer: TransferService
   /**
    * Run `fn` atomically: every store call made inside it (on this store, awaited within
    * `fn`) commits together or not at all. Other callers of this store wait until it ends.
