@@ -125,6 +125,9 @@ describe('RecallEngine on a real store', () => {
     // date prior can lift it.
     const dated = await engine.searchConversations('Where did Joanna plan a coast trip in July 2022?', scope, { limit: 200 })
     expect(dated.map((hit) => hit.message.id)).toContain(july.message.id)
+    // The same for a period named in Chinese or Japanese (2022年7月).
+    const mixed = await engine.searchConversations('Joanna 2022年7月 coast trip 去哪里了？', scope, { limit: 200 })
+    expect(mixed.map((hit) => hit.message.id)).toContain(july.message.id)
   })
 
   it('tools validate arguments before touching the store', async () => {
