@@ -104,6 +104,32 @@ describe('RecallEngine on a real store', () => {
     expect(hits.map((hit) => hit.message.text)).not.toContain(turns[4])
   })
 
+  it('conversation search also takes the best matches written in the period a query names', async () => {
+    const handle = openStore()
+    const { store } = handle
+    // 200 turns of 2023 share the question's rarer words; the one of July 2022 shares only
+    // "trip", said in all of them, so the workspace-wide search (150 candidates) never hands it over.
+    await store.transaction(async (tx) => {
+      await tx.conversations.ensure({ id: 'later', workspace: '/w', startedAt: Date.UTC(2023, 2, 1) })
+      for (let i = 0; i < 200; i++) {
+        await tx.messages.append({ conversationId: 'later', hostMessageId: `l${i}`, role: 'user', seq: i, createdAt: Date.UTC(2023, 2, 1) + i * 1000, text: `Joanna planned the trip to the coast, draft ${i}.` })
+      }
+    })
+    await store.conversations.ensure({ id: 'july', workspace: '/w', startedAt: Date.UTC(2022, 6, 10) })
+    const july = await store.messages.append({ conversationId: 'july', hostMessageId: 'j0', role: 'user', seq: 0, createdAt: Date.UTC(2022, 6, 10), text: 'Back from the trip, the mountains of Nepal were unreal.' })
+    const engine = new RecallEngine(store, resolveRecallOptions())
+    const scope = { sessionId: 'now', workspace: '/w' }
+    const plain = await engine.searchConversations('Where did Joanna plan a coast trip?', scope, { limit: 200 })
+    expect(plain.map((hit) => hit.message.id)).not.toContain(july.message.id)
+    // Naming the month makes it a candidate (a second search limited to the period), so the
+    // date prior can lift it.
+    const dated = await engine.searchConversations('Where did Joanna plan a coast trip in July 2022?', scope, { limit: 200 })
+    expect(dated.map((hit) => hit.message.id)).toContain(july.message.id)
+    // The same for a period named in Chinese or Japanese (2022年7月).
+    const mixed = await engine.searchConversations('Joanna 2022年7月 coast trip 去哪里了？', scope, { limit: 200 })
+    expect(mixed.map((hit) => hit.message.id)).toContain(july.message.id)
+  })
+
   it('tools validate arguments before touching the store', async () => {
     const handle = openStore()
     const engine = new RecallEngine(handle.store, resolveRecallOptions())

@@ -13,6 +13,7 @@ import { applyFeedback, clearFeedback, type FeedbackRating, needsReview } from '
 import { chunkManifest, chunkText, type ChunkManifest } from './memory-read.ts'
 import { type InjectionSelection, rankMemories, type ScoredMemory, selectForInjection } from './memory-ranking.ts'
 import type { RecallOptions, RecallStrategy } from './options.ts'
+import { queryPeriod } from './query-period.ts'
 import { rankDocuments, TURN_RANKING } from './ranking.ts'
 import { formatPersonaSection, formatSceneNavSection, type PersonaText, type SceneNavEntry } from './recall-text.ts'
 import type { RecallScope } from './scope.ts'
@@ -593,9 +594,21 @@ export async function rankConversationTurns(
   options: ConversationRankingOptions,
 ): Promise<{ message: Message; score: number }[]> {
   const keep = (message: Message) => message.conversationId !== options.excludeConversationId
-  const hits = (await store.search.messages(searchText(query), { workspace: options.workspace, limit: options.candidates ?? MESSAGE_CANDIDATES }))
-    .map((hit) => hit.message)
-    .filter(keep)
+  const text = searchText(query)
+  const limit = options.candidates ?? MESSAGE_CANDIDATES
+  const found = (await store.search.messages(text, { workspace: options.workspace, limit })).map((hit) => hit.message)
+  // The date prior can lift only turns the ranking sees: when the query names a period ("in
+  // July 2022"), the best matches written in it are candidates too, though a turn that only
+  // shares a speaker's name with the question loses to every turn of other periods in the
+  // workspace-wide search above.
+  const period = (TURN_RANKING.dateBoost ?? 0) > 0 ? queryPeriod(query) : undefined
+  if (period) {
+    const seen = new Set(found.map((message) => message.id))
+    for (const { message } of await store.search.messages(text, { workspace: options.workspace, limit, since: period.from, until: period.to - 1 })) {
+      if (!seen.has(message.id)) found.push(message)
+    }
+  }
+  const hits = found.filter(keep)
   if (hits.length === 0) return []
   // Context neighbours (±span turns in the same conversation) in one store read, ranked with
   // the candidates: a neighbour's own weak match still counts, as over the whole log. Only a
