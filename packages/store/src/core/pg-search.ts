@@ -18,7 +18,8 @@
  * and lengths from `unnest(tsvector)` took ~120 ms to score 1 000 candidates of a 100 000-message
  * table on this machine, this ~7 ms. Scores are not FTS5's numbers; like
  * them they compare only within one query. As on SQLite, only the newest {@link RANK_CAP}
- * matches in the filter are ranked; `n` is the planner's count, capped just past "very common"
+ * matches in the filter are ranked (newest by `created_at`, then id; read window by window, see
+ * {@link rank}); `n` is the planner's count, capped just past "very common"
  * (a term that common is only ever kept alone, where idf does not change the order); `avgdl`
  * is over the ranked matches (a table-wide average needs a scan, or a counter row every writer
  * contends on); `N` is counted below 100 000 rows and PostgreSQL's row estimate above.
@@ -64,6 +65,14 @@ export const PG_SEARCH_FORMAT = 1
 const REWRITE_BATCH = 2_000
 /** Below this many rows the document total is counted; above, PostgreSQL's estimate is close enough for idf. */
 const EXACT_TOTAL_BELOW = 100_000
+/** How long a term counted very common is taken as such without a count ({@link CommonTerms}). */
+const COMMON_TERM_TTL_MS = 5 * 60_000
+/** Very common terms remembered per store at most. */
+const COMMON_TERM_LIMIT = 10_000
+/** Rows of the newest window the newest matches are looked for in ({@link windowBounds}). */
+const WINDOW_ROWS = 32 * RANK_CAP
+/** Each older window holds this many times the rows of the one before. */
+const WINDOW_GROWTH = 4
 /** Every position weighs the same (the store writes no weights): ts_rank then depends on the term's frequency only. */
 const TF_WEIGHTS = sql.raw(`'{1,1,1,1}'::float4[]`)
 /** BM25's length normalisation, `(1 - b) + b · …` with FTS5's b = 0.75. */
@@ -122,14 +131,33 @@ async function syncIndex(s: PgSession, force?: IndexBuildReason): Promise<IndexB
     await tx.query('DELETE FROM store_search_vocabulary')
     await writeState(tx, { ...manifest, messagesAfter: '', memoriesAfter: '' }, s.now())
   })
-  while (await s.write((tx) => rewriteBatch(s, tx)));
+  let rewritten = false
+  for (let rows = await s.write((tx) => rewriteBatch(s, tx)); rows !== null; rows = await s.write((tx) => rewriteBatch(s, tx))) rewritten ||= rows > 0
+  if (rewritten) await tidyAfterRewrite(s)
   return reason
 }
 
-/** Rewrite the terms of the next batch of rows. @returns false when the rewrite is complete. */
-async function rewriteBatch(s: PgSession, tx: PgTx): Promise<boolean> {
+/**
+ * After a rewrite of the terms, VACUUM (ANALYZE) both tables, as autovacuum would some time
+ * later: every rewritten row left a dead version that the GIN index still points to and its
+ * new terms sit in the index's pending list, both of which every search reads through until
+ * a vacuum; and the planner's statistics still describe the old terms. Measured at 100 000
+ * memories right after a rebuild, searches ran while autovacuum did this work on the same two
+ * cores. Best effort: a store that does not own its tables (PostgreSQL skips them with a
+ * warning) or a failed vacuum leaves it to autovacuum.
+ */
+async function tidyAfterRewrite(s: PgSession): Promise<void> {
+  try {
+    await s.readEach((tx) => tx.query(`VACUUM (ANALYZE) ${MESSAGES.name}, ${MEMORIES.name}`))
+  } catch {
+    // Autovacuum does the same later.
+  }
+}
+
+/** Rewrite the terms of the next batch of rows. @returns the rows rewritten, `null` when the rewrite is complete. */
+async function rewriteBatch(s: PgSession, tx: PgTx): Promise<number | null> {
   const state = await readState(tx)
-  if (!state) return false
+  if (!state) return null
   for (const table of [MESSAGES, MEMORIES]) {
     const after = state[table.cursor]
     if (after === null) continue
@@ -141,9 +169,9 @@ async function rewriteBatch(s: PgSession, tx: PgTx): Promise<boolean> {
       ])
     }
     await writeState(tx, { ...state, [table.cursor]: rows.length < REWRITE_BATCH ? null : rows[rows.length - 1]!.id }, s.now())
-    return true
+    return rows.length
   }
-  return false
+  return null
 }
 
 async function searchStatus(tx: PgTx, reason: IndexBuildReason | null): Promise<SearchIndexStatus> {
@@ -162,14 +190,22 @@ async function searchStatus(tx: PgTx, reason: IndexBuildReason | null): Promise<
   }
 }
 
+/** The document total of a table and the time range of its rows (what the windows of {@link rank} are cut from). */
+interface TableExtent {
+  total: number
+  /** `created_at` of the newest and the oldest row (0 when the table is empty). */
+  newest: number
+  oldest: number
+}
+
 /**
  * The documents in `table` (counted while few, PostgreSQL's estimate, kept by autovacuum, once
- * many) and how many match each tsquery, each counted up to just past "very common"
- * ({@link commonThreshold} of that total, computed in SQL by the same formula), in one
- * statement: planning's first round trip. One scalar subquery per tsquery, as in
- * {@link cappedCounts}.
+ * many), the newest and oldest `created_at` (two reads of its btree), and how many documents
+ * match each tsquery, each counted up to just past "very common" ({@link commonThreshold} of
+ * that total, computed in SQL by the same formula), in one statement: planning's first round
+ * trip. One scalar subquery per tsquery, as in {@link cappedCounts}.
  */
-async function termCounts(tx: PgTx, table: SearchTable, queries: readonly string[]): Promise<{ total: number; docs: number[] }> {
+async function termCounts(tx: PgTx, table: SearchTable, queries: readonly string[]): Promise<TableExtent & { docs: number[] }> {
   const columns = queries.map((_, i) => `, (SELECT count(*) FROM (SELECT 1 FROM ${table.name} WHERE search_terms @@ $${i + 3}::tsquery LIMIT (SELECT cap FROM cap)) AS m)::int AS c${i}`)
   const [row] = await tx.query<Record<string, number>>(
     `WITH n AS (
@@ -177,10 +213,15 @@ async function termCounts(tx: PgTx, table: SearchTable, queries: readonly string
          ELSE greatest(reltuples, (SELECT count(*) FROM (SELECT 1 FROM ${table.name} LIMIT ${EXACT_TOTAL_BELOW}) AS t)) END AS total
        FROM pg_class WHERE oid = '${table.name}'::regclass
      ), cap AS (SELECT total, ceil(greatest($1::float8, total * $2::float8))::int + 1 AS cap FROM n)
-     SELECT total::float8 AS total${columns.join('')} FROM cap`,
+     SELECT total::float8 AS total, (SELECT max(created_at) FROM ${table.name}) AS newest, (SELECT min(created_at) FROM ${table.name}) AS oldest${columns.join('')} FROM cap`,
     [COMMON_MIN_DOCS, COMMON_SHARE, ...queries],
   )
-  return { total: Number(row?.total ?? 0), docs: queries.map((_, i) => Number(row?.[`c${i}`] ?? 0)) }
+  return {
+    total: Number(row?.total ?? 0),
+    newest: Number(row?.newest ?? 0),
+    oldest: Number(row?.oldest ?? 0),
+    docs: queries.map((_, i) => Number(row?.[`c${i}`] ?? 0)),
+  }
 }
 
 /**
@@ -196,23 +237,57 @@ async function cappedCounts(tx: PgTx, table: SearchTable, queries: readonly stri
   return queries.map((_, i) => Number(row?.[`c${i}`] ?? 0))
 }
 
-/** A plan with the document total its counts were made against. */
-interface CountedPlan extends QueryPlan {
-  total: number
+/** A plan with the extent of the table its counts were made against. */
+interface CountedPlan extends QueryPlan, TableExtent {
   common: number
 }
 
 /**
- * Plan `query` over `table` (see {@link planQuery}): the total and the term counts in one
- * statement; the vocabulary (two more) only for a long term no document holds. The idf of
- * each form is weighed in the ranking statement ({@link rank}).
+ * Terms of one store's tables that were counted "very common" lately (process-local). Counting
+ * such a term is the costly part of planning: its capped count reads just past
+ * {@link commonThreshold} rows from the heap (5 000 at a million rows), for every query that
+ * holds it, and everyday words ("the", "deploy") are in most queries. Within
+ * {@link COMMON_TERM_TTL_MS} of a count that found a term very common it is taken as very
+ * common again without counting, which is the answer the count would give unless a large share
+ * of the table was deleted meanwhile; the plan is then the same, so no result changes. Rare
+ * terms are always counted (cheap: their few rows) so a term that just appeared is never missed.
  */
-async function plan(tx: PgTx, table: SearchTable, query: string): Promise<CountedPlan> {
+class CommonTerms {
+  readonly #counted = new Map<string, number>()
+
+  /** True when `term` of `kind` was counted very common within the TTL. */
+  known(kind: SearchTable['kind'], term: string): boolean {
+    const key = `${kind}:${term}`
+    const at = this.#counted.get(key)
+    if (at === undefined) return false
+    if (performance.now() - at <= COMMON_TERM_TTL_MS) return true
+    this.#counted.delete(key)
+    return false
+  }
+
+  note(kind: SearchTable['kind'], term: string): void {
+    // Bounded: a process that sees many distinct common terms starts over rather than grow.
+    if (this.#counted.size >= COMMON_TERM_LIMIT) this.#counted.clear()
+    this.#counted.set(`${kind}:${term}`, performance.now())
+  }
+}
+
+/**
+ * Plan `query` over `table` (see {@link planQuery}): the extent and the counts of the terms
+ * not known to be very common in one statement; the vocabulary (two more) only for a long
+ * term no document holds. The idf of each form is weighed in the ranking statement
+ * ({@link rank}).
+ */
+async function plan(tx: PgTx, table: SearchTable, query: string, commonTerms: CommonTerms): Promise<CountedPlan> {
   const terms = queryTerms(query).filter((term) => indexableTerm(term.encoded))
-  if (terms.length === 0) return { forms: [], kept: [], dropped: [], total: 0, common: 0 }
-  const { total, docs } = await termCounts(tx, table, terms.map((term) => termQuery(term.encoded)))
-  const common = commonThreshold(total)
-  const counted: CountedTerm[] = terms.map((term, i) => ({ ...term, docs: docs[i]! }))
+  if (terms.length === 0) return { forms: [], kept: [], dropped: [], total: 0, newest: 0, oldest: 0, common: 0 }
+  const known = terms.map((term) => commonTerms.known(table.kind, term.encoded))
+  const extent = await termCounts(tx, table, terms.filter((_, i) => !known[i]).map((term) => termQuery(term.encoded)))
+  const common = commonThreshold(extent.total)
+  let next = 0
+  // A known very common term gets what its capped count would return: one past the threshold.
+  const counted: CountedTerm[] = terms.map((term, i) => ({ ...term, docs: known[i] ? common + 1 : extent.docs[next++]! }))
+  for (const entry of counted) if (entry.docs > common) commonTerms.note(table.kind, entry.encoded)
   const vocabulary = new Map<string, VocabularyEntry[]>()
   for (const head of vocabularyHeads(counted)) {
     const rows = await tx.query<{ term: string }>('SELECT term FROM store_search_vocabulary WHERE kind = $1 AND term >= $2 AND term < $3 ORDER BY term LIMIT $4', [
@@ -226,7 +301,20 @@ async function plan(tx: PgTx, table: SearchTable, query: string): Promise<Counte
     const found = await cappedCounts(tx, table, candidates.map(termQuery), common + 1)
     vocabulary.set(head, candidates.map((term, i) => ({ term, docs: found[i]! })))
   }
-  return { ...planQuery(counted, common, vocabulary), total, common }
+  return { ...planQuery(counted, common, vocabulary), total: extent.total, newest: extent.newest, oldest: extent.oldest, common }
+}
+
+/**
+ * The lower `created_at` bounds of the windows the newest matches are looked for in, newest
+ * window first: the newest {@link WINDOW_ROWS} rows of the table (by the spread of its rows
+ * over time), then four times as many, and so on; none for a table of a few windows' rows.
+ */
+export function windowBounds(extent: TableExtent): number[] {
+  const span = extent.newest - extent.oldest
+  if (extent.total <= 2 * WINDOW_ROWS || span <= 0) return []
+  const bounds: number[] = []
+  for (let rows = WINDOW_ROWS; rows < extent.total; rows *= WINDOW_GROWTH) bounds.push(extent.newest - Math.ceil((span * rows) / extent.total))
+  return bounds
 }
 
 /**
@@ -234,37 +322,53 @@ async function plan(tx: PgTx, table: SearchTable, query: string): Promise<Counte
  * module comment), best `limit` first (ties to the newest), each with every declared column:
  * one statement. It weighs the forms first: idf from the planner's counts, and for a prefix
  * form (which matches more documents than its exact count) from a capped count of its own.
+ *
+ * The newest matches are found window by window ({@link windowBounds}): one `UNION ALL` branch
+ * per `created_at` range, each its newest matches in order, under one LIMIT. PostgreSQL runs
+ * the branches one after another and stops once the LIMIT is filled, so a query whose terms
+ * match a tenth of a million rows reads the matches of the newest windows (the GIN bitmap
+ * ANDed with the `created_at` btree's range) instead of every match; the result is the same
+ * rows as one sort of all matches by `created_at DESC, id DESC`.
  */
 async function rank<Row>(tx: PgTx, table: SearchTable, columns: Record<string, Column>, planned: CountedPlan, filter: SQL | undefined, limit: number): Promise<{ row: Row; score: number }[]> {
   const forms = planned.forms
+  // Each form's weight, idf × its saturating term frequency: the idf is a constant of the
+  // statement (PostgreSQL computes a subquery without outer references once), so scoring a
+  // candidate is one expression, not a subquery run per candidate.
   const weights = forms.map((form) => {
     const query = formsQuery([form])
     const n = form.prefix
       ? sql`(SELECT count(*) FROM (SELECT 1 FROM ${sql.raw(table.name)} WHERE search_terms @@ ${query}::tsquery LIMIT ${planned.common + 1}) AS m)::float8`
       : sql`${form.docs}::float8`
-    return sql`(${query}::tsquery, ${n})`
+    // FTS5's idf, ln((N - n + 0.5) / (n + 0.5)), floored where it is not positive.
+    const idf = sql`(SELECT CASE WHEN r > 1 THEN ln(r) ELSE ${IDF_FLOOR}::float8 END FROM (SELECT (${planned.total}::float8 - n + 0.5) / (n + 0.5) AS r FROM (SELECT ${n} AS n) AS counted) AS ratio)`
+    return sql`${idf} * ts_rank(${TF_WEIGHTS}, c.dshm_terms, ${query}::tsquery)`
   })
-  const names = Object.values(columns).map((column) => column.name)
+  // The candidates carry every declared column: the heap scan that matched them read the rows
+  // already, so the best need no second lookup by id.
+  const names = sql.raw(Object.values(columns).map((column) => `"${column.name}"`).join(', '))
+  const matches = formsQuery(forms)
+  const branch = (range: SQL | undefined) => sql`(
+      SELECT ${names}, search_terms AS dshm_terms FROM ${sql.raw(table.name)}
+      WHERE search_terms @@ ${matches}::tsquery ${filter ? sql`AND ${filter}` : sql``} ${range ? sql`AND ${range}` : sql``}
+      ORDER BY created_at + 0 DESC, id DESC LIMIT ${RANK_CAP})`
+  const bounds = windowBounds(planned)
+  const branches =
+    bounds.length === 0
+      ? [branch(undefined)]
+      : [
+          ...bounds.map((bound, i) => branch(i === 0 ? sql`created_at >= ${bound}` : sql`created_at < ${bounds[i - 1]!} AND created_at >= ${bound}`)),
+          branch(sql`created_at < ${bounds.at(-1)!}`),
+        ]
   const query = sql`
-    WITH counted AS (
-      SELECT query, n FROM (VALUES ${sql.join(weights, sql`, `)}) AS f(query, n)
-    ), form AS (
-      -- FTS5's idf, ln((N - n + 0.5) / (n + 0.5)), floored where it is not positive.
-      SELECT query, CASE WHEN (${planned.total}::float8 - n + 0.5) / (n + 0.5) > 1 THEN ln((${planned.total}::float8 - n + 0.5) / (n + 0.5)) ELSE ${IDF_FLOOR}::float8 END AS idf
-      FROM counted
-    ), candidate AS (
-      SELECT id, search_terms AS terms, length(search_terms) AS dl FROM ${sql.raw(table.name)}
-      WHERE search_terms @@ ${formsQuery(forms)}::tsquery ${filter ? sql`AND ${filter}` : sql``}
-      ORDER BY id DESC LIMIT ${RANK_CAP}
+    WITH candidate AS (
+      SELECT * FROM (${sql.join(branches, sql` UNION ALL `)}) AS w LIMIT ${RANK_CAP}
     ), scored AS (
-      SELECT c.id, (SELECT sum(f.idf * ts_rank(${TF_WEIGHTS}, c.terms, f.query)) FROM form AS f)
-        / (${LENGTH_NORM} * c.dl / greatest(avg(c.dl) OVER (), 1)) AS score
+      SELECT c.*, (${sql.join(weights, sql` + `)})
+        / (${LENGTH_NORM} * length(c.dshm_terms) / greatest(avg(length(c.dshm_terms)) OVER (), 1)) AS dshm_score
       FROM candidate AS c
-    ), ranked AS (
-      SELECT id, score FROM scored ORDER BY score DESC, id DESC LIMIT ${limit}
     )
-    SELECT ranked.score::float8 AS dshm_score, ${sql.raw(names.map((name) => `t."${name}"`).join(', '))}
-    FROM ranked JOIN ${sql.raw(table.name)} AS t USING (id) ORDER BY ranked.score DESC, ranked.id DESC`
+    SELECT dshm_score::float8 AS dshm_score, ${names} FROM scored ORDER BY dshm_score DESC, id DESC LIMIT ${limit}`
   const result = await tx.db.execute(query)
   return (result.rows as Record<string, unknown>[]).map((raw) => ({ row: rowOf<Row>(columns, raw), score: Number(raw.dshm_score) }))
 }
@@ -298,13 +402,14 @@ export async function openPgSearchIndex(s: PgSession): Promise<void> {
 /** The search service of a PostgreSQL store; `status().reason` reports what this process did to the index. */
 export function pgSearchService(s: PgSession): SearchService {
   const status = (tx: PgTx) => searchStatus(tx, builds.get(s) ?? null)
+  const commonTerms = new CommonTerms()
   return {
     memories: async (text: string, options: MemorySearchOptions = {}): Promise<MemoryHit[]> => {
       const q = queryText(text)
       const { limit, filter } = memorySearchOptions(options)
       return s.readEach(async (tx) => {
         if (q.trim().length === 0) return []
-        const planned = await plan(tx, MEMORIES, q)
+        const planned = await plan(tx, MEMORIES, q, commonTerms)
         if (planned.forms.length === 0) return []
         const t = pgSchema.memories
         const hits = await rank<typeof t.$inferSelect>(tx, MEMORIES, MEMORY_COLUMNS, planned, scopeCondition(filter, t, s.options.user), limit)
@@ -316,7 +421,7 @@ export function pgSearchService(s: PgSession): SearchService {
       const { limit, ...filter } = messageSearchOptions(options)
       return s.readEach(async (tx) => {
         if (q.trim().length === 0) return []
-        const planned = await plan(tx, MESSAGES, q)
+        const planned = await plan(tx, MESSAGES, q, commonTerms)
         if (planned.forms.length === 0) return []
         const conditions = messageConditions(filter, MESSAGE_COLUMNS)
         const hits = await rank<typeof pgSchema.messages.$inferSelect>(tx, MESSAGES, MESSAGE_TABLE_COLUMNS, planned, conditions.length === 0 ? undefined : sql.join(conditions, sql` AND `), limit)
