@@ -149,6 +149,22 @@ describe('hybrid recall with the in-process MiniLM (real model, real store)', ()
     expect((await hybrid.searchMemories('我平时喝什么茶', scope))[0]?.memory.text).toBe('用户喜欢喝乌龙茶')
   })
 
+  it('switching from an endpoint model is safe: its vectors are never compared, English memories are re-embedded', async () => {
+    const { memories, store } = await seed()
+    // Vectors an endpoint model wrote earlier (provider endpoint, model bge-m3, 8-d).
+    for (const memory of [memories.latte, memories.latteZh]) await store.memories.update(memory.id, { embedding: new Float32Array(8).fill(0.5), embeddingModel: 'bge-m3@8' })
+    await shared.embed(['load the model'])
+    const hybrid = new RecallEngine(store, options, { embedder: shared })
+    await hybrid.searchMemories('What coffee do I drink?', scope)
+    await hybrid.whenIdle()
+    expect((await store.memories.get(memories.latte.id))!.embeddingModel).toBe(MINILM_MODEL_KEY)
+    // The guard leaves the Chinese memory's old vector alone; recall compares only MiniLM's.
+    expect((await store.memories.get(memories.latteZh.id))!.embeddingModel).toBe('bge-m3@8')
+    const hits = await hybrid.searchMemories('What coffee do I drink?', scope)
+    expect(hits.find((hit) => hit.memory.id === memories.latteZh.id)?.vector).toBeUndefined()
+    expect(hits[0]!.memory.id).toBe(memories.latte.id)
+  })
+
   it('does not wait for the model load: the first query is ranked by keywords while it loads', async () => {
     const { memories, store } = await seed()
     const fresh = createEmbedder(options.embedding)
