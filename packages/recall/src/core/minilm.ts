@@ -114,6 +114,8 @@ export class MiniLmEmbedder {
   readonly #options: MiniLmOptions
   #worker: Worker | undefined
   #loaded = false
+  /** The last load failed (cleared by a load that succeeds). */
+  #loadFailed = false
   #loading: Promise<void> | undefined
   /** Requests in arrival order; one text of the head is in the worker, then it moves to the back. */
   readonly #queue: Pending[] = []
@@ -131,10 +133,15 @@ export class MiniLmEmbedder {
     return miniLmCanEmbed(text)
   }
 
-  /** Start loading the model when it is not loading yet. @returns true once it is loaded. */
+  /**
+   * Start loading the model when it is not loading yet. @returns true once it is loaded, and
+   * after a failed load (so the caller's `embed` tries again and reports why, instead of the
+   * model looking as if it were still loading).
+   */
   warm(): boolean {
-    if (!this.#loaded) void this.#load().catch(() => {})
-    return this.#loaded
+    if (this.#loaded || this.#loadFailed) return true
+    void this.#load().catch(() => {})
+    return false
   }
 
   /**
@@ -191,6 +198,7 @@ export class MiniLmEmbedder {
       const fail = (reason: string) => {
         clearTimeout(timer)
         if (this.#worker !== worker) return // already failed or closed
+        this.#loadFailed = !this.#loaded
         const error = new RecallError('embedding-unavailable', reason)
         this.#fail(error)
         reject(error)
@@ -206,6 +214,7 @@ export class MiniLmEmbedder {
           clearTimeout(timer)
           this.#abortLoad = undefined
           this.#loaded = true
+          this.#loadFailed = false
           resolve()
           this.#pump()
         } else if (message.kind === 'failed') fail(`the MiniLM model could not load: ${message.message}`)
