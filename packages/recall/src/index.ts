@@ -30,9 +30,12 @@ export type {
 } from './core/memory-ranking.ts'
 export { cosineSimilarity, createEmbedder } from './core/embedding.ts'
 export type { Embedder } from './core/embedding.ts'
+export { assertMiniLmInstalled, createMiniLmEmbedder, MINILM_MODEL_KEY, MINILM_PACKAGES, miniLmCanEmbed, missingMiniLmPackages } from './core/minilm.ts'
+export type { MiniLmEmbedder, MiniLmOptions } from './core/minilm.ts'
 export { DEFAULT_RECALL_OPTIONS, resolveRecallOptions } from './core/options.ts'
 export type {
   EmbeddingOptions,
+  EmbeddingProvider,
   InjectSwitch,
   LayerOptions,
   LifecycleOptions,

@@ -98,10 +98,10 @@ export function apply(ctx: Context, config: Config): void {
   const warn = (message: string) => logger.warn(message)
   const stage = stageLog(ctx)
   const workspaceOf = (cwd: string): string => ctx.memoryStore.workspaceOf(cwd)
-  const engine = new RecallEngine(ctx.memoryStore, options, {
-    embedder: options.embedding.enabled ? createEmbedder(options.embedding) : null,
-    onWarning: warn,
-  })
+  // A missing optional package of the in-process model fails here, at load, naming the field.
+  const embedder = options.embedding.enabled ? createEmbedder(options.embedding) : null
+  ctx.effect(() => () => void embedder?.close?.(), 'memory-recall embedder')
+  const engine = new RecallEngine(ctx.memoryStore, options, { embedder, onWarning: warn })
   // Live settings (namespace memory-recall): mode default, budgets, embeddings, next turn on.
   applyRecallSettings(ctx, Config, config, engine, warn)
   const injector = new RecallInjector(engine, { onWarning: warn, explicitLayers: (sessionId) => layers.controller.isExplicit(sessionId) })

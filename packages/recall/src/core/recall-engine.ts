@@ -105,6 +105,7 @@ export class RecallEngine {
   readonly #now: () => number
   readonly #warn: (message: string) => void
   readonly #terms = new Map<string, readonly string[]>()
+  readonly #canEmbed = new Map<string, boolean>()
   #embeddingDownUntil = 0
   #lastEmbeddingError: string | undefined
   readonly #background = new Set<Promise<unknown>>()
@@ -216,9 +217,38 @@ export class RecallEngine {
   // -------------------------------------------------------------------------------------------
   // ranking
 
+  /**
+   * Why `query` gets no vector before any call: a model that cannot represent it (the MiniLM
+   * provider's CJK guard: such a query is ranked exactly as by keyword search), or an
+   * in-process model still loading (asking starts the load; the turn does not wait for it).
+   * `undefined` = ask the embedder.
+   */
+  #noVectorReason(query: string): string | undefined {
+    const embedder = this.#embedder
+    if (!embedder) return undefined
+    if (embedder.canEmbed && !embedder.canEmbed(query)) return 'the embedding model cannot represent this query (mostly Chinese/Japanese/Korean): keyword only'
+    if (embedder.warm && !embedder.warm()) return 'the embedding model is loading: keyword only'
+    return undefined
+  }
+
+  /** Whether the embedder can represent a memory's text (memoised per revision, like its terms). */
+  #embeddable(embedder: Embedder, memory: Pick<Memory, 'id' | 'revision' | 'text'>): boolean {
+    if (!embedder.canEmbed) return true
+    const key = `${embedder.modelKey}:${memory.id}:${memory.revision}`
+    let known = this.#canEmbed.get(key)
+    if (known === undefined) {
+      if (this.#canEmbed.size >= MEMO_LIMIT) this.#canEmbed.clear()
+      known = embedder.canEmbed(memory.text)
+      this.#canEmbed.set(key, known)
+    }
+    return known
+  }
+
   async #queryEmbedding(query: string, signal?: AbortSignal): Promise<{ vector: Float32Array | null; reason: string | undefined }> {
     // Not configured is not a failure: hybrid without embeddings simply is keyword search.
     if (!this.#embedder) return { vector: null, reason: undefined }
+    const skip = this.#noVectorReason(query)
+    if (skip) return { vector: null, reason: skip }
     if (this.#now() < this.#embeddingDownUntil) return { vector: null, reason: `embeddings unavailable: ${this.#lastEmbeddingError}` }
     try {
       const [vector] = await this.#embedder.embed([query], signal)
@@ -265,7 +295,8 @@ export class RecallEngine {
   #backfill(memories: readonly Memory[]): void {
     const embedder = this.#embedder
     if (!embedder) return
-    const missing = memories.filter((memory) => memory.embeddingModel !== embedder.modelKey).slice(0, BACKFILL_BATCH)
+    // A text the model cannot represent (CJK guard) gets no vector: it is ranked by keywords only.
+    const missing = memories.filter((memory) => memory.embeddingModel !== embedder.modelKey && this.#embeddable(embedder, memory)).slice(0, BACKFILL_BATCH)
     if (missing.length === 0) return
     const job = (async () => {
       const vectors = await embedder.embed(missing.map((memory) => memory.text))
@@ -302,7 +333,11 @@ export class RecallEngine {
    * them all; that path stays bounded by {@link MAX_SCAN}).
    */
   async #turnCandidates(query: string, scope: RecallScope): Promise<{ memories: Memory[]; collectionSize: number | undefined }> {
-    if (this.#embedder && this.#options.recall.strategy !== 'keyword') return { memories: await this.visibleMemories(scope), collectionSize: undefined }
+    // A query that gets no vector anyway (CJK guard, model loading) takes the keyword path, so
+    // it ranks exactly as without embeddings.
+    if (this.#embedder && this.#options.recall.strategy !== 'keyword' && !this.#noVectorReason(query)) {
+      return { memories: await this.visibleMemories(scope), collectionSize: undefined }
+    }
     return this.candidateMemories(query, scope)
   }
 
