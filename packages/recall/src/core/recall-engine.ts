@@ -631,18 +631,18 @@ export async function rankConversationTurns(
   const keep = (message: Message) => message.conversationId !== options.excludeConversationId
   const text = searchText(query)
   const limit = options.candidates ?? MESSAGE_CANDIDATES
-  const found = (await store.search.messages(text, { workspace: options.workspace, limit })).map((hit) => hit.message)
   // The date prior can lift only turns the ranking sees: when the query names a period ("in
   // July 2022"), the best matches written in it are candidates too, though a turn that only
   // shares a speaker's name with the question loses to every turn of other periods in the
-  // workspace-wide search above.
+  // workspace-wide search. The two searches run side by side.
   const period = (TURN_RANKING.dateBoost ?? 0) > 0 ? queryPeriod(query) : undefined
-  if (period) {
-    const seen = new Set(found.map((message) => message.id))
-    for (const { message } of await store.search.messages(text, { workspace: options.workspace, limit, since: period.from, until: period.to - 1 })) {
-      if (!seen.has(message.id)) found.push(message)
-    }
-  }
+  const [all, inPeriod] = await Promise.all([
+    store.search.messages(text, { workspace: options.workspace, limit }),
+    period ? store.search.messages(text, { workspace: options.workspace, limit, since: period.from, until: period.to - 1 }) : [],
+  ])
+  const found = all.map((hit) => hit.message)
+  const seen = new Set(found.map((message) => message.id))
+  for (const { message } of inPeriod) if (!seen.has(message.id)) found.push(message)
   const hits = found.filter(keep)
   if (hits.length === 0) return []
   // Context neighbours (±span turns in the same conversation) in one store read, ranked with

@@ -4,7 +4,6 @@
  * snapshot; import is one transaction that checks every record as a live write would.
  */
 import { and, asc, eq } from 'drizzle-orm'
-import { MemoryStoreError } from './errors.ts'
 import { drizzle } from 'drizzle-orm/node-postgres'
 import { layerKeyOfRow } from './layers.ts'
 import { readPgAppliedMigrations } from './pg-migrations.ts'
@@ -27,7 +26,7 @@ import {
   lineError,
   type NumberedRecord,
   importStamp,
-  copiedAuditEntry,
+  copiedAuditEntries,
   PRESENCE_TABLES,
   presenceKeys,
   TRANSFER_COUNTS_SQL,
@@ -212,8 +211,7 @@ export function pgTransferService(s: PgSession): TransferService {
       })
     },
     appendAudit: async (entries, options) => {
-      if (!Array.isArray(entries)) throw new MemoryStoreError('invalid-argument', 'appendAudit needs an array of audit entries')
-      const rows = entries.map(copiedAuditEntry)
+      const rows = copiedAuditEntries(entries)
       if (rows.length === 0) return 0
       return s.write(async (tx) => {
         // One statement, in order: the ids follow the entries' order (WITH ORDINALITY ... ORDER BY).

@@ -7,7 +7,6 @@
 import Database from 'better-sqlite3'
 import { and, asc, eq } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/better-sqlite3'
-import { MemoryStoreError } from './errors.ts'
 import { layerKeyOfRow } from './layers.ts'
 import { readAppliedMigrations } from './migrations.ts'
 import { personaEntityId } from './record-values.ts'
@@ -31,7 +30,7 @@ import {
   importSourceOf,
   orphanMessageError,
   importStamp,
-  copiedAuditEntry,
+  copiedAuditEntries,
   PRESENCE_TABLES,
   presenceKeys,
   TRANSFER_COUNTS_SQL,
@@ -202,8 +201,7 @@ export function transferService(s: SqliteSession): TransferService {
       })
     },
     appendAudit: async (entries, options) => {
-      if (!Array.isArray(entries)) throw new MemoryStoreError('invalid-argument', 'appendAudit needs an array of audit entries')
-      const rows = entries.map(copiedAuditEntry)
+      const rows = copiedAuditEntries(entries)
       return s.write(() => {
         const insert = s.stmt('INSERT INTO store_audit (at, op, entity, entity_id, actor, revision, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)')
         for (const row of rows) insert.run(row.at, row.op, row.entity, row.entityId, row.actor, row.revision, row.createdBy)

@@ -319,8 +319,14 @@ export const TRANSFER_COUNTS_SQL: Readonly<Record<keyof RecordCounts, string>> =
   persona: 'SELECT COUNT(*) AS n FROM store_persona',
 }
 
-/** An audit entry from another database, checked (`TransferService.appendAudit`). @throws MemoryStoreError `invalid-argument` naming the entry and field */
-export function copiedAuditEntry(entry: CopiedAuditEntry, index: number): CopiedAuditEntry {
+/** Audit entries from another database, checked (`TransferService.appendAudit`). @throws MemoryStoreError `invalid-argument` naming the entry and field */
+export function copiedAuditEntries(entries: readonly CopiedAuditEntry[]): CopiedAuditEntry[] {
+  if (!Array.isArray(entries)) throw new MemoryStoreError('invalid-argument', 'appendAudit needs an array of audit entries')
+  return entries.map(copiedAuditEntry)
+}
+
+/** One audit entry from another database, checked. @throws MemoryStoreError `invalid-argument` naming the entry and field */
+function copiedAuditEntry(entry: CopiedAuditEntry, index: number): CopiedAuditEntry {
   const field = (name: string) => `entries[${index}].${name}`
   if (!entry || typeof entry !== 'object') throw new MemoryStoreError('invalid-argument', `entries[${index}] must be an audit entry object`)
   const entity = requireId(entry.entity, field('entity')) as EntityName
