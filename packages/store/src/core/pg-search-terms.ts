@@ -20,12 +20,12 @@ const MAX_POSITIONS = 256
 const VECTOR_BUDGET_BYTES = 1_000_000
 
 /**
- * The columns and indexes of migration 0002 that `pg-schema.ts` leaves undeclared: search
- * writes and reads them in SQL, and a row read through drizzle must never carry the terms into
- * a record (`toMessage` spreads the row).
+ * The columns and indexes of migrations 0002 and 0004 that `pg-schema.ts` leaves undeclared:
+ * search writes and reads them in SQL (the terms; a message's workspace, kept by triggers), and a
+ * row read through drizzle must never carry them into a record (`toMessage` spreads the row).
  */
-export const PG_SEARCH_COLUMNS: Readonly<Record<string, readonly string[]>> = { store_messages: ['search_terms'], store_memories: ['search_terms'] }
-export const PG_SEARCH_INDEXES: readonly string[] = ['store_messages_search', 'store_memories_search']
+export const PG_SEARCH_COLUMNS: Readonly<Record<string, readonly string[]>> = { store_messages: ['search_terms', 'workspace'], store_memories: ['search_terms'] }
+export const PG_SEARCH_INDEXES: readonly string[] = ['store_messages_search', 'store_memories_search', 'store_messages_workspace_created']
 
 const POSITIONS = Array.from({ length: MAX_POSITIONS }, (_, i) => String(i + 1))
 

@@ -44,6 +44,7 @@ import {
   isTypoOf,
   memorySearchOptions,
   messageSearchOptions,
+  needsPrefixCheck,
   parseIndexState,
   planQuery,
   type QueryPlan,
@@ -69,6 +70,15 @@ const EXACT_TOTAL_BELOW = 100_000
 const COMMON_TERM_TTL_MS = 5 * 60_000
 /** Very common terms remembered per store at most. */
 const COMMON_TERM_LIMIT = 10_000
+/** How long PostgreSQL's statistics of a table ({@link TableStats}) are used before they are read again. */
+const STATS_TTL_MS = 60_000
+/**
+ * A term whose share of the rows in PostgreSQL's statistics puts it above this many times the
+ * "very common" threshold is taken as very common without a count. The statistics come from a
+ * sample (30 000 rows at the default statistics target), whose error near the threshold is a
+ * small fraction of this margin; a term nearer the threshold is counted as on SQLite.
+ */
+const STATS_COMMON_MARGIN = 1.5
 /** Rows of the newest window the newest matches are looked for in ({@link windowBounds}). */
 const WINDOW_ROWS = 32 * RANK_CAP
 /** Each older window holds this many times the rows of the one before. */
@@ -273,21 +283,87 @@ class CommonTerms {
 }
 
 /**
+ * What PostgreSQL's statistics of a table say (gathered by ANALYZE, which autovacuum runs as
+ * the table changes; the store runs it after a rewrite of the terms): its row estimate, the
+ * `created_at` histogram (bounds of buckets holding equal numbers of rows, oldest first; empty
+ * before the first ANALYZE) and the most common search terms with their share of the rows.
+ * Only ever a shortcut: the histogram places the windows of {@link rank} (any bounds give the
+ * same result), and a term is taken as very common from its share only in a table of
+ * {@link EXACT_TOTAL_BELOW} rows or more and well above the threshold
+ * ({@link STATS_COMMON_MARGIN}).
+ */
+interface TableStats {
+  rows: number
+  histogram: number[]
+  shares: Map<string, number>
+  /** The terms {@link statsCommon} finds very common, for the prefix check of {@link plan}. */
+  common: string[]
+}
+
+/** The statistics of each table of one store, read at most once per {@link STATS_TTL_MS}. */
+class StatsCache {
+  readonly #read = new Map<SearchTable['kind'], { stats: TableStats; at: number }>()
+
+  async get(tx: PgTx, table: SearchTable): Promise<TableStats> {
+    const cached = this.#read.get(table.kind)
+    if (cached && performance.now() - cached.at <= STATS_TTL_MS) return cached.stats
+    const stats = await readTableStats(tx, table)
+    this.#read.set(table.kind, { stats, at: performance.now() })
+    return stats
+  }
+}
+
+/** Read {@link TableStats} (three rows of `pg_stats`, which shows only tables the session may read). */
+async function readTableStats(tx: PgTx, table: SearchTable): Promise<TableStats> {
+  const stat = (column: string, expression: string) =>
+    `(SELECT ${expression} FROM pg_stats WHERE schemaname = current_schema() AND tablename = '${table.name}' AND attname = '${column}')`
+  const [row] = await tx.query<{ rows: number; histogram: string | null; elems: string | null; freqs: string | null }>(
+    `SELECT reltuples::float8 AS rows,
+       ${stat('created_at', 'array_to_json(histogram_bounds::text::bigint[])::text')} AS histogram,
+       ${stat('search_terms', 'array_to_json(most_common_elems::text::text[])::text')} AS elems,
+       ${stat('search_terms', 'array_to_json(most_common_elem_freqs)::text')} AS freqs
+     FROM pg_class WHERE oid = '${table.name}'::regclass`,
+  )
+  const histogram = row?.histogram ? (JSON.parse(row.histogram) as unknown[]).map(Number).filter(Number.isFinite) : []
+  const elems = row?.elems ? (JSON.parse(row.elems) as unknown[]) : []
+  const freqs = row?.freqs ? (JSON.parse(row.freqs) as unknown[]).map(Number) : []
+  // most_common_elem_freqs ends with three summary numbers after one share per element.
+  const shares = new Map<string, number>()
+  elems.forEach((elem, i) => {
+    if (typeof elem === 'string' && Number.isFinite(freqs[i])) shares.set(elem, freqs[i]!)
+  })
+  const stats = { rows: Math.max(0, Number(row?.rows ?? 0)), histogram, shares }
+  return { ...stats, common: [...shares.keys()].filter((term) => statsCommon(stats, term)) }
+}
+
+/** True when the statistics show `term` well above the "very common" threshold of a large table. */
+export function statsCommon(stats: Pick<TableStats, 'rows' | 'shares'>, term: string): boolean {
+  if (stats.rows < EXACT_TOTAL_BELOW) return false
+  const share = stats.shares.get(term)
+  return share !== undefined && share * stats.rows > STATS_COMMON_MARGIN * commonThreshold(stats.rows)
+}
+
+/**
  * Plan `query` over `table` (see {@link planQuery}): the extent and the counts of the terms
  * not known to be very common in one statement; the vocabulary (two more) only for a long
  * term no document holds. The idf of each form is weighed in the ranking statement
  * ({@link rank}).
  */
-async function plan(tx: PgTx, table: SearchTable, query: string, commonTerms: CommonTerms): Promise<CountedPlan> {
+async function plan(tx: PgTx, table: SearchTable, query: string, commonTerms: CommonTerms, stats: TableStats): Promise<CountedPlan> {
   const terms = queryTerms(query).filter((term) => indexableTerm(term.encoded))
   if (terms.length === 0) return { forms: [], kept: [], dropped: [], total: 0, newest: 0, oldest: 0, common: 0 }
-  const known = terms.map((term) => commonTerms.known(table.kind, term.encoded))
+  const known = terms.map((term) => commonTerms.known(table.kind, term.encoded) || statsCommon(stats, term.encoded))
   const extent = await termCounts(tx, table, terms.filter((_, i) => !known[i]).map((term) => termQuery(term.encoded)))
   const common = commonThreshold(extent.total)
   let next = 0
   // A known very common term gets what its capped count would return: one past the threshold.
   const counted: CountedTerm[] = terms.map((term, i) => ({ ...term, docs: known[i] ? common + 1 : extent.docs[next++]! }))
-  for (const entry of counted) if (entry.docs > common) commonTerms.note(table.kind, entry.encoded)
+  for (const entry of counted) {
+    if (entry.docs > common) commonTerms.note(table.kind, entry.encoded)
+    // From the statistics' very common terms: no count of a prefix's matches (that count is the
+    // merge of every term with the prefix this check avoids).
+    else if (needsPrefixCheck(entry, common, extent.total)) entry.prefixCommon = stats.common.some((term) => term !== entry.encoded && term.startsWith(entry.encoded))
+  }
   const vocabulary = new Map<string, VocabularyEntry[]>()
   for (const head of vocabularyHeads(counted)) {
     const rows = await tx.query<{ term: string }>('SELECT term FROM store_search_vocabulary WHERE kind = $1 AND term >= $2 AND term < $3 ORDER BY term LIMIT $4', [
@@ -306,14 +382,24 @@ async function plan(tx: PgTx, table: SearchTable, query: string, commonTerms: Co
 
 /**
  * The lower `created_at` bounds of the windows the newest matches are looked for in, newest
- * window first: the newest {@link WINDOW_ROWS} rows of the table (by the spread of its rows
- * over time), then four times as many, and so on; none for a table of a few windows' rows.
+ * window first: the newest {@link WINDOW_ROWS} rows of the table, then four times as many, and
+ * so on; none for a table of a few windows' rows. Placed by the `created_at` histogram of
+ * PostgreSQL's statistics (`histogram`, oldest bound first: each bucket holds the same number of
+ * rows), else by the spread of the rows over time, which puts rows clustered in time (a
+ * history imported at once, then today's messages) in windows of very uneven size. Rows written
+ * after the last ANALYZE land in the newest window. Any bounds give the same result.
  */
-export function windowBounds(extent: TableExtent): number[] {
+export function windowBounds(extent: TableExtent, histogram: readonly number[] = []): number[] {
   const span = extent.newest - extent.oldest
   if (extent.total <= 2 * WINDOW_ROWS || span <= 0) return []
+  const buckets = histogram.length - 1
   const bounds: number[] = []
-  for (let rows = WINDOW_ROWS; rows < extent.total; rows *= WINDOW_GROWTH) bounds.push(extent.newest - Math.ceil((span * rows) / extent.total))
+  for (let rows = WINDOW_ROWS; rows < extent.total; rows *= WINDOW_GROWTH) {
+    // The bucket bound with at least this share of the rows after it.
+    const bound = buckets >= 2 ? histogram[Math.floor(buckets * (1 - rows / extent.total))]! : extent.newest - Math.ceil((span * rows) / extent.total)
+    // Ties in the histogram (many rows of one time) would make an empty window: skipped.
+    if (bounds.length === 0 || bound < bounds.at(-1)!) bounds.push(bound)
+  }
   return bounds
 }
 
@@ -330,7 +416,15 @@ export function windowBounds(extent: TableExtent): number[] {
  * ANDed with the `created_at` btree's range) instead of every match; the result is the same
  * rows as one sort of all matches by `created_at DESC, id DESC`.
  */
-async function rank<Row>(tx: PgTx, table: SearchTable, columns: Record<string, Column>, planned: CountedPlan, filter: SQL | undefined, limit: number): Promise<{ row: Row; score: number }[]> {
+async function rank<Row>(
+  tx: PgTx,
+  table: SearchTable,
+  columns: Record<string, Column>,
+  planned: CountedPlan,
+  filter: SQL | undefined,
+  limit: number,
+  histogram: readonly number[],
+): Promise<{ row: Row; score: number }[]> {
   const forms = planned.forms
   // Each form's weight, idf × its saturating term frequency: the idf is a constant of the
   // statement (PostgreSQL computes a subquery without outer references once), so scoring a
@@ -341,7 +435,9 @@ async function rank<Row>(tx: PgTx, table: SearchTable, columns: Record<string, C
       ? sql`(SELECT count(*) FROM (SELECT 1 FROM ${sql.raw(table.name)} WHERE search_terms @@ ${query}::tsquery LIMIT ${planned.common + 1}) AS m)::float8`
       : sql`${form.docs}::float8`
     // FTS5's idf, ln((N - n + 0.5) / (n + 0.5)), floored where it is not positive.
-    const idf = sql`(SELECT CASE WHEN r > 1 THEN ln(r) ELSE ${IDF_FLOOR}::float8 END FROM (SELECT (${planned.total}::float8 - n + 0.5) / (n + 0.5) AS r FROM (SELECT ${n} AS n) AS counted) AS ratio)`
+    // OFFSET 0 keeps each subquery a subquery: pulled up, `n` would be computed once for each
+    // of its four uses, which for a prefix form is four index reads of every match.
+    const idf = sql`(SELECT CASE WHEN r > 1 THEN ln(r) ELSE ${IDF_FLOOR}::float8 END FROM (SELECT (${planned.total}::float8 - n + 0.5) / (n + 0.5) AS r FROM (SELECT ${n} AS n OFFSET 0) AS counted OFFSET 0) AS ratio)`
     return sql`${idf} * ts_rank(${TF_WEIGHTS}, c.dshm_terms, ${query}::tsquery)`
   })
   // The candidates carry every declared column: the heap scan that matched them read the rows
@@ -352,7 +448,7 @@ async function rank<Row>(tx: PgTx, table: SearchTable, columns: Record<string, C
       SELECT ${names}, search_terms AS dshm_terms FROM ${sql.raw(table.name)}
       WHERE search_terms @@ ${matches}::tsquery ${filter ? sql`AND ${filter}` : sql``} ${range ? sql`AND ${range}` : sql``}
       ORDER BY created_at + 0 DESC, id DESC LIMIT ${RANK_CAP})`
-  const bounds = windowBounds(planned)
+  const bounds = windowBounds(planned, histogram)
   const branches =
     bounds.length === 0
       ? [branch(undefined)]
@@ -403,28 +499,42 @@ export async function openPgSearchIndex(s: PgSession): Promise<void> {
 export function pgSearchService(s: PgSession): SearchService {
   const status = (tx: PgTx) => searchStatus(tx, builds.get(s) ?? null)
   const commonTerms = new CommonTerms()
+  const statistics = new StatsCache()
   return {
     memories: async (text: string, options: MemorySearchOptions = {}): Promise<MemoryHit[]> => {
       const q = queryText(text)
       const { limit, filter } = memorySearchOptions(options)
       return s.readEach(async (tx) => {
         if (q.trim().length === 0) return []
-        const planned = await plan(tx, MEMORIES, q, commonTerms)
+        const stats = await statistics.get(tx, MEMORIES)
+        const planned = await plan(tx, MEMORIES, q, commonTerms, stats)
         if (planned.forms.length === 0) return []
         const t = pgSchema.memories
-        const hits = await rank<typeof t.$inferSelect>(tx, MEMORIES, MEMORY_COLUMNS, planned, scopeCondition(filter, t, s.options.user), limit)
+        const hits = await rank<typeof t.$inferSelect>(tx, MEMORIES, MEMORY_COLUMNS, planned, scopeCondition(filter, t, s.options.user), limit, stats.histogram)
         return hits.map((hit) => ({ memory: toMemory(hit.row), score: hit.score }))
       })
     },
     messages: async (text: string, options: MessageSearchOptions = {}): Promise<MessageHit[]> => {
       const q = queryText(text)
-      const { limit, ...filter } = messageSearchOptions(options)
+      const { limit, workspace, ...filter } = messageSearchOptions(options)
       return s.readEach(async (tx) => {
         if (q.trim().length === 0) return []
-        const planned = await plan(tx, MESSAGES, q, commonTerms)
+        const stats = await statistics.get(tx, MESSAGES)
+        const planned = await plan(tx, MESSAGES, q, commonTerms, stats)
         if (planned.forms.length === 0) return []
         const conditions = messageConditions(filter, MESSAGE_COLUMNS)
-        const hits = await rank<typeof pgSchema.messages.$inferSelect>(tx, MESSAGES, MESSAGE_TABLE_COLUMNS, planned, conditions.length === 0 ? undefined : sql.join(conditions, sql` AND `), limit)
+        // The message's own copy of its conversation's workspace (migration 0004): the GIN
+        // bitmap is ANDed with the (workspace, created_at) index before any row is read.
+        if (workspace !== undefined) conditions.push(sql`${sql.raw(MESSAGES.name)}.workspace = ${workspace}`)
+        const hits = await rank<typeof pgSchema.messages.$inferSelect>(
+          tx,
+          MESSAGES,
+          MESSAGE_TABLE_COLUMNS,
+          planned,
+          conditions.length === 0 ? undefined : sql.join(conditions, sql` AND `),
+          limit,
+          stats.histogram,
+        )
         return hits.map((hit) => ({ message: toMessage(hit.row), score: hit.score }))
       })
     },

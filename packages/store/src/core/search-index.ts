@@ -16,7 +16,21 @@
  * ranked by bm25().
  */
 import type Database from 'better-sqlite3'
-import { commonThreshold, encodeTerm, FUZZY_VOCAB_SCAN, headUpperBound, type IndexState, planQuery, type QueryPlan, queryTerms, vocabularyHeads, type VocabularyEntry } from './search-plan.ts'
+import {
+  commonThreshold,
+  type CountedTerm,
+  encodeTerm,
+  FUZZY_VOCAB_SCAN,
+  headUpperBound,
+  type IndexState,
+  needsPrefixCheck,
+  planQuery,
+  prefixUpperBound,
+  type QueryPlan,
+  queryTerms,
+  vocabularyHeads,
+  type VocabularyEntry,
+} from './search-plan.ts'
 import { searchTokenize } from './tokenizer.ts'
 
 /** Meta key recording the tokenizer the FTS tables were built with and backfill progress. */
@@ -60,6 +74,7 @@ class FtsKind {
   readonly #maxDoc: Database.Statement
   readonly #count: Database.Statement
   readonly #neighbourTerms: Database.Statement
+  readonly #commonWithPrefix: Database.Statement
 
   constructor(db: Database.Database, tables: FtsTables) {
     this.#db = db
@@ -73,6 +88,7 @@ class FtsKind {
     this.#maxDoc = db.prepare(`SELECT max(doc) FROM ${tables.docs}`).pluck()
     this.#count = db.prepare(`SELECT count(*) FROM ${tables.docs}`).pluck()
     this.#neighbourTerms = db.prepare(`SELECT term, doc FROM ${tables.vocab} WHERE term >= ? AND term < ? LIMIT ${FUZZY_VOCAB_SCAN}`)
+    this.#commonWithPrefix = db.prepare(`SELECT 1 FROM ${tables.vocab} WHERE term > ? AND term < ? AND doc > ? LIMIT 1`).pluck()
   }
 
   /** Index a document whose mapping row was just inserted as `doc`. */
@@ -127,9 +143,13 @@ class FtsKind {
   plan(query: string): PlannedQuery {
     const terms = queryTerms(query)
     if (terms.length === 0) return { match: undefined, forms: [], kept: [], dropped: [] }
-    const common = commonThreshold(Number(this.#maxDoc.get() ?? 0))
+    const total = Number(this.#maxDoc.get() ?? 0)
+    const common = commonThreshold(total)
     // Document frequency of each exact term, counted up to just past "very common".
-    const counted = terms.map(({ term, encoded }) => ({ term, encoded, docs: Number(this.#cappedDocs.get(`"${encoded}"`, common + 1) ?? 0) }))
+    const counted: CountedTerm[] = terms.map(({ term, encoded }) => ({ term, encoded, docs: Number(this.#cappedDocs.get(`"${encoded}"`, common + 1) ?? 0) }))
+    for (const entry of counted) {
+      if (needsPrefixCheck(entry, common, total)) entry.prefixCommon = this.#commonWithPrefix.get(entry.encoded, prefixUpperBound(entry.encoded), common) !== undefined
+    }
     const vocabulary = new Map<string, VocabularyEntry[]>()
     for (const head of vocabularyHeads(counted)) {
       const rows = this.#neighbourTerms.all(head, headUpperBound(head)) as { term: string; doc: number }[]

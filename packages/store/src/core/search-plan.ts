@@ -7,7 +7,8 @@
  * as its own match expression.
  *
  * A query is the OR of its terms (ASCII terms of 4+ characters and lone CJK characters also as
- * prefixes unless a very common query term starts with them, ASCII terms of 6+ characters
+ * prefixes unless a very common query term, or in a large index a very common indexed term,
+ * starts with them, ASCII terms of 6+ characters
  * also with typos). Very common terms are dropped while rarer ones exist, and the ranked set is
  * capped to the newest matches, so a search costs about the same on 10 thousand rows as on a
  * million.
@@ -86,6 +87,25 @@ const isAsciiTerm = (term: string): boolean => /^[a-z0-9]/.test(term)
 const isLoneCjk = (term: string): boolean => term.length === 1 && /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u.test(term)
 const isPrefixTerm = (term: string): boolean => (isAsciiTerm(term) && term.length >= 4) || isLoneCjk(term)
 
+/**
+ * From this many documents on, an ASCII prefix that a very common indexed term starts with is
+ * not expanded ({@link CountedTerm.prefixCommon}; recall's stem "cach" of "caching" next to a
+ * very common "caches"): merging that term's document list costs what dropping very common
+ * terms saves, and its matches would fill the newest-matches cap. Smaller indexes expand every
+ * prefix as before (cheap there, and LoCoMo-sized conversations never reach it).
+ */
+export const PREFIX_CHECK_MIN_DOCS = 100_000
+
+/** True when a backend should tell {@link planQuery} whether a very common indexed term starts with `term`. */
+export function needsPrefixCheck(term: CountedTerm, common: number, total: number): boolean {
+  return total >= PREFIX_CHECK_MIN_DOCS && /^[a-z0-9]{4,}$/.test(term.term) && term.docs <= common
+}
+
+/** The exclusive upper bound of the index terms that start with `prefix`. */
+export function prefixUpperBound(prefix: string): string {
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
+}
+
 /** A term is "very common" above this share of the documents (and {@link COMMON_MIN_DOCS}). */
 export const COMMON_SHARE = 0.005
 export const COMMON_MIN_DOCS = 500
@@ -115,6 +135,8 @@ export interface CountedTerm {
   term: string
   encoded: string
   docs: number
+  /** A very common indexed term (other than itself) starts with it: not expanded as a prefix (see {@link needsPrefixCheck}). */
+  prefixCommon?: boolean
 }
 
 /** An indexed term and its document count, from the backend's vocabulary. */
@@ -174,9 +196,9 @@ export function planQuery(counted: readonly CountedTerm[], common: number, vocab
     const variants = wantsVariants(entry, counted) ? fuzzyVariants(term, vocabulary.get(term.slice(0, 3)) ?? []) : []
     // Prefix expansion only for terms that are not very common themselves, nor start a very
     // common query term ("kubernet*" is as common as "kubernetes", 猫* as 猫カフェ; the longer
-    // term stands for it): the index merges the document lists of every term with the prefix,
-    // which is what makes common ones slow.
-    const prefix = isPrefixTerm(term) && docs <= common && !counted.some((other) => other.term !== term && other.term.startsWith(term) && other.docs > common)
+    // term stands for it) or, in a large index, a very common indexed term: the index merges the
+    // document lists of every term with the prefix, which is what makes common ones slow.
+    const prefix = isPrefixTerm(term) && docs <= common && entry.prefixCommon !== true && !counted.some((other) => other.term !== term && other.term.startsWith(term) && other.docs > common)
     const forms: QueryForm[] = [{ term: encoded, prefix, docs }, ...variants.map((variant) => ({ term: variant.term, prefix: false, docs: variant.docs }))]
     return { term, docs: docs + variants.reduce((sum, variant) => sum + variant.docs, 0), forms, prefix }
   })

@@ -71,10 +71,16 @@ describe.each(backends)('search ($name)', (backend) => {
     expect(messageIds(await store.search.messages('kubernetes', { role: 'assistant' }))).toEqual([a2.id])
     expect(messageIds(await store.search.messages('kubernetes', { since: a2.createdAt, until: a2.createdAt }))).toEqual([a2.id])
     expect(await store.search.messages('kubernetes', { limit: 1 })).toHaveLength(1)
-    // A conversation that moves to another workspace takes its messages along.
+    // A conversation that moves to another workspace takes its messages along, and what it says next.
     await store.conversations.ensure({ id: 'b', workspace: '/one' })
-    expect(messageIds(await store.search.messages('kubernetes', { workspace: '/one' })).sort()).toEqual([a1.id, a2.id, b1.id].sort())
+    const b2 = await say(store, 'b', 'kubernetes cluster upgraded')
+    expect(messageIds(await store.search.messages('kubernetes', { workspace: '/one' })).sort()).toEqual([a1.id, a2.id, b1.id, b2.id].sort())
     expect(await store.search.messages('kubernetes', { workspace: '/two' })).toEqual([])
+    // Rows of the bulk path (export, then import into an empty store) are found by workspace too.
+    const copy = await backend.open()
+    await copy.importJsonl(store.exportJsonl())
+    expect(messageIds(await copy.search.messages('kubernetes', { workspace: '/one' })).sort()).toEqual([a1.id, a2.id, b1.id, b2.id].sort())
+    expect(await copy.search.messages('kubernetes', { workspace: '/two' })).toEqual([])
   })
 
   it('scopes memory search: own workspace plus global, never another workspace', async () => {
@@ -237,6 +243,39 @@ describe.each(backends)('search ($name)', (backend) => {
     expect(await store.search.messages('kubernetes kubernet', { limit: 5 })).toHaveLength(5)
     expect(await store.search.messages('nonexistent cluster', { limit: 5 })).toHaveLength(5)
   }, 60_000)
+
+  it('in an index of 100 000 documents or more, does not expand a prefix that a very common indexed term starts with', async () => {
+    const store = await backend.open()
+    // 120 000 memories written behind the store's back (the store's own path would take minutes):
+    // every one says "alpha caches", one "alpha cachet zeppelin".
+    const rows = 120_000
+    const text = (i: string) => `CASE WHEN ${i} = 7 THEN 'alpha cachet zeppelin' ELSE 'alpha caches ' || ${i} END`
+    if (backend.name === 'sqlite') {
+      await backend.sql(
+        store,
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${rows})
+         INSERT INTO store_memories (id, kind, text, scope, created_at, updated_at) SELECT printf('m%06d', i), 'fact', ${text('i')}, 'global', 1000 + i, 1000 + i FROM n`,
+      )
+      await backend.sql(store, `INSERT INTO store_search_memories (memory_id) SELECT id FROM store_memories ORDER BY id`)
+      await backend.sql(store, `INSERT INTO store_search_memories_fts (rowid, terms) SELECT d.doc, m.text FROM store_search_memories d JOIN store_memories m ON m.id = d.memory_id`)
+    } else {
+      await backend.sql(
+        store,
+        `INSERT INTO store_memories (id, kind, text, scope, created_at, updated_at, search_terms)
+         SELECT 'm' || lpad(i::text, 6, '0'), 'fact', ${text('i')}, 'global', 1000 + i, 1000 + i, to_tsvector('simple', ${text('i')}) FROM generate_series(1, ${rows}) AS i`,
+      )
+      // PostgreSQL's statistics (autovacuum's ANALYZE on a live server) tell which terms are very common.
+      await backend.sql(store, 'ANALYZE store_memories')
+    }
+    const ids = async (query: string) => memoryIds(await store.search.memories(query, { limit: 5 }))
+    // "cach" (recall's stem of "caching") and "cache" match no term exactly; expanded, they
+    // would merge the document list of "caches" (every row): they stay exact and match nothing.
+    expect(await ids('cach')).toEqual([])
+    expect(await ids('cache')).toEqual([])
+    // The rare term is found as it is, and a prefix whose terms are all rare still expands.
+    expect(await ids('cachet')).toEqual(['m000007'])
+    expect(await ids('zeppel')).toEqual(['m000007'])
+  }, 120_000)
 
   it('sees writes made by another store on the same database before the next search', async () => {
     const first = await backend.open()
