@@ -190,9 +190,9 @@ describe('rankDocuments', () => {
       // The same speaker goes on after her own question: not a reply.
       turn('self', 0, 'Ann', 'Ann: Did you go swimming? Anyway.'),
       turn('self', 1, 'Ann', 'Ann: I stayed home.'),
-      // A gap: the turn right before position 5 is not in the corpus, so nothing is paired.
-      turn('gap', 3, 'Ann', 'Ann: Going swimming later?'),
-      turn('gap', 5, 'Bo', 'Bo: Maybe.'),
+      // The question comes after: nothing to answer.
+      turn('after', 0, 'Bo', 'Bo: Maybe.'),
+      turn('after', 1, 'Ann', 'Ann: Going swimming later?'),
     ])
     const parameters = { ...TURN_RANKING, groupWeight: 0, sessionDocumentWeight: 0 }
     const score = (ranking: { id: string; score: number }[], id: string) => ranking.find((ranked) => ranked.id === id)!.score
@@ -204,7 +204,7 @@ describe('rankDocuments', () => {
     expect(score(paired, 'asked/1')).toBeCloseTo(score(without, 'asked/1') + TURN_RANKING.replyWeight! * score(without, 'asked/0'), 10)
     expect(paired.map((ranked) => ranked.id)[0]).toBe('asked/1')
     expect(score(paired, 'self/1')).toBe(score(without, 'self/1'))
-    expect(score(paired, 'gap/5')).toBe(score(without, 'gap/5'))
+    expect(score(paired, 'after/0')).toBe(score(without, 'after/0'))
     // The question itself gains nothing.
     expect(score(paired, 'asked/0')).toBe(score(without, 'asked/0'))
     expect(TURN_RANKING.replyWeight).toBeGreaterThan(0)

@@ -46,10 +46,10 @@ export interface RankingParameters {
   /**
    * Question → reply pairing: a document that answers a question adds x × that question's own
    * BM25 score, on top of its context window. It answers a question when the document right
-   * before it in its group (the previous position, by another author when both are known) ends
-   * with a question mark (see {@link endsWithQuestion}): the question names the topic, the
-   * reply holds the answer ("How often do you work out?" → "Three times a week"). 0 (or
-   * absent) disables.
+   * before it in its group (in position order, as the context windows count neighbours; by
+   * another author when both are known) ends with a question mark (see
+   * {@link endsWithQuestion}): the question names the topic, the reply holds the answer ("How
+   * often do you work out?" → "Three times a week"). 0 (or absent) disables.
    */
   readonly replyWeight?: number
 }
@@ -222,11 +222,12 @@ export function rankDocuments(
 function withReplies(corpus: RankingCorpus, scores: Float64Array, final: Float64Array, weight: number): Float64Array {
   const out = Float64Array.from(final)
   const asks = new Map<number, boolean>()
+  // The group order of RankingCorpus: position, then corpus index.
+  const before = (a: number, b: number) => ((corpus.documents[a]!.position ?? 0) - (corpus.documents[b]!.position ?? 0) || a - b) < 0
   corpus.documents.forEach((document, index) => {
-    if (document.position === undefined) return
-    for (const { index: other, distance } of corpus.neighbours(index, 1)) {
+    for (const { index: other } of corpus.neighbours(index, 1)) {
       const previous = corpus.documents[other]!
-      if (distance !== 1 || previous.position !== document.position - 1 || !(scores[other]! > 0)) continue
+      if (!before(other, index) || !(scores[other]! > 0)) continue
       if (previous.author !== undefined && document.author !== undefined && previous.author.toLowerCase() === document.author.toLowerCase()) continue
       let question = asks.get(other)
       if (question === undefined) asks.set(other, (question = endsWithQuestion(previous.text)))
