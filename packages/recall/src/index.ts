@@ -11,6 +11,7 @@ export type { Bm25Parameters, CorpusDocument, CorpusOptions, WeightedQuery } fro
 export {
   asksAboutTime,
   decayFactor,
+  endsWithQuestion,
   groupDocumentScores,
   MEMORY_RANKING,
   rankDocuments,

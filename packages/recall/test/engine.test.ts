@@ -99,9 +99,33 @@ describe('RecallEngine on a real store', () => {
     for (const [i, text] of turns.entries()) await store.messages.append({ conversationId: 'old', hostMessageId: `m${i}`, role: i % 2 ? 'assistant' : 'user', text })
     const engine = new RecallEngine(store, resolveRecallOptions())
     const hits = await engine.searchConversations('offsite location', { sessionId: 'now', workspace: '/w' })
-    // The question matches; its answer (no query word) is found through the context window.
-    expect(hits.map((hit) => hit.message.text).slice(0, 2)).toEqual([turns[0], turns[1]])
+    // The question matches; its answer (no query word) is found through the context window and,
+    // as the reply to that question, ranks first (question → reply pairing).
+    expect(hits.map((hit) => hit.message.text).slice(0, 2)).toEqual([turns[1], turns[0]])
     expect(hits.map((hit) => hit.message.text)).not.toContain(turns[4])
+  })
+
+  it('conversation search ranks the reply to a matching question above the reply to a stronger statement', async () => {
+    const handle = openStore()
+    const { store } = handle
+    const talk = async (id: string, texts: string[]) => {
+      await store.conversations.ensure({ id, workspace: '/w' })
+      for (const [i, text] of texts.entries()) await store.messages.append({ conversationId: id, hostMessageId: `${id}${i}`, role: i % 2 ? 'assistant' : 'user', seq: i, text })
+    }
+    // The statement says both query words twice, the question once each: without pairing the
+    // statement's reply borrows more context than the question's reply, which holds the answer.
+    await talk('asked', ['Which hotel did we pick for the offsite?', 'The Riverside, two nights.'])
+    await talk('told', ['Offsite hotel: the offsite hotel is booked.', 'Noted, two nights.'])
+    await talk('ja', ['オフサイトのホテルはどこにしましたか？', 'リバーサイドに二泊です。'])
+    const engine = new RecallEngine(store, resolveRecallOptions())
+    const scope = { sessionId: 'now', workspace: '/w' }
+    const texts = (await engine.searchConversations('offsite hotel', scope, { limit: 10 })).map((hit) => hit.message.text)
+    expect(texts.indexOf('The Riverside, two nights.')).toBeGreaterThanOrEqual(0)
+    expect(texts.indexOf('The Riverside, two nights.')).toBeLessThan(texts.indexOf('Noted, two nights.'))
+    expect(texts.indexOf('The Riverside, two nights.')).toBeLessThan(texts.indexOf('Which hotel did we pick for the offsite?'))
+    // A full-width question mark asks too: the Japanese reply comes before its question.
+    const japanese = (await engine.searchConversations('オフサイトのホテル', scope, { limit: 10 })).map((hit) => hit.message.text)
+    expect(japanese.slice(0, 2)).toEqual(['リバーサイドに二泊です。', 'オフサイトのホテルはどこにしましたか？'])
   })
 
   it('conversation search also takes the best matches written in the period a query names', async () => {

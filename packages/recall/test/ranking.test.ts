@@ -3,7 +3,7 @@ import { tokenize } from '@dsh-memory/store'
 import { analyze, searchText, UNIGRAM_MARK } from '../src/core/analyzer.ts'
 import { RankingCorpus } from '../src/core/corpus.ts'
 import { queryTermProbe } from '../src/core/recall-engine.ts'
-import { asksAboutTime, decayFactor, groupDocumentScores, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING, UNIGRAM_WEIGHT, weightTerms } from '../src/core/ranking.ts'
+import { asksAboutTime, decayFactor, endsWithQuestion, groupDocumentScores, MEMORY_RANKING, rankDocuments, reciprocalRankFusion, TURN_RANKING, UNIGRAM_WEIGHT, weightTerms } from '../src/core/ranking.ts'
 import { queryPeriod } from '../src/core/query-period.ts'
 
 const DAY = 86_400_000
@@ -180,6 +180,42 @@ describe('rankDocuments', () => {
     // A month without a year, or a number that is not a year, names no period.
     expect(queryPeriod('When did Melanie go camping in June?')).toBeUndefined()
     expect(queryPeriod('How many of the 2000 users?')).toBeUndefined()
+  })
+
+  it('question → reply pairing: the reply to a matching question of the other speaker borrows its score', () => {
+    const turn = (group: string, position: number, author: string, text: string) => ({ id: `${group}/${position}`, text, group, position, author })
+    const corpus = RankingCorpus.from([
+      turn('asked', 0, 'Ann', 'Ann: How often do you go swimming?'),
+      turn('asked', 1, 'Bo', 'Bo: Three times a week.'),
+      // The same speaker goes on after her own question: not a reply.
+      turn('self', 0, 'Ann', 'Ann: Did you go swimming? Anyway.'),
+      turn('self', 1, 'Ann', 'Ann: I stayed home.'),
+      // The question comes after: nothing to answer.
+      turn('after', 0, 'Bo', 'Bo: Maybe.'),
+      turn('after', 1, 'Ann', 'Ann: Going swimming later?'),
+    ])
+    const parameters = { ...TURN_RANKING, groupWeight: 0, sessionDocumentWeight: 0 }
+    const score = (ranking: { id: string; score: number }[], id: string) => ranking.find((ranked) => ranked.id === id)!.score
+    const without = rankDocuments(corpus, 'swimming', { ...parameters, replyWeight: 0 })
+    const paired = rankDocuments(corpus, 'swimming', parameters)
+    // Without pairing a reply has only the context window (0.6 × its question): below its question.
+    expect(score(without, 'asked/1')).toBeLessThan(score(without, 'asked/0'))
+    // Its question's score is its own BM25 (its reply matches nothing): the reply adds replyWeight × it.
+    expect(score(paired, 'asked/1')).toBeCloseTo(score(without, 'asked/1') + TURN_RANKING.replyWeight! * score(without, 'asked/0'), 10)
+    expect(paired.map((ranked) => ranked.id)[0]).toBe('asked/1')
+    expect(score(paired, 'self/1')).toBe(score(without, 'self/1'))
+    expect(score(paired, 'after/0')).toBe(score(without, 'after/0'))
+    // The question itself gains nothing.
+    expect(score(paired, 'asked/0')).toBe(score(without, 'asked/0'))
+    expect(TURN_RANKING.replyWeight).toBeGreaterThan(0)
+    expect(MEMORY_RANKING.replyWeight ?? 0).toBe(0)
+  })
+
+  it('endsWithQuestion reads a closing question mark, full-width too, before quotes or one bracketed note', () => {
+    for (const text of ['Where did you go?', 'Where did you go? ', 'Did he say "why?"', '你去哪儿了？', 'どこに行きましたか？」', 'Like it? [shares an image: a photo of a lake]']) {
+      expect(endsWithQuestion(text), text).toBe(true)
+    }
+    for (const text of ['Is it? Yes, it is.', 'I went to Paris.', 'What? [a] [b]', '']) expect(endsWithQuestion(text), text).toBe(false)
   })
 
   it('the session-document prior lifts a turn whose session, taken as a whole, holds the other query terms', () => {

@@ -1,7 +1,7 @@
 /**
  * The ranking core shared by every recall path and by the LoCoMo benchmark: BM25 over the
- * recall analyzer, then context windows inside a conversation, a group (session) prior, a
- * session-document prior, an author prior and a temporal prior. (Pseudo-relevance feedback was
+ * recall analyzer, then context windows inside a conversation, question → reply pairing, a
+ * group (session) prior, a session-document prior, an author prior and a temporal prior. (Pseudo-relevance feedback was
  * measured twice and did not help on held-out conversations, so it is not here; see
  * apps/cli/README.md.) Pure: no I/O,
  * no host import. Parameter presets are data, so the benchmark measures exactly what the
@@ -43,6 +43,15 @@ export interface RankingParameters {
    * of the session), this rewards a session whose turns together hold many query terms.
    */
   readonly sessionDocumentWeight?: number
+  /**
+   * Question → reply pairing: a document that answers a question adds x × that question's own
+   * BM25 score, on top of its context window. It answers a question when the document right
+   * before it in its group (in position order, as the context windows count neighbours; by
+   * another author when both are known) ends with a question mark (see
+   * {@link endsWithQuestion}): the question names the topic, the reply holds the answer ("How
+   * often do you work out?" → "Three times a week"). 0 (or absent) disables.
+   */
+  readonly replyWeight?: number
 }
 
 /** BM25 of a group taken as one document: the usual parameters, as for any document. */
@@ -62,6 +71,8 @@ export const TURN_RANKING: RankingParameters = Object.freeze({
   dateBoost: 1.0,
   // Chosen the same way (#20, continued): 0.75 and 1 tied best on tune (any@5 + any@10).
   sessionDocumentWeight: 1.0,
+  // Chosen the same way (#20, round 5): the best any@5 + any@10 on tune, the smallest of the tied weights.
+  replyWeight: 0.6,
 })
 
 /**
@@ -98,6 +109,15 @@ const TIME_QUESTION = /^\s*when\b|\bhow long\b|\bwhat (?:year|month|date|day|tim
 // Time expressions a document may carry.
 const TIME_EXPRESSION =
   /\b(?:yesterday|today|tonight|tomorrow|last|next|ago|week|weekend|month|year|years|since|recently|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|(?:19|20)\d\d)\b|昨天|今天|明天|去年|今年|明年|上周|下周|上个月|昨日|今日|明日|先週|来週|先月|来月|\d+月|\d+日/i
+
+// A question mark ending a text, after closing quotes or brackets and before one trailing
+// bracketed note (an attachment's caption: "Where was it? [shares an image: …]").
+const ENDS_WITH_QUESTION = /[?？][\s"'”’»」』)）]*(?:\[[^\]]*\]\s*)?$/u
+
+/** True when `text` ends with a question (see {@link RankingParameters.replyWeight}). */
+export function endsWithQuestion(text: string): boolean {
+  return ENDS_WITH_QUESTION.test(text)
+}
 
 /** True when the query asks about a time ("when …", "how long …", "いつ", "什么时候"). */
 export function asksAboutTime(query: string): boolean {
@@ -161,6 +181,8 @@ export function rankDocuments(
     }
   }
 
+  if ((parameters.replyWeight ?? 0) > 0) final = withReplies(corpus, scores, final, parameters.replyWeight!)
+
   if (parameters.groupWeight > 0) {
     const groupBest = new Map<string, number>()
     corpus.documents.forEach((document, index) => {
@@ -191,6 +213,28 @@ export function rankDocuments(
   })
   ranked.sort((a, b) => b.score - a.score || a.index - b.index)
   return ranked
+}
+
+/**
+ * Question → reply pairing (see {@link RankingParameters.replyWeight}): `final` plus, for each
+ * document that answers the question right before it, `weight` × that question's own score.
+ */
+function withReplies(corpus: RankingCorpus, scores: Float64Array, final: Float64Array, weight: number): Float64Array {
+  const out = Float64Array.from(final)
+  const asks = new Map<number, boolean>()
+  // The group order of RankingCorpus: position, then corpus index.
+  const before = (a: number, b: number) => ((corpus.documents[a]!.position ?? 0) - (corpus.documents[b]!.position ?? 0) || a - b) < 0
+  corpus.documents.forEach((document, index) => {
+    for (const { index: other } of corpus.neighbours(index, 1)) {
+      const previous = corpus.documents[other]!
+      if (!before(other, index) || !(scores[other]! > 0)) continue
+      if (previous.author !== undefined && document.author !== undefined && previous.author.toLowerCase() === document.author.toLowerCase()) continue
+      let question = asks.get(other)
+      if (question === undefined) asks.set(other, (question = endsWithQuestion(previous.text)))
+      if (question) out[index]! += weight * scores[other]!
+    }
+  })
+  return out
 }
 
 /**
