@@ -355,9 +355,9 @@ async function plan(tx: PgTx, table: SearchTable, query: string, commonTerms: Co
   const known = terms.map((term) => commonTerms.known(table.kind, term.encoded) || statsCommon(stats, term.encoded))
   const extent = await termCounts(tx, table, terms.filter((_, i) => !known[i]).map((term) => termQuery(term.encoded)))
   const common = commonThreshold(extent.total)
-  let next = 0
+  let counts = 0
   // A known very common term gets what its capped count would return: one past the threshold.
-  const counted: CountedTerm[] = terms.map((term, i) => ({ ...term, docs: known[i] ? common + 1 : extent.docs[next++]! }))
+  const counted: CountedTerm[] = terms.map((term, i) => ({ ...term, docs: known[i] ? common + 1 : extent.docs[counts++]! }))
   for (const entry of counted) {
     if (entry.docs > common) commonTerms.note(table.kind, entry.encoded)
     // From the statistics' very common terms: no count of a prefix's matches (that count is the
@@ -372,10 +372,16 @@ async function plan(tx: PgTx, table: SearchTable, query: string, commonTerms: Co
       headUpperBound(head),
       FUZZY_VOCAB_SCAN,
     ])
-    // Only candidates within the distance of some query term are counted (the vocabulary holds no counts).
+    // Only candidates within the distance of some query term are counted (the vocabulary holds
+    // no counts), and not those known very common ("prefers" for "prefer": a capped count reads
+    // just past the threshold's rows, by a sequential scan where PostgreSQL expects many).
     const candidates = rows.map((row) => row.term).filter((term) => counted.some((entry) => isTypoOf(entry.term, term)))
-    const found = await cappedCounts(tx, table, candidates.map(termQuery), common + 1)
-    vocabulary.set(head, candidates.map((term, i) => ({ term, docs: found[i]! })))
+    const knownCommon = candidates.map((term) => commonTerms.known(table.kind, term) || statsCommon(stats, term))
+    const found = await cappedCounts(tx, table, candidates.filter((_, i) => !knownCommon[i]).map(termQuery), common + 1)
+    let next = 0
+    const entries = candidates.map((term, i) => ({ term, docs: knownCommon[i] ? common + 1 : found[next++]! }))
+    for (const entry of entries) if (entry.docs > common) commonTerms.note(table.kind, entry.term)
+    vocabulary.set(head, entries)
   }
   return { ...planQuery(counted, common, vocabulary), total: extent.total, newest: extent.newest, oldest: extent.oldest, common }
 }
