@@ -1,7 +1,8 @@
 import { join } from 'node:path'
+import { TURN_RANKING } from '@dsh-memory/recall'
 import type { MemoryStore } from '@dsh-memory/store'
 import { describe, expect, it } from 'vitest'
-import { lastUserText } from '../src/model-server.js'
+import { contentText, lastUserText } from '../src/model-server.js'
 import { expectBootRejects, useHostProfile, withHomeStore } from './helpers.js'
 import { loggedUserMessages, RECALL_FENCE, recallTexts, systemText } from './support/recall-requests.js'
 
@@ -15,7 +16,14 @@ describe('recall in the real DSH host (memories seeded through the store library
 
   const hosted = useHostProfile('recall', {
     packages: ['@dsh-memory/store', '@dsh-memory/capture', '@dsh-memory/recall'],
-    responder: (request) => ({ kind: 'text', text: `Noted: ${lastUserText(request.body).slice(0, 60)}` }),
+    responder: (request) => {
+      const last = request.body.messages.at(-1)
+      if (last?.role === 'tool') return { kind: 'text', text: `From the tool: ${contentText(last.content).slice(0, 80)}` }
+      const asked = lastUserText(request.body)
+      if (request.purpose === 'chat' && asked.includes('tool:conversations')) return { kind: 'tools', calls: [{ name: 'conversation_search', arguments: { query: 'Hetzner bucket' } }] }
+      if (asked.includes('nightly backups')) return { kind: 'text', text: 'They are copied to the Hetzner bucket at two in the morning.' }
+      return { kind: 'text', text: `Noted: ${asked.slice(0, 60)}` }
+    },
   })
 
   it('injects the workspace\'s relevant memory into the model request, fenced and sourced from recall, and never captures it back', async () => {
@@ -76,6 +84,32 @@ describe('recall in the real DSH host (memories seeded through the store library
     expect(result.code).toBe(0)
     const chats = hosted.server.requests.slice(before).filter((request) => request.purpose === 'chat')
     expect(recallTexts(chats[0]!)).toEqual([])
+  })
+
+  it('conversation search brings the question with the answer that matched, though the host numbered events between them', async () => {
+    const gamma = join(hosted.root, 'work', 'gamma')
+    expect((await run(gamma, 'Where do the nightly backups go?')).code).toBe(0)
+    await withStore(async (store) => {
+      const [conversation] = await store.conversations.list({ workspace: gamma })
+      const [question, answer] = await store.messages.list({ conversationId: conversation!.id })
+      expect(answer!.text).toContain('Hetzner bucket')
+      // Capture stores the host's event number: the turn's other events (turn start, request
+      // header, the reply's chunks) sit between the two, further apart than the context span.
+      expect(answer!.seq - question!.seq).toBeGreaterThan(TURN_RANKING.context.span)
+    })
+
+    const before = hosted.server.requests.length
+    const result = await run(gamma, 'Please run tool:conversations now.')
+    expect(result.code, result.stderr).toBe(0)
+    const found = hosted.server.requests
+      .slice(before)
+      .map((request) => request.body.messages.at(-1))
+      .filter((message) => message?.role === 'tool')
+      .map((message) => contentText(message!.content))
+    expect(found).toHaveLength(1)
+    // The answer matched the query; its question (no query term) came as its context neighbour.
+    expect(found[0]).toContain('Hetzner bucket at two in the morning')
+    expect(found[0]).toContain('Where do the nightly backups go?')
   })
 
   it('fails boot with a message naming the field when recall config is broken', async () => {

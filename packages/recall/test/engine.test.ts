@@ -96,7 +96,9 @@ describe('RecallEngine on a real store', () => {
     const { store } = handle
     await store.conversations.ensure({ id: 'old', workspace: '/w' })
     const turns = ['Where should the offsite be?', 'Lisbon, in the second week of May.', 'Book the hotel near the river.', 'Unrelated chatter.', 'More unrelated chatter.']
-    for (const [i, text] of turns.entries()) await store.messages.append({ conversationId: 'old', hostMessageId: `m${i}`, role: i % 2 ? 'assistant' : 'user', text })
+    // Seqs as capture stores them in the host (its event numbers: the turn's other events lie
+    // between two messages), further apart than the context span.
+    for (const [i, text] of turns.entries()) await store.messages.append({ conversationId: 'old', hostMessageId: `m${i}`, role: i % 2 ? 'assistant' : 'user', text, seq: 5 + i * 7 })
     const engine = new RecallEngine(store, resolveRecallOptions())
     const hits = await engine.searchConversations('offsite location', { sessionId: 'now', workspace: '/w' })
     // The question matches; its answer (no query word) is found through the context window and,

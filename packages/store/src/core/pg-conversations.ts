@@ -172,8 +172,17 @@ export function pgMessageRepository(s: PgSession): MessageRepository {
     around: async (ids, span) => {
       const list = aroundArgsOf(ids, span)
       if (list.length === 0) return []
-      // One query: each hit's (conversation, seq ± span) window through the (conversation_id, seq) index.
-      const window = sql`${t.id} IN (SELECT w.id FROM store_messages h JOIN store_messages w ON w.conversation_id = h.conversation_id AND w.seq BETWEEN h.seq - ${span}::integer AND h.seq + ${span}::integer WHERE h.id = ANY(${sql.param(list)}::text[]))`
+      // One query: per hit, the hit and the `span` messages before and after it in the
+      // conversation's order (seq, then id), each side a LATERAL LIMIT walk of the
+      // (conversation_id, seq) index. Host seqs have gaps (they number every host event), so
+      // `seq ± span` would miss them.
+      const side = (before: boolean) => {
+        const [cmp, dir] = before ? [sql.raw('<'), sql.raw('DESC')] : [sql.raw('>'), sql.raw('ASC')]
+        return sql`(SELECT n.id FROM store_messages n WHERE n.conversation_id = h.conversation_id AND n.seq ${cmp}= h.seq AND (n.seq ${cmp} h.seq OR n.id ${cmp} h.id)
+          ORDER BY n.seq ${dir}, n.id ${dir} LIMIT ${span}::integer)`
+      }
+      const window = sql`${t.id} IN (SELECT w.id FROM store_messages h CROSS JOIN LATERAL (SELECT h.id UNION ALL ${side(true)} UNION ALL ${side(false)}) w(id)
+        WHERE h.id = ANY(${sql.param(list)}::text[]))`
       return s.readEach(async (tx) => (await tx.db.select().from(t).where(window).orderBy(asc(t.conversationId), asc(t.seq), asc(t.id))).map(toMessage))
     },
     count: async (filter = {}) => {

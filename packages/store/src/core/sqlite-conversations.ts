@@ -148,23 +148,18 @@ export function messageRepository(s: SqliteSession): MessageRepository {
     around: async (ids: readonly string[], span: number) => {
       const list = aroundArgsOf(ids, span)
       if (list.length === 0) return []
-      return s.read(() => {
-        // One query: each hit's (conversation, seq ± span) window through the (conversation_id, seq) index.
-        const rowids = s.stmt(
-          `WITH hits(cid, lo, hi) AS (SELECT m.conversation_id, m.seq - ?, m.seq + ? FROM json_each(?) j JOIN store_messages m ON m.id = j.value)
-           SELECT DISTINCT m.rowid FROM hits JOIN store_messages m ON m.conversation_id = hits.cid AND m.seq BETWEEN hits.lo AND hits.hi`,
-        )
-          .pluck()
-          .all(span, span, JSON.stringify(list)) as number[]
-        if (rowids.length === 0) return []
-        return s.db
-          .select()
-          .from(t)
-          .where(sql`rowid IN (SELECT value FROM json_each(${JSON.stringify(rowids)}))`)
-          .orderBy(asc(t.conversationId), asc(t.seq), asc(t.id))
-          .all()
-          .map(toMessage)
-      })
+      // One query: per hit, the hit and the `span` messages before and after it in the
+      // conversation's order (seq, then id), each side a LIMIT walk of the (conversation_id, seq)
+      // index. Host seqs have gaps (they number every host event), so `seq ± span` would miss
+      // them. A json_each over a correlated subquery is SQLite's LATERAL.
+      const side = (before: boolean) => {
+        const [cmp, dir] = before ? [sql.raw('<'), sql.raw('DESC')] : [sql.raw('>'), sql.raw('ASC')]
+        return sql`SELECT w.value FROM hits h, json_each((SELECT json_group_array(r) FROM (SELECT rowid AS r FROM store_messages
+          WHERE conversation_id = h.cid AND seq ${cmp}= h.s AND (seq ${cmp} h.s OR id ${cmp} h.hid) ORDER BY seq ${dir}, id ${dir} LIMIT ${span}))) w`
+      }
+      const window = sql`rowid IN (WITH hits(cid, s, hid, r) AS (SELECT m.conversation_id, m.seq, m.id, m.rowid FROM json_each(${JSON.stringify(list)}) j JOIN store_messages m ON m.id = j.value)
+        SELECT r FROM hits UNION ALL ${side(true)} UNION ALL ${side(false)})`
+      return s.read(() => s.db.select().from(t).where(window).orderBy(asc(t.conversationId), asc(t.seq), asc(t.id)).all().map(toMessage))
     },
     count: async (filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'> = {}) => {
       const conditions = messageConditions(filter, MESSAGE_COLUMNS)

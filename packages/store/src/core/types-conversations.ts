@@ -135,9 +135,11 @@ export interface MessageRepository {
   getByHostId(conversationId: string, hostMessageId: string): Promise<Message | undefined>
   list(filter?: MessageFilter): Promise<Message[]>
   /**
-   * The messages within `span` positions (seq) of each given message in its own
-   * conversation, the given ones included, ordered by conversation then seq. Unknown ids are
-   * ignored. Recall reads a search hit's context turns with it in one query.
+   * Each given message with the `span` messages before it and the `span` after it in its own
+   * conversation's order (seq, then id), whatever the seq numbers: the host numbers every
+   * event, so a conversation's stored seqs have gaps. Distinct messages, ordered by
+   * conversation, seq, id. Unknown ids are ignored. Recall reads a search hit's context turns
+   * with it in one query.
    * @param ids - at most 1 000. @param span - 0..20.
    */
   around(ids: readonly string[], span: number): Promise<Message[]>

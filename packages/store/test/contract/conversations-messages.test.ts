@@ -154,4 +154,32 @@ describe.each(backends)('messages ($name)', (backend) => {
     await expect(store.messages.around([a[0]!], 21)).rejects.toMatchObject({ code: 'invalid-argument' })
     await expect(store.messages.around(Array.from({ length: 1_001 }, (_, i) => `x${i}`), 1)).rejects.toMatchObject({ code: 'invalid-argument' })
   })
+
+  it('reads the neighbours by position in the conversation, across gaps in seq (the host numbers every event)', async () => {
+    const store = await backend.open()
+    await store.conversations.ensure({ id: 'h', workspace: '/one' })
+    await store.conversations.ensure({ id: 'o', workspace: '/one' })
+    // What capture stores in the real host: user 3, assistant 9 (tool call, tool result and
+    // chunks in between), two messages sharing seq 20, then 40 and 41.
+    const seqs = [3, 9, 20, 20, 40, 41]
+    const ids: string[] = []
+    for (const [i, seq] of seqs.entries()) {
+      ids.push((await store.messages.append({ conversationId: 'h', hostMessageId: `h${i}`, role: i % 2 ? 'assistant' : 'user', text: `step ${i}`, seq })).message.id)
+    }
+    // A near seq in another conversation is not a neighbour.
+    await store.messages.append({ conversationId: 'o', hostMessageId: 'o0', role: 'user', text: 'elsewhere', seq: 8 })
+    const [tieLow, tieHigh] = [ids[2]!, ids[3]!].sort()
+    const order = [ids[0]!, ids[1]!, tieLow!, tieHigh!, ids[4]!, ids[5]!]
+    const idsAround = async (hits: string[], span: number) => (await store.messages.around(hits, span)).map((m) => m.id)
+
+    // The assistant's answer brings the question 6 seqs earlier.
+    expect(await idsAround([ids[1]!], 1)).toEqual(order.slice(0, 3))
+    expect(await idsAround([ids[4]!], 2)).toEqual(order.slice(2))
+    // Equal seqs are ordered by id on both sides of the hit.
+    expect(await idsAround([tieLow!], 1)).toEqual(order.slice(1, 4))
+    expect(await idsAround([tieHigh!], 1)).toEqual(order.slice(2, 5))
+    // Overlapping windows give each message once; the ends of the conversation cut a window short.
+    expect(await idsAround([ids[0]!, ids[5]!, ids[1]!], 20)).toEqual(order)
+    expect(await idsAround([ids[5]!], 0)).toEqual([ids[5]])
+  })
 })
