@@ -650,14 +650,18 @@ export async function rankConversationTurns(
   // neighbour whose text could hold a query term is analyzed; the others score 0 on their
   // own either way and serve the context windows (analysis is the cold cost of a search).
   const candidateIds = new Set(hits.map((message) => message.id))
-  const around = await store.messages.around([...candidateIds], TURN_RANKING.context.span)
-  const messages = [...hits, ...around.filter((message) => !candidateIds.has(message.id) && keep(message))]
-  const collectionSize = options.collectionSize
-    ? await options.collectionSize(() => store.messages.count({ workspace: options.workspace }))
-    : await store.messages.count({ workspace: options.workspace })
+  const count = () => store.messages.count({ workspace: options.workspace })
+  const reads = Promise.all([store.messages.around([...candidateIds], TURN_RANKING.context.span), options.collectionSize ? options.collectionSize(count) : count()])
+  // The candidates are analyzed while the store reads their neighbours: on PostgreSQL that read
+  // runs in the server's process, so the two overlap (one turn of the event loop first, for
+  // the read to reach the server). With SQLite nothing changes.
+  await new Promise((resolve) => setImmediate(resolve))
   const termsOf = options.termsOf ?? ((message: Message) => analyze(`${message.role}: ${message.text}`))
+  const hitTerms = hits.map((message) => termsOf(message))
+  const [around, collectionSize] = await reads
+  const messages = [...hits, ...around.filter((message) => !candidateIds.has(message.id) && keep(message))]
   const mayMatch = queryTermProbe(query)
-  const terms = messages.map((message, index) => (index < hits.length || mayMatch(`${message.role}: ${message.text}`) ? termsOf(message) : undefined))
+  const terms = messages.map((message, index) => (index < hits.length ? hitTerms[index] : mayMatch(`${message.role}: ${message.text}`) ? termsOf(message) : undefined))
   const analyzed = terms.filter((list): list is readonly string[] => list !== undefined)
   const averageLength = analyzed.reduce((sum, list) => sum + list.length, 0) / Math.max(1, analyzed.length)
   const corpus = RankingCorpus.from(
