@@ -22,6 +22,8 @@ import { optionalTime, requireId } from './validate.ts'
 export const MESSAGE_COLUMNS: MessageColumns = {
   ...pg.messages,
   conversations: { table: pg.conversations, id: pg.conversations.id, workspace: pg.conversations.workspace },
+  // Undeclared in pg-schema.ts (only filters read it; see pg-search-terms.ts).
+  workspace: sql.raw('"store_messages"."workspace"'),
 }
 
 const getConversation = (tx: PgTx, id: string) => firstRow(tx.db.select().from(pg.conversations).where(eq(pg.conversations.id, id)))

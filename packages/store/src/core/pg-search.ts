@@ -337,7 +337,7 @@ async function readTableStats(tx: PgTx, table: SearchTable): Promise<TableStats>
 }
 
 /** True when the statistics show `term` well above the "very common" threshold of a large table. */
-export function statsCommon(stats: Pick<TableStats, 'rows' | 'shares'>, term: string): boolean {
+function statsCommon(stats: Pick<TableStats, 'rows' | 'shares'>, term: string): boolean {
   if (stats.rows < EXACT_TOTAL_BELOW) return false
   const share = stats.shares.get(term)
   return share !== undefined && share * stats.rows > STATS_COMMON_MARGIN * commonThreshold(stats.rows)
@@ -522,16 +522,15 @@ export function pgSearchService(s: PgSession): SearchService {
     },
     messages: async (text: string, options: MessageSearchOptions = {}): Promise<MessageHit[]> => {
       const q = queryText(text)
-      const { limit, workspace, ...filter } = messageSearchOptions(options)
+      const { limit, ...filter } = messageSearchOptions(options)
       return s.readEach(async (tx) => {
         if (q.trim().length === 0) return []
         const stats = await statistics.get(tx, MESSAGES)
         const planned = await plan(tx, MESSAGES, q, commonTerms, stats)
         if (planned.forms.length === 0) return []
+        // `workspace` is the message's own copy (MESSAGE_COLUMNS): the GIN bitmap is ANDed with
+        // the (workspace, created_at) index before any row is read.
         const conditions = messageConditions(filter, MESSAGE_COLUMNS)
-        // The message's own copy of its conversation's workspace (migration 0004): the GIN
-        // bitmap is ANDed with the (workspace, created_at) index before any row is read.
-        if (workspace !== undefined) conditions.push(sql`${sql.raw(MESSAGES.name)}.workspace = ${workspace}`)
         const hits = await rank<typeof pgSchema.messages.$inferSelect>(
           tx,
           MESSAGES,

@@ -18,6 +18,12 @@ export interface MessageFilterColumns {
   role: Column
   createdAt: Column
   conversations: { table: unknown; id: Column; workspace: Column }
+  /**
+   * The message's own copy of its conversation's workspace, where the backend keeps one
+   * (PostgreSQL, migration 4, kept by triggers): `workspace` is filtered on it directly, through
+   * its `(workspace, created_at)` index, instead of through the conversations.
+   */
+  workspace?: SQL
 }
 
 /** The columns of `messages.list`: the filter's, and those it pages and orders by. */
@@ -36,7 +42,11 @@ export function messageConditions(filter: Pick<MessageFilter, 'workspace' | 'con
   if (checked.until !== undefined) conditions.push(lte(t.createdAt, checked.until))
   if (checked.workspace !== undefined) {
     const c = t.conversations
-    conditions.push(sql`${t.conversationId} IN (SELECT ${c.id} FROM ${c.table} WHERE ${c.workspace} = ${checked.workspace})`)
+    conditions.push(
+      t.workspace
+        ? sql`${t.workspace} = ${checked.workspace}`
+        : sql`${t.conversationId} IN (SELECT ${c.id} FROM ${c.table} WHERE ${c.workspace} = ${checked.workspace})`,
+    )
   }
   return conditions
 }
