@@ -5,6 +5,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { backends } from "./contract/backends.ts";
+import {
+  matchShare,
+  walksNewestWindow,
+  windowBounds,
+} from "../src/core/pg-search.ts";
 
 const postgres = backends.find((backend) => backend.name === "postgres")!;
 
@@ -65,12 +70,15 @@ describe("PostgreSQL search over many rows", () => {
 
   it("finds the newest matches of one workspace window by window, as one sort of its matches would", async () => {
     const store = await postgres.open();
-    // Two workspaces of 100 conversations each, their messages interleaved in time; "alpha" in
-    // every message, "beta" in every 47th. The workspace is the messages' own copy, kept by triggers.
+    // Two workspaces, their messages interleaved in time: /ws1 holds 95 % of the rows (its
+    // search reads windows), /ws0 5 % (PostgreSQL's statistics show it so small that its search
+    // reads no windows). "alpha" in every message, "beta" in every 47th: in /ws1 the newest
+    // window is walked in time order for "alpha" and read through the GIN index for "beta".
+    // The workspace is the messages' own copy, kept by triggers.
     await postgres.sql(
       store,
       `INSERT INTO store_conversations (id, workspace, started_at, updated_at)
-       SELECT 'c' || c, '/ws' || (c % 2), 1000, 1000 FROM generate_series(0, 199) AS c`
+       SELECT 'c' || c, CASE WHEN c % 20 = 0 THEN '/ws0' ELSE '/ws1' END, 1000, 1000 FROM generate_series(0, 199) AS c`
     );
     await postgres.sql(
       store,
@@ -82,27 +90,63 @@ describe("PostgreSQL search over many rows", () => {
     );
     await postgres.sql(store, "ANALYZE store_messages");
     const searcher = await postgres.reopen(store);
-    for (const term of ["beta", "alpha"]) {
-      const shortest =
-        term === "alpha" ? `WHERE NOT search_terms @@ 'beta'::tsquery` : "";
-      const expected = await postgres.sql(
-        store,
-        `SELECT id FROM (SELECT m.id, m.search_terms FROM store_messages m JOIN store_conversations c ON c.id = m.conversation_id
-           WHERE c.workspace = '/ws1' AND m.search_terms @@ '${term}'::tsquery ORDER BY m.created_at DESC, m.id DESC LIMIT 1000) AS newest ${shortest} ORDER BY id DESC LIMIT 20`
-      );
-      const hits = await searcher.search.messages(term, {
-        workspace: "/ws1",
-        limit: 20,
-      });
-      expect(
-        hits.map((hit) => hit.message.id),
-        term
-      ).toEqual(expected.map((row) => row.id));
-      expect(
-        hits.every(
-          (hit) => Number(hit.message.conversationId.slice(1)) % 2 === 1
-        )
-      ).toBe(true);
-    }
+    for (const workspace of ["/ws1", "/ws0"])
+      for (const term of ["beta", "alpha"]) {
+        const shortest =
+          term === "alpha" ? `WHERE NOT search_terms @@ 'beta'::tsquery` : "";
+        const expected = await postgres.sql(
+          store,
+          `SELECT id FROM (SELECT m.id, m.search_terms FROM store_messages m JOIN store_conversations c ON c.id = m.conversation_id
+             WHERE c.workspace = '${workspace}' AND m.search_terms @@ '${term}'::tsquery ORDER BY m.created_at DESC, m.id DESC LIMIT 1000) AS newest ${shortest} ORDER BY id DESC LIMIT 20`
+        );
+        const hits = await searcher.search.messages(term, {
+          workspace,
+          limit: 20,
+        });
+        expect(expected).toHaveLength(20);
+        expect(
+          hits.map((hit) => hit.message.id),
+          `${term} in ${workspace}`
+        ).toEqual(expected.map((row) => row.id));
+        expect(
+          hits.every(
+            (hit) =>
+              (Number(hit.message.conversationId.slice(1)) % 20 === 0) ===
+              (workspace === "/ws0")
+          )
+        ).toBe(true);
+      }
   }, 120_000);
+});
+
+describe("how PostgreSQL search reads the newest matches", () => {
+  const extent = { total: 1_000_000, newest: 1_000_000, oldest: 0 };
+
+  it("sizes windows by the rows the filter keeps", () => {
+    // The whole table: the newest 32 000 rows, then 128 000, then 512 000 (times spread evenly).
+    expect(windowBounds(extent)).toEqual([968_000, 872_000, 488_000]);
+    // A workspace of a tenth of the rows: windows of 320 000 rows of the table (32 000 of its own).
+    expect(windowBounds(extent, [], 0.1)).toEqual([680_000]);
+    // A workspace of 1 % of the rows: one read of all its matches.
+    expect(windowBounds(extent, [], 0.01)).toEqual([]);
+  });
+
+  it("walks the newest window in time order when the query matches a large share of the rows", () => {
+    // A form counted very common (capped) takes its share from the statistics.
+    const shares = new Map([["orders", 0.147]]);
+    const planned = {
+      total: 1_000_000,
+      forms: [{ term: "orders", prefix: false, docs: 5_001 }],
+    };
+    expect(matchShare(planned, shares)).toBeCloseTo(0.147);
+    expect(matchShare(planned, new Map())).toBeCloseTo(0.005001);
+    expect(walksNewestWindow(0.147, 1_000_000, 32_000)).toBe(true);
+    // 4 %: reading the GIN index's 40 000 ids is cheaper than walking 25 000 rows...
+    expect(walksNewestWindow(0.04, 1_000_000, 32_000)).toBe(false);
+    // ...unless the filter keeps so few rows that the walk reads all of them sooner.
+    expect(walksNewestWindow(0.04, 1_000_000, 5_000)).toBe(true);
+    expect(walksNewestWindow(0, 1_000_000, 5_000)).toBe(false);
+    // A smaller table: the bitmap is cheaper.
+    expect(walksNewestWindow(0.147, 100_000, 32_000)).toBe(false);
+  });
 });
