@@ -5,18 +5,21 @@
  * INSERT (with the conversation's `updated_at` bump in the same statement) plus the audit and
  * change-log rows.
  */
-import { and, asc, eq, sql } from 'drizzle-orm'
+import { and, type Column, eq, getTableColumns, sql } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { newId } from './ids.ts'
 import * as pg from './pg-schema.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import { searchVectorOf } from './pg-search-terms.ts'
-import { firstRow, pgReadById } from './pg-values.ts'
+import { firstRow, pgReadById, rowOf } from './pg-values.ts'
 import { conversationListOf, messageConditions, type MessageColumns, messageListOf } from './record-conditions.ts'
 import { aroundArgsOf, conversationInputOf, conversationPatchOf, messageInputOf } from './record-values.ts'
 import { toConversation, toMessage } from './rows.ts'
 import type { AppendMessageResult, ConversationFilter, ConversationRepository, Message, MessageFilter, MessageRepository } from './types-conversations.ts'
 import { optionalTime, requireId } from './validate.ts'
+
+/** The declared columns of a message row, as `select()` returns them. */
+const MESSAGE_ROW_COLUMNS = getTableColumns(pg.messages) as Record<string, Column>
 
 /** The message columns of the shared filters (list, count, search). */
 export const MESSAGE_COLUMNS: MessageColumns = {
@@ -176,16 +179,21 @@ export function pgMessageRepository(s: PgSession): MessageRepository {
       if (list.length === 0) return []
       // One query: per hit, the hit and the `span` messages before and after it in the
       // conversation's order (seq, then id), each side a LATERAL LIMIT walk of the
-      // (conversation_id, seq) index. Host seqs have gaps (they number every host event), so
-      // `seq ± span` would miss them.
+      // (conversation_id, seq) index that returns the rows themselves (not ids looked up
+      // again). Host seqs have gaps (they number every host event), so `seq ± span` would miss
+      // them. Neighbours of two hits come twice: sorted by position, the repeat is dropped.
+      const names = (alias: string) => sql.raw(Object.values(MESSAGE_ROW_COLUMNS).map((column) => `${alias}."${column.name}"`).join(', '))
       const side = (before: boolean) => {
         const [cmp, dir] = before ? [sql.raw('<'), sql.raw('DESC')] : [sql.raw('>'), sql.raw('ASC')]
-        return sql`(SELECT n.id FROM store_messages n WHERE n.conversation_id = h.conversation_id AND n.seq ${cmp}= h.seq AND (n.seq ${cmp} h.seq OR n.id ${cmp} h.id)
+        return sql`(SELECT ${names('n')} FROM store_messages n WHERE n.conversation_id = h.conversation_id AND n.seq ${cmp}= h.seq AND (n.seq ${cmp} h.seq OR n.id ${cmp} h.id)
           ORDER BY n.seq ${dir}, n.id ${dir} LIMIT ${span}::integer)`
       }
-      const window = sql`${t.id} IN (SELECT w.id FROM store_messages h CROSS JOIN LATERAL (SELECT h.id UNION ALL ${side(true)} UNION ALL ${side(false)}) w(id)
-        WHERE h.id = ANY(${sql.param(list)}::text[]))`
-      return s.readEach(async (tx) => (await tx.db.select().from(t).where(window).orderBy(asc(t.conversationId), asc(t.seq), asc(t.id))).map(toMessage))
+      const query = sql`SELECT w.* FROM store_messages h CROSS JOIN LATERAL (SELECT ${names('h')} UNION ALL ${side(true)} UNION ALL ${side(false)}) AS w
+        WHERE h.id = ANY(${sql.param(list)}::text[]) ORDER BY w.conversation_id, w.seq, w.id`
+      return s.readEach(async (tx) => {
+        const rows = (await tx.db.execute(query)).rows as Record<string, unknown>[]
+        return rows.filter((row, i) => i === 0 || row.id !== rows[i - 1]!.id).map((row) => toMessage(rowOf<typeof t.$inferSelect>(MESSAGE_ROW_COLUMNS, row)))
+      })
     },
     count: async (filter = {}) => {
       const conditions = messageConditions(filter, MESSAGE_COLUMNS)

@@ -31,6 +31,7 @@ import { toMemory, toMessage } from './rows.ts'
 import { pgSchema } from './pg-schema.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import { formsQuery, indexableTerm, searchVectorOf, termQuery } from './pg-search-terms.ts'
+import { rowOf } from './pg-values.ts'
 import {
   COMMON_MIN_DOCS,
   COMMON_SHARE,
@@ -550,16 +551,6 @@ async function rank<Row>(
     SELECT dshm_score::float8 AS dshm_score, ${names} FROM scored ORDER BY dshm_score DESC, id DESC LIMIT ${limit}`
   const result = await tx.db.execute(query)
   return (result.rows as Record<string, unknown>[]).map((raw) => ({ row: rowOf<Row>(columns, raw), score: Number(raw.dshm_score) }))
-}
-
-/** A raw result row as drizzle's `select()` maps it (each column's driver mapping, e.g. epoch ms, the embedding). */
-function rowOf<Row>(columns: Record<string, Column>, raw: Record<string, unknown>): Row {
-  const row: Record<string, unknown> = {}
-  for (const [key, column] of Object.entries(columns)) {
-    const value = raw[column.name]
-    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value)
-  }
-  return row as Row
 }
 
 /** What {@link openPgSearchIndex} did to each session's index, for `status().reason`. */

@@ -3,7 +3,7 @@
  * `sqlite-values.ts`): `get(id)`, the versioned-update write of memories and scenes, and the
  * search terms of a memory's text. Input checks live in `record-values.ts`.
  */
-import { eq } from 'drizzle-orm'
+import { type Column, eq } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { layerKeyOfRow } from './layers.ts'
 import * as pg from './pg-schema.ts'
@@ -79,4 +79,14 @@ export function pgWriteVersionedUpdate<Row extends { id: string; revision: numbe
     if (spec.changesLayer?.() ?? true) await s.bumpLayers(tx, [layerKeyOfRow(existing.scope, existing.workspace, existing.createdBy)], options, now)
     return spec.map((await spec.getRow(tx, id))!)
   }, options)
+}
+
+/** A raw result row as drizzle's `select()` maps it (each column's driver mapping, e.g. epoch ms, the embedding). */
+export function rowOf<Row>(columns: Record<string, Column>, raw: Record<string, unknown>): Row {
+  const row: Record<string, unknown> = {}
+  for (const [key, column] of Object.entries(columns)) {
+    const value = raw[column.name]
+    row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value)
+  }
+  return row as Row
 }
