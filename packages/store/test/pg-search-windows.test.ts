@@ -116,6 +116,30 @@ describe("PostgreSQL search over many rows", () => {
           )
         ).toBe(true);
       }
+    // A workspace the statistics do not know yet (written after ANALYZE): the same rows too.
+    await postgres.sql(
+      store,
+      `INSERT INTO store_conversations (id, workspace, started_at, updated_at) VALUES ('new', '/ws2', 1000, 1000)`
+    );
+    await postgres.sql(
+      store,
+      `INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, created_at, search_terms)
+       SELECT 'n-' || lpad(i::text, 5, '0'), 'new', 'n' || i, 'user', 'alpha ' || i, i, i, 1000 + i * 7,
+              ('''alpha'':1 ''' || i || ''':1')::tsvector
+       FROM generate_series(1, 1500) AS i`
+    );
+    const fresh = await searcher.search.messages("alpha", {
+      workspace: "/ws2",
+      limit: 5,
+    });
+    // Every match scores the same: the newest 1 000 are ranked, ties to the id (highest first).
+    expect(fresh.map((hit) => hit.message.id)).toEqual([
+      "n-01500",
+      "n-01499",
+      "n-01498",
+      "n-01497",
+      "n-01496",
+    ]);
   }, 120_000);
 });
 

@@ -451,6 +451,19 @@ export function windowBounds(extent: TableExtent, histogram: readonly number[] =
   return bounds
 }
 
+/** The share of a table's rows a search's filter keeps, and whether PostgreSQL's statistics tell it. */
+interface KeptRows {
+  share: number
+  known: boolean
+}
+
+/** The rows a message search in `workspace` keeps (all of them without a workspace). */
+function keptBy(stats: Pick<TableStats, 'workspaces' | 'otherWorkspace'>, workspace: string | undefined): KeptRows {
+  if (workspace === undefined) return { share: 1, known: true }
+  const share = stats.workspaces.get(workspace)
+  return share === undefined ? { share: stats.otherWorkspace, known: false } : { share, known: true }
+}
+
 /**
  * The share of a table's rows a plan's query matches at most, as far as the planner's counts
  * and PostgreSQL's statistics (`shares`, from `most_common_elems`) tell: a form counted very
@@ -498,7 +511,7 @@ async function rank<Row>(
   filter: SQL | undefined,
   limit: number,
   stats: Pick<TableStats, 'histogram' | 'shares'>,
-  kept = 1,
+  kept: KeptRows = { share: 1, known: true },
 ): Promise<{ row: Row; score: number }[]> {
   const forms = planned.forms
   // Each form's weight, idf × its saturating term frequency: the idf is a constant of the
@@ -530,8 +543,10 @@ async function rank<Row>(
       SELECT ${names}, search_terms AS dshm_terms FROM ${sql.raw(table.name)}
       WHERE ts_match_vq(search_terms, ${matches}::tsquery) ${filter ? sql`AND ${filter}` : sql``} ${range ? sql`AND ${range}` : sql``}
       ORDER BY created_at DESC, id DESC LIMIT ${RANK_CAP})`
-  const bounds = windowBounds(planned, stats.histogram, kept)
-  const keptRows = kept * planned.total
+  const bounds = windowBounds(planned, stats.histogram, kept.share)
+  // A walk reads at most the newest window's rows of the filter; for a share not known from the
+  // statistics (a workspace new since the last ANALYZE may have grown), a whole window's.
+  const keptRows = kept.known ? kept.share * planned.total : WINDOW_ROWS
   const newest = walksNewestWindow(matchShare(planned, stats.shares), planned.total, bounds.length === 0 ? keptRows : Math.min(WINDOW_ROWS, keptRows)) ? walk : branch
   const branches =
     bounds.length === 0
@@ -607,7 +622,7 @@ export function pgSearchService(s: PgSession): SearchService {
           conditions.length === 0 ? undefined : sql.join(conditions, sql` AND `),
           limit,
           stats,
-          filter.workspace === undefined ? 1 : (stats.workspaces.get(filter.workspace) ?? stats.otherWorkspace),
+          keptBy(stats, filter.workspace),
         )
         return hits.map((hit) => ({ message: toMessage(hit.row), score: hit.score }))
       })
