@@ -33,6 +33,8 @@ export { cosineSimilarity, createEmbedder } from './core/embedding.ts'
 export type { Embedder } from './core/embedding.ts'
 export { assertMiniLmInstalled, createMiniLmEmbedder, MINILM_MODEL_KEY, MINILM_PACKAGES, miniLmCanEmbed, missingMiniLmPackages } from './core/minilm.ts'
 export type { MiniLmEmbedder, MiniLmOptions } from './core/minilm.ts'
+export { fuseTurnVectors, TURN_VECTOR_WEIGHT } from './core/turn-vectors.ts'
+export type { ScoredTurn, TurnNeighbour } from './core/turn-vectors.ts'
 export { DEFAULT_RECALL_OPTIONS, resolveRecallOptions } from './core/options.ts'
 export type {
   EmbeddingOptions,

