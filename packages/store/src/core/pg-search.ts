@@ -451,17 +451,32 @@ export function windowBounds(extent: TableExtent, histogram: readonly number[] =
   return bounds
 }
 
-/** The share of a table's rows a search's filter keeps, and whether PostgreSQL's statistics tell it. */
+/**
+ * The share of a table's rows a search's filter keeps (it sizes the windows), and whether the
+ * newest window may be walked in time order ({@link walksNewestWindow}): only where the walk
+ * reads the filter's own rows and PostgreSQL's statistics tell how many there are. A walk's
+ * cost is `RANK_CAP / share of matches among the rows it reads`, so a filter it tests row by row
+ * (the scope of a memory search: the workspace, global, the user) or a share it cannot know
+ * would make the estimate arbitrarily wrong.
+ */
 interface KeptRows {
   share: number
-  known: boolean
+  walk: boolean
 }
 
-/** The rows a message search in `workspace` keeps (all of them without a workspace). */
+/** Memories: the whole table for the windows, never walked (their scope filter is tested row by row). */
+const MEMORY_ROWS: KeptRows = { share: 1, walk: false }
+
+/**
+ * The rows a message search in `workspace` keeps: all of them without a workspace; a
+ * workspace's share from the statistics (read through the `(workspace, created_at)` index, a
+ * walk reads only its rows); one the statistics do not know yet (new since the last ANALYZE,
+ * and it may have grown), at most what a listed one holds, and not walked.
+ */
 function keptBy(stats: Pick<TableStats, 'workspaces' | 'otherWorkspace'>, workspace: string | undefined): KeptRows {
-  if (workspace === undefined) return { share: 1, known: true }
+  if (workspace === undefined) return { share: 1, walk: true }
   const share = stats.workspaces.get(workspace)
-  return share === undefined ? { share: stats.otherWorkspace, known: false } : { share, known: true }
+  return share === undefined ? { share: stats.otherWorkspace, walk: false } : { share, walk: true }
 }
 
 /**
@@ -511,7 +526,7 @@ async function rank<Row>(
   filter: SQL | undefined,
   limit: number,
   stats: Pick<TableStats, 'histogram' | 'shares'>,
-  kept: KeptRows = { share: 1, known: true },
+  kept: KeptRows,
 ): Promise<{ row: Row; score: number }[]> {
   const forms = planned.forms
   // Each form's weight, idf × its saturating term frequency: the idf is a constant of the
@@ -544,10 +559,10 @@ async function rank<Row>(
       WHERE ts_match_vq(search_terms, ${matches}::tsquery) ${filter ? sql`AND ${filter}` : sql``} ${range ? sql`AND ${range}` : sql``}
       ORDER BY created_at DESC, id DESC LIMIT ${RANK_CAP})`
   const bounds = windowBounds(planned, stats.histogram, kept.share)
-  // A walk reads at most the newest window's rows of the filter; for a share not known from the
-  // statistics (a workspace new since the last ANALYZE may have grown), a whole window's.
-  const keptRows = kept.known ? kept.share * planned.total : WINDOW_ROWS
-  const newest = walksNewestWindow(matchShare(planned, stats.shares), planned.total, bounds.length === 0 ? keptRows : Math.min(WINDOW_ROWS, keptRows)) ? walk : branch
+  // A walk reads at most the newest window's rows of the filter.
+  const keptRows = kept.share * planned.total
+  const walks = kept.walk && walksNewestWindow(matchShare(planned, stats.shares), planned.total, bounds.length === 0 ? keptRows : Math.min(WINDOW_ROWS, keptRows))
+  const newest = walks ? walk : branch
   const branches =
     bounds.length === 0
       ? [newest(undefined)]
@@ -599,7 +614,7 @@ export function pgSearchService(s: PgSession): SearchService {
         const planned = await plan(tx, MEMORIES, q, commonTerms, stats)
         if (planned.forms.length === 0) return []
         const t = pgSchema.memories
-        const hits = await rank<typeof t.$inferSelect>(tx, MEMORIES, MEMORY_COLUMNS, planned, scopeCondition(filter, t, s.options.user), limit, stats)
+        const hits = await rank<typeof t.$inferSelect>(tx, MEMORIES, MEMORY_COLUMNS, planned, scopeCondition(filter, t, s.options.user), limit, stats, MEMORY_ROWS)
         return hits.map((hit) => ({ memory: toMemory(hit.row), score: hit.score }))
       })
     },
