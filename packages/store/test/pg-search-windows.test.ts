@@ -116,6 +116,21 @@ describe("PostgreSQL search over many rows", () => {
           )
         ).toBe(true);
       }
+    // One conversation's matches (read through its own index, never walked): the same rows too.
+    const inConversation = await postgres.sql(
+      store,
+      `SELECT id FROM (SELECT id, search_terms FROM store_messages WHERE conversation_id = 'c1' AND search_terms @@ 'alpha'::tsquery
+         ORDER BY created_at DESC, id DESC LIMIT 1000) AS newest WHERE NOT search_terms @@ 'beta'::tsquery ORDER BY id DESC LIMIT 10`
+    );
+    expect(inConversation).toHaveLength(10);
+    expect(
+      (
+        await searcher.search.messages("alpha", {
+          conversationId: "c1",
+          limit: 10,
+        })
+      ).map((hit) => hit.message.id)
+    ).toEqual(inConversation.map((row) => row.id));
     // A workspace the statistics do not know yet (written after ANALYZE): the same rows too.
     await postgres.sql(
       store,

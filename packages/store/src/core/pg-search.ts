@@ -428,8 +428,9 @@ async function plan(tx: PgTx, table: SearchTable, query: string, commonTerms: Co
 
 /**
  * The lower `created_at` bounds of the windows the newest matches are looked for in, newest
- * window first: the newest {@link WINDOW_ROWS} rows of the table, then four times as many, and
- * so on; none for a table of a few windows' rows. Placed by the `created_at` histogram of
+ * window first: the rows of the table that hold the newest {@link WINDOW_ROWS} rows the filter
+ * keeps (`kept`: their share of the table, 1 without a filter), then four times as many, and
+ * so on; none when a few windows would hold every row. Placed by the `created_at` histogram of
  * PostgreSQL's statistics (`histogram`, oldest bound first: each bucket holds the same number of
  * rows), else by the spread of the rows over time, which puts rows clustered in time (a
  * history imported at once, then today's messages) in windows of very uneven size. Rows written
@@ -473,10 +474,13 @@ const MEMORY_ROWS: KeptRows = { share: 1, walk: false }
  * walk reads only its rows); one the statistics do not know yet (new since the last ANALYZE,
  * and it may have grown), at most what a listed one holds, and not walked.
  */
-function keptBy(stats: Pick<TableStats, 'workspaces' | 'otherWorkspace'>, workspace: string | undefined): KeptRows {
-  if (workspace === undefined) return { share: 1, walk: true }
-  const share = stats.workspaces.get(workspace)
-  return share === undefined ? { share: stats.otherWorkspace, walk: false } : { share, walk: true }
+function keptBy(stats: Pick<TableStats, 'workspaces' | 'otherWorkspace'>, filter: { workspace?: string; conversationId?: string }): KeptRows {
+  // One conversation's messages are read through its own index: a walk in time order would test
+  // every row of the window for them.
+  const walk = filter.conversationId === undefined
+  if (filter.workspace === undefined) return { share: 1, walk }
+  const share = stats.workspaces.get(filter.workspace)
+  return share === undefined ? { share: stats.otherWorkspace, walk: false } : { share, walk }
 }
 
 /**
@@ -637,7 +641,7 @@ export function pgSearchService(s: PgSession): SearchService {
           conditions.length === 0 ? undefined : sql.join(conditions, sql` AND `),
           limit,
           stats,
-          keptBy(stats, filter.workspace),
+          keptBy(stats, filter),
         )
         return hits.map((hit) => ({ message: toMessage(hit.row), score: hit.score }))
       })
