@@ -188,7 +188,7 @@ export async function evaluateLocomo(
       // expanded documents in memory: the expansion exists only in this benchmark.
       const ranking =
         mode === 'turns'
-          ? await rankTurns(store, sample, question.question, speakerOf, turnVectors && { ...turnVectors, query: vectors!.get(question.question) })
+          ? await rankTurns(store, workspace, sample, question.question, speakerOf, turnVectors && { ...turnVectors, query: vectors!.get(question.question) })
           : rankDocuments(corpus, question.question, TURN_RANKING, { authors: sample.speakers }).map((ranked) => ranked.id)
       const tally = byCategory.get(question.category) ?? newTally(ks)
       byCategory.set(question.category, tally)
@@ -246,12 +246,13 @@ function sampleTurnVectors(sample: LocomoSample, vectors: ReadonlyMap<string, Fl
 /** The host's L0 ranking of one question (dia_ids), re-ranked by the vectors when given. */
 async function rankTurns(
   store: MemoryStore,
+  workspace: string,
   sample: LocomoSample,
   query: string,
   speakerOf: (message: { flags: Record<string, unknown> }) => string | undefined,
   vectors: TurnVectors | undefined,
 ): Promise<string[]> {
-  const ranked = (await rankConversationTurns(store, query, { workspace: workspaceOf(sample), authors: sample.speakers, authorOf: speakerOf })).map((turn) => ({
+  const ranked = (await rankConversationTurns(store, query, { workspace, authors: sample.speakers, authorOf: speakerOf })).map((turn) => ({
     id: turn.message.hostMessageId,
     score: turn.score,
   }))

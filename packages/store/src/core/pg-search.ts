@@ -439,7 +439,7 @@ async function plan(tx: PgTx, table: SearchTable, query: string, commonTerms: Co
 export function windowBounds(extent: TableExtent, histogram: readonly number[] = [], kept = 1): number[] {
   const span = extent.newest - extent.oldest
   // A window holds WINDOW_ROWS of the rows the filter keeps (`kept`: their share of the table).
-  const first = WINDOW_ROWS / Math.max(kept, WINDOW_ROWS / extent.total, 1e-9)
+  const first = WINDOW_ROWS / Math.max(kept, WINDOW_ROWS / extent.total)
   if (extent.total <= 2 * first || span <= 0) return []
   const buckets = histogram.length - 1
   const bounds: number[] = []
