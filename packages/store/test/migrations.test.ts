@@ -38,10 +38,11 @@ describe('migrations', () => {
       ['store', 4, 'audit_opaque_paths'],
       ['store', 5, 'palace_index_cleanup'],
       ['store', 6, 'user_identity'],
+      ['store', 7, 'message_vectors'],
     ])
     expect(applied[0]!.checksum).toMatch(/^[0-9a-f]{64}$/)
     expect(tables(path)).toEqual(
-      expect.arrayContaining(['store_schema', 'store_meta', 'store_conversations', 'store_messages', 'store_memories', 'store_scenes', 'store_persona', 'store_audit', 'store_changes', 'store_layer_revisions', 'store_leases', 'store_search_messages', 'store_search_messages_fts', 'store_search_memories', 'store_search_memories_fts']),
+      expect.arrayContaining(['store_schema', 'store_meta', 'store_conversations', 'store_messages', 'store_message_vectors', 'store_memories', 'store_scenes', 'store_persona', 'store_audit', 'store_changes', 'store_layer_revisions', 'store_leases', 'store_search_messages', 'store_search_messages_fts', 'store_search_memories', 'store_search_memories_fts']),
     )
     const raw = new Database(path, { readonly: true })
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
@@ -56,7 +57,7 @@ describe('migrations', () => {
     try {
       // With no wait allowed, the open could not succeed if it needed the lock.
       const again = openMemoryStore({ path, busyTimeoutMs: 0 })
-      expect((await again.meta.migrations()).length).toBe(6)
+      expect((await again.meta.migrations()).length).toBe(7)
       await again.close()
     } finally {
       other.exec('ROLLBACK')

@@ -5,18 +5,19 @@
  * INSERT (with the conversation's `updated_at` bump in the same statement) plus the audit and
  * change-log rows.
  */
-import { and, type Column, eq, getTableColumns, sql } from 'drizzle-orm'
+import { and, type Column, eq, getTableColumns, inArray, sql } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { newId } from './ids.ts'
 import * as pg from './pg-schema.ts'
+import { realArrayLiteral } from './pg-schema.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import { searchVectorOf } from './pg-search-terms.ts'
 import { firstRow, pgReadById, rowOf } from './pg-values.ts'
-import { conversationListOf, messageConditions, type MessageColumns, messageListOf } from './record-conditions.ts'
-import { aroundArgsOf, conversationInputOf, conversationPatchOf, messageInputOf } from './record-values.ts'
+import { conversationListOf, messageConditions, type MessageColumns, messageListOf, missingEmbeddingsListOf } from './record-conditions.ts'
+import { aroundArgsOf, conversationInputOf, conversationPatchOf, embeddingIdsOf, messageEmbeddingsOf, messageInputOf } from './record-values.ts'
 import { toConversation, toMessage } from './rows.ts'
 import type { AppendMessageResult, ConversationFilter, ConversationRepository, Message, MessageFilter, MessageRepository } from './types-conversations.ts'
-import { optionalTime, requireId } from './validate.ts'
+import { bufferToEmbedding, optionalTime, requireId } from './validate.ts'
 
 /** The declared columns of a message row, as `select()` returns them. */
 const MESSAGE_ROW_COLUMNS = getTableColumns(pg.messages) as Record<string, Column>
@@ -119,6 +120,17 @@ const APPEND_SQL = `WITH conv AS (SELECT id FROM store_conversations WHERE id = 
   touch AS (UPDATE store_conversations SET updated_at = $10::bigint WHERE id = $2::text AND updated_at < $10::bigint AND EXISTS (SELECT 1 FROM ins))
   SELECT (SELECT seq FROM ins) AS seq, EXISTS (SELECT 1 FROM conv) AS conversation`
 
+/**
+ * Attach vectors to the messages that exist (the join skips the others), each replacing the
+ * one its message had; answers one row per vector written. The vectors come as array literals
+ * (`realArrayLiteral`), one text per message.
+ */
+const UPSERT_MESSAGE_VECTORS_SQL = `INSERT INTO store_message_vectors (message_id, embedding_model, embedding_dims, embedding)
+  SELECT v.id, v.model, v.dims, v.embedding::real[] FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]) AS v(id, model, dims, embedding)
+  JOIN store_messages m ON m.id = v.id
+  ON CONFLICT (message_id) DO UPDATE SET embedding_model = excluded.embedding_model, embedding_dims = excluded.embedding_dims, embedding = excluded.embedding
+  RETURNING 1`
+
 export function pgMessageRepository(s: PgSession): MessageRepository {
   const t = pg.messages
   const byHostId = (tx: PgTx, conversationId: string, hostMessageId: string) =>
@@ -207,6 +219,29 @@ export function pgMessageRepository(s: PgSession): MessageRepository {
         await s.record(tx, { entity: 'message', entityId: id, change: 'delete', audit: 'message.delete' }, options)
         return true
       }, options)
+    },
+    embeddings: async (ids, model) => {
+      const args = embeddingIdsOf(ids, model)
+      if (args.ids.length === 0) return new Map<string, Float32Array>()
+      const v = pg.messageVectors
+      return s.readEach(async (tx) => {
+        const rows = await tx.db
+          .select({ id: v.messageId, embedding: v.embedding })
+          .from(v)
+          .where(and(eq(v.embeddingModel, args.model), inArray(v.messageId, args.ids)))
+        return new Map(rows.map((row) => [row.id, bufferToEmbedding(row.embedding)]))
+      })
+    },
+    setEmbeddings: async (entries) => {
+      const list = messageEmbeddingsOf(entries)
+      if (list.length === 0) return 0
+      const params = [list.map((e) => e.messageId), list.map((e) => e.embeddingModel), list.map((e) => e.embeddingDims), list.map((e) => realArrayLiteral(e.embedding))]
+      // Derived data: no revision, audit row or change-log entry (nothing an index follows).
+      return s.write(async (tx) => (await tx.query(UPSERT_MESSAGE_VECTORS_SQL, params)).length)
+    },
+    missingEmbeddings: async (filter) => {
+      const q = missingEmbeddingsListOf(filter, MESSAGE_COLUMNS, { ...pg.messageVectors, table: pg.messageVectors })
+      return s.readEach(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit)).map(toMessage))
     },
   }
 }

@@ -15,14 +15,20 @@ import { bufferToEmbedding, embeddingToBuffer } from './validate.ts'
 const epochMs = (name: string) => bigint(name, { mode: 'number' })
 
 /**
+ * A vector as a `real[]` array literal. Sent as text, not a JS array: node-postgres writes -0
+ * as "0", and the float32 bytes must come back exactly as SQLite's BLOB returns them.
+ */
+export function realArrayLiteral(vector: Float32Array): string {
+  return `{${Array.from(vector, (x) => (Object.is(x, -0) ? '-0' : String(x))).join(',')}}`
+}
+
+/**
  * The embedding as `real[]` in SQL, as the float32 bytes of `schema.ts`'s BLOB in TS, so
  * `toMemory` reads both backends' rows alike. `real` is float32: values round-trip exactly.
  */
 const embeddingColumn = customType<{ data: Buffer; driverData: string | number[] }>({
   dataType: () => 'real[]',
-  // Sent as an array literal, not a JS array: node-postgres writes -0 as "0", and the float32
-  // bytes must come back exactly as SQLite's BLOB returns them.
-  toDriver: (value) => `{${Array.from(bufferToEmbedding(value), (x) => (Object.is(x, -0) ? '-0' : String(x))).join(',')}}`,
+  toDriver: (value) => realArrayLiteral(bufferToEmbedding(value)),
   fromDriver: (value) => embeddingToBuffer(Float32Array.from(value as number[])),
 })
 
@@ -76,6 +82,21 @@ export const messages = pgTable(
     index('store_messages_conversation_seq').on(t.conversationId, t.seq),
     index('store_messages_created').on(t.createdAt),
   ],
+)
+
+/** Vectors of L0 messages, one per message (derived data; migration 5). */
+export const messageVectors = pgTable(
+  'store_message_vectors',
+  {
+    messageId: text('message_id')
+      .primaryKey()
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    embeddingModel: text('embedding_model').notNull(),
+    embeddingDims: integer('embedding_dims').notNull(),
+    embedding: embeddingColumn('embedding').notNull(),
+  },
+  (t) => [uniqueIndex('store_message_vectors_model').on(t.embeddingModel, t.messageId)],
 )
 
 /** L1 atomic memories; a superseded row points at its replacement. */
@@ -199,4 +220,4 @@ export const schemaMigrations = pgTable(
 )
 
 /** Every table of the store's own PostgreSQL schema, for drizzle's typed queries. */
-export const pgSchema = { meta, conversations, messages, memories, scenes, persona, audit, changes, layerRevisions, leases, schemaMigrations }
+export const pgSchema = { meta, conversations, messages, messageVectors, memories, scenes, persona, audit, changes, layerRevisions, leases, schemaMigrations }

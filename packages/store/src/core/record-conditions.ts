@@ -5,9 +5,9 @@
  * filter of memories and scenes is `scope-sql.ts`.
  */
 import { and, asc, desc, eq, gt, gte, lte, sql, type Column, type SQL } from 'drizzle-orm'
-import { messageFilterOf, pageOf } from './record-values.ts'
+import { messageFilterOf, missingEmbeddingsOf, pageOf } from './record-values.ts'
 import { scopeCondition, type ScopeColumns } from './scope-sql.ts'
-import type { ConversationFilter, MessageFilter } from './types-conversations.ts'
+import type { ConversationFilter, MessageFilter, MissingEmbeddingsFilter } from './types-conversations.ts'
 import type { MemoryFilter } from './types-memories.ts'
 import type { SceneFilter } from './types-scenes.ts'
 import { requireCount, requireTime } from './validate.ts'
@@ -95,4 +95,23 @@ export function messageListOf(filter: MessageFilter, t: MessageColumns): ListQue
   if (filter.afterSeq !== undefined) conditions.push(gt(t.seq, requireCount(filter.afterSeq, 'afterSeq')))
   const direction = filter.order === 'desc' ? desc : asc
   return { where: and(...conditions), orderBy: [direction(t.createdAt), direction(t.seq), direction(t.id)], limit, offset }
+}
+
+/** The vector table's columns `missingEmbeddings` probes. */
+export interface MessageVectorColumns {
+  table: unknown
+  messageId: Column
+  embeddingModel: Column
+}
+
+/**
+ * The checked WHERE, ORDER BY and LIMIT of `messages.missingEmbeddings`: `list`'s filters, and
+ * no vector of the model (an anti-join probing the vectors' `(embedding_model, message_id)`
+ * index once per message); newest first (createdAt, then id, descending).
+ */
+export function missingEmbeddingsListOf(filter: MissingEmbeddingsFilter, t: MessageColumns, v: MessageVectorColumns): Omit<ListQuery, 'offset'> {
+  const { model, limit, filter: rest } = missingEmbeddingsOf(filter)
+  const conditions = messageConditions(rest, t)
+  conditions.push(sql`NOT EXISTS (SELECT 1 FROM ${v.table} WHERE ${v.embeddingModel} = ${model} AND ${v.messageId} = ${t.id})`)
+  return { where: and(...conditions), orderBy: [desc(t.createdAt), desc(t.id)], limit }
 }

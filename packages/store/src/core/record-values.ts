@@ -9,7 +9,7 @@ import { MemoryStoreError } from './errors.ts'
 import { estimateTokens, prepareLabel, prepareText } from './text.ts'
 import type { TextLimits } from './text.ts'
 import type { Flags, MessageRole, PageOptions, Scope } from './types-common.ts'
-import type { AppendMessageInput, EnsureConversationInput, MessageFilter } from './types-conversations.ts'
+import type { AppendMessageInput, EnsureConversationInput, MessageEmbedding, MessageFilter, MissingEmbeddingsFilter } from './types-conversations.ts'
 import type { AddMemoryInput, Memory, UpdateMemoryPatch } from './types-memories.ts'
 import type { PersonaKey } from './types-persona.ts'
 import type { AddSceneInput, Scene, UpdateScenePatch } from './types-scenes.ts'
@@ -132,6 +132,60 @@ export function aroundArgsOf(ids: readonly string[], span: number): string[] {
   if (list.length > 1_000) throw new MemoryStoreError('invalid-argument', 'around() takes at most 1000 ids')
   if (!Number.isSafeInteger(span) || span < 0 || span > 20) throw new MemoryStoreError('invalid-argument', 'span must be an integer between 0 and 20')
   return list
+}
+
+/** The most ids, entries or rows one call of the message-vector methods takes or returns. */
+export const MAX_EMBEDDING_BATCH = 1_000
+
+/** The checked arguments of `messages.embeddings`: distinct ids (at most 1000) and the model. */
+export function embeddingIdsOf(ids: readonly string[], model: string): { ids: string[]; model: string } {
+  const list = [...new Set(idList(ids, 'ids'))]
+  if (list.length > MAX_EMBEDDING_BATCH) throw new MemoryStoreError('invalid-argument', `ids: embeddings() takes at most ${MAX_EMBEDDING_BATCH} ids (got ${list.length})`)
+  return { ids: list, model: requireId(model, 'model') }
+}
+
+/** A checked entry of `messages.setEmbeddings`, with its dimension count. */
+export interface MessageEmbeddingValues {
+  messageId: string
+  embeddingModel: string
+  embeddingDims: number
+  embedding: Float32Array
+}
+
+/**
+ * The checked entries of `messages.setEmbeddings` (at most 1000), each field named with its
+ * index in the errors; a message named twice keeps its last entry.
+ */
+export function messageEmbeddingsOf(entries: readonly MessageEmbedding[]): MessageEmbeddingValues[] {
+  if (!Array.isArray(entries)) throw new MemoryStoreError('invalid-argument', 'entries must be an array')
+  if (entries.length > MAX_EMBEDDING_BATCH) {
+    throw new MemoryStoreError('invalid-argument', `entries: setEmbeddings() takes at most ${MAX_EMBEDDING_BATCH} entries (got ${entries.length})`)
+  }
+  const byId = new Map<string, MessageEmbeddingValues>()
+  entries.forEach((entry: unknown, i) => {
+    if (typeof entry !== 'object' || entry === null) throw new MemoryStoreError('invalid-argument', `entries[${i}] must be an object`)
+    const e = entry as Record<string, unknown>
+    const messageId = requireId(e.messageId, `entries[${i}].messageId`)
+    const embedding = embeddingValue(e.embedding, `entries[${i}].embedding`)
+    if (!embedding) throw new MemoryStoreError('invalid-argument', `entries[${i}].embedding must be a Float32Array`)
+    const embeddingModel = requireId(e.embeddingModel, `entries[${i}].embeddingModel`)
+    byId.delete(messageId)
+    byId.set(messageId, { messageId, embeddingModel, embeddingDims: embedding.length, embedding })
+  })
+  return [...byId.values()]
+}
+
+/** The checked filter of `messages.missingEmbeddings`: the model, the limit (1..1000) and `list`'s filters. */
+export function missingEmbeddingsOf(filter: MissingEmbeddingsFilter): { model: string; limit: number; filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'since' | 'until'> } {
+  if (typeof filter !== 'object' || filter === null) throw new MemoryStoreError('invalid-argument', 'filter must be an object')
+  if (filter.limit === undefined) throw new MemoryStoreError('invalid-argument', `limit must be an integer in 1..${MAX_EMBEDDING_BATCH}`)
+  if (filter.workspace !== undefined && typeof filter.workspace !== 'string') throw new MemoryStoreError('invalid-argument', 'workspace must be a string')
+  const { workspace, conversationId, since, until } = filter
+  return {
+    model: requireId(filter.model, 'model'),
+    limit: pageSize(filter.limit, MAX_EMBEDDING_BATCH, MAX_EMBEDDING_BATCH),
+    filter: { workspace, conversationId, since, until },
+  }
 }
 
 /**

@@ -60,6 +60,23 @@ export const messages = sqliteTable(
   ],
 )
 
+/** Vectors of L0 messages, one per message (derived data; migration 0007). */
+export const messageVectors = sqliteTable(
+  'store_message_vectors',
+  {
+    messageId: text('message_id')
+      .primaryKey()
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    /** Recall's `model@dimensions`. */
+    embeddingModel: text('embedding_model').notNull(),
+    embeddingDims: integer('embedding_dims').notNull(),
+    /** float32 bytes, as `store_memories.embedding`. */
+    embedding: blob('embedding', { mode: 'buffer' }).notNull(),
+  },
+  (t) => [uniqueIndex('store_message_vectors_model').on(t.embeddingModel, t.messageId)],
+)
+
 /** L1 atomic memories; a superseded row points at its replacement. */
 export const memories = sqliteTable(
   'store_memories',
@@ -171,4 +188,4 @@ export const leases = sqliteTable('store_leases', {
 })
 
 /** Every table of the store's own schema, for drizzle's typed queries. */
-export const storeSchema = { meta, conversations, messages, memories, scenes, persona, audit, changes, layerRevisions, leases }
+export const storeSchema = { meta, conversations, messages, messageVectors, memories, scenes, persona, audit, changes, layerRevisions, leases }

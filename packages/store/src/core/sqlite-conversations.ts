@@ -2,11 +2,11 @@
  * L0 of the SQLite store: conversations (host sessions) and their messages. Every write
  * indexes (or unindexes) the messages for search in its own transaction.
  */
-import { and, asc, eq, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { newId } from './ids.ts'
-import { conversationListOf, messageConditions, type MessageColumns, messageListOf } from './record-conditions.ts'
-import { aroundArgsOf, conversationInputOf, conversationPatchOf, messageInputOf } from './record-values.ts'
+import { conversationListOf, messageConditions, type MessageColumns, messageListOf, missingEmbeddingsListOf } from './record-conditions.ts'
+import { aroundArgsOf, conversationInputOf, conversationPatchOf, embeddingIdsOf, messageEmbeddingsOf, messageInputOf } from './record-values.ts'
 import { toConversation, toMessage } from './rows.ts'
 import * as schema from './schema.ts'
 import type { SqliteSession } from './sqlite-session.ts'
@@ -22,11 +22,19 @@ import type {
   MessageFilter,
   MessageRepository,
 } from './types-conversations.ts'
-import { optionalTime, requireId } from './validate.ts'
+import { bufferToEmbedding, embeddingToBuffer, optionalTime, requireId } from './validate.ts'
 
 /** The prepared INSERT of one message (live appends and imports share it). */
 export const INSERT_MESSAGE_SQL =
   'INSERT INTO store_messages (id, conversation_id, host_message_id, role, text, turn, seq, source_ids, tokens_estimate, created_at, flags, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'
+
+/**
+ * Attach one vector to a message that exists (one that does not is skipped: it changes 0 rows),
+ * replacing the one it had.
+ */
+const UPSERT_MESSAGE_VECTOR_SQL = `INSERT INTO store_message_vectors (message_id, embedding_model, embedding_dims, embedding)
+  SELECT @id, @model, @dims, @embedding WHERE EXISTS (SELECT 1 FROM store_messages WHERE id = @id)
+  ON CONFLICT (message_id) DO UPDATE SET embedding_model = excluded.embedding_model, embedding_dims = excluded.embedding_dims, embedding = excluded.embedding`
 
 const MESSAGE_COLUMNS: MessageColumns = {
   ...schema.messages,
@@ -174,6 +182,34 @@ export function messageRepository(s: SqliteSession): MessageRepository {
         s.record({ entity: 'message', entityId: id, change: 'delete', audit: 'message.delete' }, options)
         return true
       }, options)
+    },
+    embeddings: async (ids: readonly string[], model: string) => {
+      const args = embeddingIdsOf(ids, model)
+      if (args.ids.length === 0) return new Map<string, Float32Array>()
+      const v = schema.messageVectors
+      return s.read(() => {
+        const rows = s.db
+          .select({ id: v.messageId, embedding: v.embedding })
+          .from(v)
+          .where(and(eq(v.embeddingModel, args.model), inArray(v.messageId, args.ids)))
+          .all()
+        return new Map(rows.map((row) => [row.id, bufferToEmbedding(row.embedding)]))
+      })
+    },
+    setEmbeddings: async (entries) => {
+      const list = messageEmbeddingsOf(entries)
+      if (list.length === 0) return 0
+      // Derived data: no revision, audit row or change-log entry (nothing an index follows).
+      return s.write(() => {
+        const upsert = s.stmt(UPSERT_MESSAGE_VECTOR_SQL)
+        let written = 0
+        for (const e of list) written += upsert.run({ id: e.messageId, model: e.embeddingModel, dims: e.embeddingDims, embedding: embeddingToBuffer(e.embedding) }).changes
+        return written
+      })
+    },
+    missingEmbeddings: async (filter) => {
+      const q = missingEmbeddingsListOf(filter, MESSAGE_COLUMNS, { ...schema.messageVectors, table: schema.messageVectors })
+      return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).all().map(toMessage))
     },
   }
 }

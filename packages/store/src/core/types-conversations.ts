@@ -122,6 +122,28 @@ export interface MessageFilter extends PageOptions {
   order?: 'asc' | 'desc'
 }
 
+/** A vector of one message, made by one model (derived data, like a memory's embedding). */
+export interface MessageEmbedding {
+  readonly messageId: string
+  readonly embedding: Float32Array
+  /** Identifies the model (`model@dimensions`, recall's embedder `modelKey`). */
+  readonly embeddingModel: string
+}
+
+/** Filter of {@link MessageRepository.missingEmbeddings}. */
+export interface MissingEmbeddingsFilter {
+  /** The model whose vectors count: a message with none, or with another model's, is missing. */
+  readonly model: string
+  /** 1..1 000. */
+  readonly limit: number
+  readonly workspace?: string
+  readonly conversationId?: string
+  /** Only messages created at or after this epoch-ms time. */
+  readonly since?: number
+  /** Only messages created at or before this epoch-ms time. */
+  readonly until?: number
+}
+
 /** L0 message repository. */
 export interface MessageRepository {
   /**
@@ -147,4 +169,24 @@ export interface MessageRepository {
   count(filter?: Pick<MessageFilter, 'workspace' | 'conversationId' | 'role' | 'since' | 'until'>): Promise<number>
   /** Hard-delete one message (audited). @returns false when it did not exist. */
   delete(id: string, options?: WriteOptions): Promise<boolean>
+  /**
+   * Vectors of `model` of the given messages; a message without one (or with another model's) is absent.
+   * Unknown ids are ignored. @param ids - at most 1 000 (more: MemoryStoreError `invalid-argument`)
+   */
+  embeddings(ids: readonly string[], model: string): Promise<Map<string, Float32Array>>
+  /**
+   * Attach vectors (one per message: a new one replaces the old, whatever its model). Derived data: no revision,
+   * no change-log entry, no audit row. Unknown (e.g. deleted meanwhile) message ids are skipped. When one call
+   * names a message twice, its last entry wins. Deleting the message (or its conversation) deletes its vector.
+   * @returns how many were written. @throws MemoryStoreError `invalid-argument` for an empty/non-finite vector,
+   *   an empty model, or more than 1 000 entries
+   */
+  setEmbeddings(entries: readonly MessageEmbedding[]): Promise<number>
+  /**
+   * Messages lacking a vector of `model` (none, or another model's), newest first (createdAt, then id, descending),
+   * at most `limit` (1..1 000); filtered like `list` by workspace / conversationId / since / until when given.
+   * Recall's background backfill and `dsh-memory reembed` walk it. It reads the filter's messages newest first
+   * until it has `limit` of them: when fewer are missing, it reads them all (bound it with `since`).
+   */
+  missingEmbeddings(filter: MissingEmbeddingsFilter): Promise<Message[]>
 }
