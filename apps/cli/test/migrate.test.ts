@@ -1,6 +1,6 @@
 import { symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { type CoordinatedMemoryStore, openMemoryStore } from '@dsh-memory/store'
+import { type CoordinatedMemoryStore, type MemoryStore, type MessageEmbedding, openMemoryStore, openStore } from '@dsh-memory/store'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 // The cluster comes from the store project's globalSetup (see vitest.config.ts), as `inject('pgUrl')`.
 import type {} from '../../../packages/store/test/support/pg-global-setup.ts'
@@ -9,7 +9,7 @@ import { type MigrateReport, runMigrate } from '../src/data/migrate.ts'
 import { PACKAGE_DECLARATIONS } from '../src/data/package-tables.ts'
 import { buildFixture, cli, type Fixture, scratch } from './helpers.ts'
 import { importPackageData, seedRecallTables, writePalace } from './package-fixture.ts'
-import { clusterPassword, freshDatabase } from './pg-database.ts'
+import { clusterPassword, freshDatabase, psql } from './pg-database.ts'
 
 let fixture: Fixture
 let temp: ReturnType<typeof scratch>
@@ -299,6 +299,53 @@ describe('on PostgreSQL (the run’s throwaway cluster)', () => {
     const again = await step(['search', 'PostgreSQL', '--data-dir', back, '--json'])
     expect(JSON.parse(again.stdout).memories.length).toBeGreaterThan(0)
     expect(printed.join('')).not.toContain(password())
+  })
+
+  it('copies the messages’ vectors SQLite → PostgreSQL → SQLite bit for bit, verified, none twice; a vector the target lacks is a mismatch', async () => {
+    const source = await buildFixture(join(temp.dir, 'vectors'))
+    const hex = (v: Float32Array | undefined) => (v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex') : 'none')
+    // Five of the six messages, two models; -0 and a subnormal must survive both directions.
+    const entries: MessageEmbedding[] = await withTarget(source.dataDir, async (store) => {
+      const messages = await store.messages.list({ limit: 100 })
+      const made = messages.slice(0, 5).map((message, i) => {
+        const embedding = Float32Array.from({ length: i === 4 ? 8 : 384 }, (_, k) => Math.sin(i * 31 + k))
+        embedding.set([-0, 1e-45])
+        return { messageId: message.id, embedding, embeddingModel: i === 4 ? 'bge-m3@8' : 'all-MiniLM-L6-v2@384' }
+      })
+      expect(await store.messages.setEmbeddings(made)).toBe(5)
+      return made
+    })
+    const held = async (store: MemoryStore) => {
+      const out: string[] = []
+      for (const entry of entries) out.push(hex((await store.messages.embeddings([entry.messageId], entry.embeddingModel)).get(entry.messageId)))
+      return out
+    }
+    const url = await freshDatabase()
+    const into = await cli(['migrate', '--from', source.dataDir, '--to', url, '--json'])
+    expect(into.code).toBe(0)
+    expect(json(into.stdout)).toMatchObject({ ok: true, copied: FIXTURE_COUNTS, vectors: { copied: 5, alreadyPresent: 0, verified: { source: 5, target: 5, missing: 0 } } })
+    const pgStore = await openStore({ databaseUrl: url, readonly: true })
+    try {
+      expect(await held(pgStore)).toEqual(entries.map((entry) => hex(entry.embedding)))
+    } finally {
+      await pgStore.close()
+    }
+
+    const again = await cli(['migrate', '--from', source.dataDir, '--to', url])
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('message vectors: copied 0, already in the target 5')
+    expect(again.stdout).toMatch(/message vectors +5 +5 +0/)
+
+    const back = freshDir()
+    const out = await cli(['migrate', '--from', url, '--to', back, '--json'])
+    expect(json(out.stdout)).toMatchObject({ ok: true, vectors: { copied: 5, alreadyPresent: 0, verified: { source: 5, target: 5, missing: 0 } } })
+    expect(await withTarget(back, held)).toEqual(entries.map((entry) => hex(entry.embedding)))
+
+    // The target's vector of one message replaced by another model's: --check names it missing.
+    await psql(url, `UPDATE dsh_memory.store_message_vectors SET embedding_model = 'other@384' WHERE message_id = '${entries[0]!.messageId}'`)
+    const check = await cli(['migrate', '--check', '--from', source.dataDir, '--to', url, '--json'])
+    expect(check.code).toBe(1)
+    expect(json(check.stdout)).toMatchObject({ ok: false, vectors: { verified: { source: 5, target: 5, missing: 1 } } })
   })
 
   it('resumes an interrupted copy into PostgreSQL and verifies the counts', async () => {

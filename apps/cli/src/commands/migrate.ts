@@ -37,6 +37,7 @@ export function formatMigrate(report: MigrateReport): string {
   }
   if (!report.completed) lines.push('interrupted: every page copied so far is committed; run the same command again to copy the rest')
   else if (report.verifyInterrupted) lines.push('interrupted while verifying: the copy is complete; run it again with --check to verify')
+  if (!report.checkOnly && report.vectors) lines.push(`  message vectors: copied ${n(report.vectors.copied)}, already in the target ${n(report.vectors.alreadyPresent)}`)
   if (!report.checkOnly && report.packages.length > 0) {
     const copied = report.packages.reduce((sum, line) => sum + line.copied, 0)
     const present = report.packages.reduce((sum, line) => sum + line.alreadyPresent, 0)
@@ -52,6 +53,7 @@ export function formatMigrate(report: MigrateReport): string {
       `  ${name.padEnd(width)} ${n(line.source).padStart(10)} ${n(line.target).padStart(10)} ${n(line.missing).padStart(8)}`
     lines.push('', `  ${'verify'.padEnd(width)} ${'source'.padStart(10)} ${'target'.padStart(10)} ${'missing'.padStart(8)}`)
     for (const type of RECORD_TYPES) lines.push(row(type, report.verified[type]))
+    if (report.vectors?.verified) lines.push(row('message vectors', report.vectors.verified))
     for (const line of report.packages) if (line.verified) lines.push(row(`${line.owner}: ${line.table}`, line.verified))
     if (report.meta?.verified) lines.push(row('meta keys', report.meta.verified))
     if (report.audit?.verified) lines.push(row('audit log', report.audit.verified))
@@ -70,7 +72,7 @@ export function formatMigrate(report: MigrateReport): string {
 export function registerMigrate(program: Command, io: CliIO): void {
   program
     .command('migrate')
-    .description('Move the store core (conversations, messages, memories with their history, scenes, persona), every plugin\'s tables (tree, cue bank, palace index, distill, recall), the meta rows and the audit log between a data dir and a PostgreSQL database, either way, or merge several into one; resumable, then verified per table.')
+    .description('Move the store core (conversations, messages with their vectors, memories with their history, scenes, persona), every plugin\'s tables (tree, cue bank, palace index, distill, recall), the meta rows and the audit log between a data dir and a PostgreSQL database, either way, or merge several into one; resumable, then verified per table.')
     .requiredOption('--from <source>', 'a data dir or a postgres:// URL to copy from (read only)')
     .requiredOption('--to <target>', 'a postgres:// URL or a data dir to copy into (created when missing)')
     .option('--from-schema <name>', 'with a postgres:// --from: the PostgreSQL schema of its store (default: dsh_memory)')

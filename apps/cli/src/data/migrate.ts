@@ -14,6 +14,8 @@
  *   the target may hold more (several data dirs merged into one team database). The lookups
  *   and counts are every user's (`store.transfer`), whoever `--user` is: in a team database
  *   another user's global rows, private to them in every normal read, are found all the same.
+ * - **Message vectors** next (`migrate-vectors.ts`): derived data the export leaves out, copied
+ *   so the target need not embed every message again; verified bit for bit.
  * - **Package tables too.** Then every plugin's tables (tree, cue bank, palace index, distill,
  *   recall) through their packages' declarations, page by page, verified per table
  *   (`package-tables.ts`; rows keyed by identity numbers are renumbered when merging, through
@@ -32,10 +34,12 @@ import { type DataSource, DATABASE_FILE, openSourceStore, postgresSource, resolv
 import { databaseIdentity, isDatabaseUrl } from './database-url.ts'
 import { type AuditReport, copyAudit, type MetaReport, migrateMeta, verifyAudit } from './migrate-history.ts'
 import { SourceLedger, sourceFingerprint } from './migrate-ledger.ts'
+import { copyMessageVectors, type VectorReport, verifyMessageVectors } from './migrate-vectors.ts'
 import { migratePackageTables, type PackageTableReport, unknownOwners } from './package-tables.ts'
 
 export type { AuditReport, MetaReport } from './migrate-history.ts'
 export type { PackageTableReport } from './package-tables.ts'
+export type { VectorReport } from './migrate-vectors.ts'
 
 /** The record types of the store core, in export order. */
 export const RECORD_TYPES = ['conversations', 'messages', 'memories', 'scenes', 'persona'] as const
@@ -77,6 +81,8 @@ export interface MigrateReport {
   readonly alreadyPresent: RecordCounts
   /** Null when the run did not get to verify, or when copying was skipped for `checkOnly`. */
   readonly verified: Readonly<Record<RecordType, VerifiedCount>> | null
+  /** The messages' vectors (every model's); null when the run stopped before them. */
+  readonly vectors: VectorReport | null
   /** Every known package's tables in the source: copied, already present and (once verified) counts. */
   readonly packages: readonly PackageTableReport[]
   /** The meta rows (the per-store ones apart); null when the run stopped before them. */
@@ -267,10 +273,11 @@ export async function runMigrate(from: DataSource, to: DataSource, options: Migr
       const notMoved = (await unknownOwners(source)).map((owner) => ({ owner }))
       const total = await recordTotal(source)
       const ledger = await SourceLedger.open(target, await sourceFingerprint(source), checkOnly, Date.now())
+      let vectors: VectorReport | null = null
       let packages: PackageTableReport[] = []
       let meta: MetaReport | null = null
       let audit: AuditReport | null = null
-      const base = () => ({ from: from.label, to: to.label, copied, alreadyPresent, packages, meta, audit, notMoved, notMovedReason: NOT_MOVED_REASON, verifyInterrupted: false, checkOnly })
+      const base = () => ({ from: from.label, to: to.label, copied, alreadyPresent, vectors, packages, meta, audit, notMoved, notMovedReason: NOT_MOVED_REASON, verifyInterrupted: false, checkOnly })
       const stopped = () => ({ ...base(), completed: false, verified: null, ok: false })
       let pages = 0
       const nextPage = () => options.onPage?.(++pages)
@@ -279,6 +286,25 @@ export async function runMigrate(from: DataSource, to: DataSource, options: Migr
         let finished: boolean
         try {
           finished = await copyRecords(source, target, options, copied, alreadyPresent, nextPage)
+        } finally {
+          options.progress?.stop()
+        }
+        if (!finished) return stopped()
+      }
+      // The vectors after the messages they belong to.
+      vectors = { copied: 0, alreadyPresent: 0, verified: null }
+      if (!checkOnly) {
+        options.progress?.start('migrate: message vectors', await source.transfer.messageVectorCount())
+        let finished: boolean
+        try {
+          finished = await copyMessageVectors(source, target, vectors, {
+            ...(options.pageSize ? { pageSize: options.pageSize } : {}),
+            ...(options.signal ? { signal: options.signal } : {}),
+            onPage: nextPage,
+            tick: (count) => {
+              for (let index = 0; index < count; index++) options.progress?.tick()
+            },
+          })
         } finally {
           options.progress?.stop()
         }
@@ -305,12 +331,14 @@ export async function runMigrate(from: DataSource, to: DataSource, options: Migr
         options.progress?.stop()
       }
       if (verified !== undefined && !options.signal?.aborted) audit.verified = await verifyAudit(source, target, ledger)
-      if (verified === undefined || audit.verified === null || packages.some((line) => line.verified === null)) return { ...base(), completed: true, verifyInterrupted: true, verified: verified ?? null, ok: false }
+      if (verified !== undefined && !options.signal?.aborted) vectors.verified = await verifyMessageVectors(source, target)
+      if (verified === undefined || audit.verified === null || vectors.verified === null || packages.some((line) => line.verified === null)) return { ...base(), completed: true, verifyInterrupted: true, verified: verified ?? null, ok: false }
       const ok =
         RECORD_TYPES.every((type) => verified[type].missing === 0) &&
         packages.every((line) => line.verified!.missing === 0) &&
         meta.verified!.missing === 0 &&
-        audit.verified.missing === 0
+        audit.verified.missing === 0 &&
+        vectors.verified.missing === 0
       return { ...base(), completed: true, verified, ok }
     } finally {
       await target.close()

@@ -3,14 +3,14 @@
  * holds the neutral half: order, paging, counts, record checks). Export reads one consistent
  * snapshot; import is one transaction that checks every record as a live write would.
  */
-import { and, asc, eq } from 'drizzle-orm'
+import { and, asc, eq, gt } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/node-postgres'
 import { layerKeyOfRow } from './layers.ts'
 import { readPgAppliedMigrations } from './pg-migrations.ts'
 import * as pg from './pg-schema.ts'
 import { connectPg, type PgDb, type PgSession, type PgTx, translatePgError } from './pg-session.ts'
 import { firstRow } from './pg-values.ts'
-import { personaEntityId } from './record-values.ts'
+import { messageVectorPageOf, personaEntityId } from './record-values.ts'
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
 import { importConversationRun, importMemoryRun, importMessageRun, IMPORT_RUN, type PendingLinks } from './pg-import.ts'
 import {
@@ -29,10 +29,11 @@ import {
   copiedAuditEntries,
   PRESENCE_TABLES,
   presenceKeys,
+  MESSAGE_VECTOR_COUNT_SQL,
   TRANSFER_COUNTS_SQL,
 } from './transfer.ts'
 import type { ImportOptions, ImportResult, RecordCounts, TransferService } from './types-store.ts'
-import { requireId } from './validate.ts'
+import { bufferToEmbedding, requireId } from './validate.ts'
 
 /** One page of each record type in export order. */
 const EXPORT_PAGES: { [K in keyof ExportedRecords]: (db: PgDb, offset: number, limit: number) => Promise<ExportedRecords[K][]> } = {
@@ -225,5 +226,20 @@ export function pgTransferService(s: PgSession): TransferService {
         return rows.length
       }, options)
     },
+    messageVectors: async (page) => {
+      const { after, limit } = messageVectorPageOf(page)
+      const v = pg.messageVectors
+      return s.readEach(async (tx) =>
+        (
+          await tx.db
+            .select({ messageId: v.messageId, embedding: v.embedding, embeddingModel: v.embeddingModel })
+            .from(v)
+            .where(after === undefined ? undefined : gt(v.messageId, after))
+            .orderBy(asc(v.messageId))
+            .limit(limit)
+        ).map((row) => ({ ...row, embedding: bufferToEmbedding(row.embedding) })),
+      )
+    },
+    messageVectorCount: () => s.readEach(async (tx) => Number((await tx.query<{ n: number | string }>(MESSAGE_VECTOR_COUNT_SQL))[0]?.n ?? 0)),
   }
 }

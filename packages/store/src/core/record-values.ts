@@ -175,6 +175,13 @@ export function messageEmbeddingsOf(entries: readonly MessageEmbedding[]): Messa
   return [...byId.values()]
 }
 
+/** The checked page of `transfer.messageVectors`: after an id (exclusive), at most 1000. */
+export function messageVectorPageOf(page: { readonly after?: string; readonly limit: number }): { after: string | undefined; limit: number } {
+  if (typeof page !== 'object' || page === null) throw new MemoryStoreError('invalid-argument', 'page must be an object')
+  if (page.limit === undefined) throw new MemoryStoreError('invalid-argument', `limit must be an integer in 1..${MAX_EMBEDDING_BATCH}`)
+  return { after: page.after === undefined ? undefined : requireId(page.after, 'after'), limit: pageSize(page.limit, MAX_EMBEDDING_BATCH, MAX_EMBEDDING_BATCH) }
+}
+
 /** The checked filter of `messages.missingEmbeddings`: the model, the limit (1..1000) and `list`'s filters. */
 export function missingEmbeddingsOf(filter: MissingEmbeddingsFilter): { model: string; limit: number; filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'since' | 'until'> } {
   if (typeof filter !== 'object' || filter === null) throw new MemoryStoreError('invalid-argument', 'filter must be an object')

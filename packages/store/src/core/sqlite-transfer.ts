@@ -5,11 +5,11 @@
  * write would.
  */
 import Database from 'better-sqlite3'
-import { and, asc, eq } from 'drizzle-orm'
+import { and, asc, eq, gt } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/better-sqlite3'
 import { layerKeyOfRow } from './layers.ts'
 import { readAppliedMigrations } from './migrations.ts'
-import { personaEntityId } from './record-values.ts'
+import { messageVectorPageOf, personaEntityId } from './record-values.ts'
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
 import * as schema from './schema.ts'
 import { INSERT_MESSAGE_SQL } from './sqlite-conversations.ts'
@@ -33,10 +33,11 @@ import {
   copiedAuditEntries,
   PRESENCE_TABLES,
   presenceKeys,
+  MESSAGE_VECTOR_COUNT_SQL,
   TRANSFER_COUNTS_SQL,
 } from './transfer.ts'
 import type { ImportOptions, ImportResult, RecordCounts, TransferService } from './types-store.ts'
-import { requireId } from './validate.ts'
+import { bufferToEmbedding, requireId } from './validate.ts'
 
 /** One page of each record type in export order, on either connection. */
 const EXPORT_PAGES: { [K in keyof ExportedRecords]: (db: Db, offset: number, limit: number) => ExportedRecords[K][] } = {
@@ -208,5 +209,20 @@ export function transferService(s: SqliteSession): TransferService {
         return rows.length
       }, options)
     },
+    messageVectors: async (page) => {
+      const { after, limit } = messageVectorPageOf(page)
+      const v = schema.messageVectors
+      return s.read(() =>
+        s.db
+          .select({ messageId: v.messageId, embedding: v.embedding, embeddingModel: v.embeddingModel })
+          .from(v)
+          .where(after === undefined ? undefined : gt(v.messageId, after))
+          .orderBy(asc(v.messageId))
+          .limit(limit)
+          .all()
+          .map((row) => ({ ...row, embedding: bufferToEmbedding(row.embedding) })),
+      )
+    },
+    messageVectorCount: () => s.read(() => Number(s.stmt(MESSAGE_VECTOR_COUNT_SQL).pluck().get())),
   }
 }

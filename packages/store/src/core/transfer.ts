@@ -310,6 +310,9 @@ export function presenceKeys(limits: TextLimits, lines: readonly string[], optio
 /** The store table of each record type that is keyed by `id`. */
 export const PRESENCE_TABLES = { conversation: 'store_conversations', message: 'store_messages', memory: 'store_memories', scene: 'store_scenes' } as const
 
+/** `transfer.messageVectorCount`: every vector, whatever its model. */
+export const MESSAGE_VECTOR_COUNT_SQL = 'SELECT COUNT(*) AS n FROM store_message_vectors'
+
 /** Every user's rows per record type, one query each (`TransferService.counts`). */
 export const TRANSFER_COUNTS_SQL: Readonly<Record<keyof RecordCounts, string>> = {
   conversations: 'SELECT COUNT(*) AS n FROM store_conversations',

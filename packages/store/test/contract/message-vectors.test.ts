@@ -212,6 +212,29 @@ describe.each(backends)('message vectors ($name)', (backend) => {
     expect((await store.messages.embeddings([id!], MINI)).size).toBe(0)
   })
 
+  it('transfer pages every vector, every model’s, in message-id order, and counts them', async () => {
+    const store = await backend.open()
+    const ids = await messages(store, 's', '/w', ['one', 'two', 'three', 'four', 'five'])
+    await messages(store, 't', '/w', ['no vector'])
+    const entries = ids.map((id, i) => ({ messageId: id, embedding: vector(i, 4 + i), embeddingModel: i % 2 ? OTHER : MINI }))
+    await store.messages.setEmbeddings(entries)
+    expect(await store.transfer.messageVectorCount()).toBe(5)
+    const sorted = [...entries].sort((x, y) => (x.messageId < y.messageId ? -1 : 1))
+    const first = await store.transfer.messageVectors({ limit: 2 })
+    const rest = await store.transfer.messageVectors({ after: first[1]!.messageId, limit: 1_000 })
+    const all = [...first, ...rest]
+    expect(all.map((e) => [e.messageId, e.embeddingModel])).toEqual(sorted.map((e) => [e.messageId, e.embeddingModel]))
+    expect(all.map((e) => bytes(e.embedding))).toEqual(sorted.map((e) => bytes(e.embedding)))
+    expect(await store.transfer.messageVectors({ after: sorted[4]!.messageId, limit: 10 })).toEqual([])
+    for (const [page, field] of [
+      [{ limit: 0 }, 'limit'],
+      [{ limit: 1_001 }, 'limit'],
+      [{ after: '', limit: 1 }, 'after'],
+    ] as const) {
+      expect(await rejectionOf(store.transfer.messageVectors(page))).toMatchObject({ code: 'invalid-argument', message: expect.stringContaining(field) })
+    }
+  })
+
   it('the migration adds the table to a database of the previous schema version, its messages then missing every vector', async () => {
     const store = await backend.open()
     const ids = await messages(store, 's', '/w', ['before the upgrade', '升级之前'], (i) => 100 + i)
