@@ -1,7 +1,8 @@
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { cosineSimilarity, createEmbedder } from '../src/core/embedding.ts'
 import { resolveRecallOptions } from '../src/core/options.ts'
-import { startEmbeddingServer } from './support/loopback.ts'
+import { conceptVector, startEmbeddingServer } from './support/loopback.ts'
+import { modePolicy } from '../src/core/session-modes.ts'
 import { RecallEngine } from '../src/core/recall-engine.ts'
 import { tempStoreEachTest } from './support/store.ts'
 
@@ -69,6 +70,80 @@ describe('hybrid recall with a local OpenAI-compatible server (scripted, 127.0.0
     expect(hits[0]!.memory.id).toBe(latte.id)
     expect(hits[0]!.vector).toBeGreaterThan(0.9)
     expect(server.requests.every((request) => request.body.model === 'concepts')).toBe(true)
+  })
+})
+
+describe('conversation search with a local OpenAI-compatible server (scripted, 127.0.0.1)', () => {
+  const openStore = tempStoreEachTest()
+  const scope = { sessionId: 'now', workspace: '/w' }
+  const hybridOptions = (url: string) => resolveRecallOptions({ recall: { strategy: 'hybrid' }, embedding: { enabled: true, baseUrl: url, model: 'concepts', dimensions: 8 } })
+
+  /** Two past turns that match "tell … pet" by one word each (the shorter one ranks first by keywords); only the second is about a pet. */
+  async function seed(store: ReturnType<typeof openStore>['store']): Promise<{ build: string; cat: string }> {
+    const ids: Record<string, string> = {}
+    for (const [conversationId, text] of [
+      ['build', 'Tell me when the build ends.'],
+      ['cat', 'Tell me when the cat wakes up from her long nap.'],
+    ] as const) {
+      await store.conversations.ensure({ id: conversationId, workspace: '/w' })
+      ids[conversationId] = (await store.messages.append({ conversationId, hostMessageId: `${conversationId}-1`, role: 'user', text })).message.id
+    }
+    return { build: ids.build!, cat: ids.cat! }
+  }
+
+  it('embeds the log in the background and ranks the turn that means the query first, as keyword search does not', async () => {
+    const server = await startEmbeddingServer()
+    onTestFinished(() => server.close())
+    const { store } = openStore()
+    const { build, cat } = await seed(store)
+    const query = 'tell me about my pet'
+    const keyword = new RecallEngine(store, resolveRecallOptions({ recall: { strategy: 'keyword' } }))
+    expect((await keyword.searchConversations(query, scope)).map((hit) => hit.message.id)).toEqual([build, cat])
+
+    const options = hybridOptions(server.url)
+    const hybrid = new RecallEngine(store, options, { embedder: createEmbedder(options.embedding) })
+    // Before the log has vectors the keyword order stands; the search starts the backfill.
+    expect((await hybrid.searchConversations(query, scope)).map((hit) => hit.message.id)).toEqual([build, cat])
+    await hybrid.whenIdle()
+    const stored = await store.messages.embeddings([build, cat], 'concepts@8')
+    expect([...stored.keys()].sort()).toEqual([build, cat].sort())
+    expect(Array.from(stored.get(cat)!)).toEqual(conceptVector('Tell me when the cat wakes up from her long nap.').map(Math.fround))
+    expect((await hybrid.searchConversations(query, scope)).map((hit) => hit.message.id)).toEqual([cat, build])
+    // Nothing left to embed: the later searches asked only for the query's vector.
+    const inputs = server.requests.map((request) => request.body.input ?? [])
+    expect(inputs.filter((input) => input.length === 2)).toHaveLength(1)
+    expect(await store.messages.missingEmbeddings({ workspace: '/w', model: 'concepts@8', limit: 10 })).toEqual([])
+  })
+
+  it('a failing server leaves the keyword order, warns, and stores no vector', async () => {
+    const server = await startEmbeddingServer('http-500')
+    onTestFinished(() => server.close())
+    const { store } = openStore()
+    const { build, cat } = await seed(store)
+    const warnings: string[] = []
+    const options = hybridOptions(server.url)
+    const hybrid = new RecallEngine(store, options, { embedder: createEmbedder(options.embedding), onWarning: (message) => warnings.push(message) })
+    expect((await hybrid.searchConversations('tell me about my pet', scope)).map((hit) => hit.message.id)).toEqual([build, cat])
+    await hybrid.whenIdle()
+    expect(warnings.some((message) => message.includes('falling back to keyword search'))).toBe(true)
+    expect((await store.messages.embeddings([build, cat], 'concepts@8')).size).toBe(0)
+  })
+
+  it('the automatic recall of a turn embeds the newest turns of the workspace first', async () => {
+    const server = await startEmbeddingServer()
+    onTestFinished(() => server.close())
+    const { store } = openStore()
+    await store.conversations.ensure({ id: 'past', workspace: '/w' })
+    const at = Date.UTC(2026, 0, 1)
+    for (let i = 0; i < 40; i++) await store.messages.append({ conversationId: 'past', hostMessageId: `m${i}`, role: 'user', text: `turn number ${i} about the database`, createdAt: at + i * 1000 })
+    await store.memories.add({ kind: 'fact', text: 'The project stores its data in PostgreSQL.', scope: 'workspace', workspace: '/w' })
+    const options = hybridOptions(server.url)
+    const hybrid = new RecallEngine(store, options, { embedder: createEmbedder(options.embedding) })
+    await hybrid.recallForTurn('which database do we use', scope, modePolicy('auto'), new Set())
+    await hybrid.whenIdle()
+    const missing = await store.messages.missingEmbeddings({ workspace: '/w', model: 'concepts@8', limit: 100 })
+    // One batch of 32, newest first: the 8 oldest turns are left for the next turns.
+    expect(missing.map((message) => message.hostMessageId)).toEqual(['m7', 'm6', 'm5', 'm4', 'm3', 'm2', 'm1', 'm0'])
   })
 })
 

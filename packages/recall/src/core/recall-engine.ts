@@ -3,7 +3,7 @@
  * adapter calls it from the pre-step listener, the tools and the command; tests and the CLI
  * call it directly.
  */
-import { foldScript, type Memory, type MemoryStore, type Message, type Persona, redactSecrets, type Scene } from '@dsh-memory/store'
+import { cosineSimilarity, foldScript, type Memory, type MemoryStore, type Message, type Persona, redactSecrets, type Scene } from '@dsh-memory/store'
 import { analyze, ANALYZER_VERSION, searchText, UNIGRAM_MARK } from './analyzer.ts'
 import { RankingCorpus } from './corpus.ts'
 import type { Embedder } from './embedding.ts'
@@ -15,6 +15,7 @@ import { type InjectionSelection, rankMemories, type ScoredMemory, selectForInje
 import type { RecallOptions, RecallStrategy } from './options.ts'
 import { queryPeriod } from './query-period.ts'
 import { rankDocuments, TURN_RANKING } from './ranking.ts'
+import { fuseTurnVectors, type TurnNeighbour } from './turn-vectors.ts'
 import { formatPersonaSection, formatSceneNavSection, type PersonaText, type SceneNavEntry } from './recall-text.ts'
 import type { RecallScope } from './scope.ts'
 import { type ModePolicy, policyAllows } from './session-modes.ts'
@@ -84,6 +85,8 @@ const COLLECTION_SIZE_TTL_MS = 60_000
 const MEMO_LIMIT = 100_000
 const EMBEDDING_COOLDOWN_MS = 60_000
 const BACKFILL_BATCH = 32
+/** The store's largest id list per `messages.embeddings` read. */
+const VECTOR_READ_MAX = 1_000
 const PERSONA_MAX_CHARS = 2000
 const SCENE_SUMMARY_CHARS = 160
 const MAX_NAV_SCENES = 12
@@ -109,6 +112,8 @@ export class RecallEngine {
   #embeddingDownUntil = 0
   #lastEmbeddingError: string | undefined
   readonly #background = new Set<Promise<unknown>>()
+  /** Workspaces whose message backfill is running (one pass per workspace at a time). */
+  readonly #messageBackfills = new Set<string>()
   readonly #collectionSizes = new Map<string, { size: number; at: number }>()
 
   constructor(store: RecallStore, options: RecallOptions, deps: RecallEngineDeps = {}) {
@@ -321,6 +326,9 @@ export class RecallEngine {
     // on the mode, so a memory scores the same in every mode that admits it.
     const candidates = await this.#turnCandidates(query, scope)
     const { ranked, strategy, fallbackReason } = await this.rank(query, candidates.memories, signal, candidates.collectionSize)
+    // The conversation log gets its vectors while the user works, newest first, so a later
+    // conversation search finds turns by meaning without waiting for them.
+    if (strategy !== 'keyword' && scope.workspace) this.#backfillMessages(scope.workspace)
     const admitted = ranked.filter((scored) => policyAllows(policy, scored.memory))
     const { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold } = this.#options.recall
     const selection = selectForInjection(admitted, { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold }, exclude)
@@ -377,13 +385,52 @@ export class RecallEngine {
     filter: { limit?: number; includeCurrentSession?: boolean } = {},
   ): Promise<ConversationHit[]> {
     if (!scope.workspace) return []
-    const ranked = await rankConversationTurns(this.#store, query, {
-      workspace: scope.workspace,
-      excludeConversationId: filter.includeCurrentSession ? undefined : scope.sessionId,
-      termsOf: (message) => this.#messageTerms(message),
-      collectionSize: (count) => this.#collectionSize(`messages:${scope.workspace}`, count),
-    })
-    return ranked.slice(0, filter.limit ?? 8).map(({ message, score }) => ({ message, score }))
+    const workspace = scope.workspace
+    // With embeddings configured the query's vector is made while the store searches.
+    const wantsVector = this.#embedder !== null && this.#options.recall.strategy !== 'keyword'
+    const [ranked, vector] = await Promise.all([
+      rankConversationTurns(this.#store, query, {
+        workspace,
+        excludeConversationId: filter.includeCurrentSession ? undefined : scope.sessionId,
+        termsOf: (message) => this.#messageTerms(message),
+        collectionSize: (count) => this.#collectionSize(`messages:${workspace}`, count),
+      }),
+      wantsVector ? this.#queryEmbedding(query).then((result) => result.vector) : null,
+    ])
+    const embedder = this.#embedder
+    if (!vector || !embedder) return ranked.slice(0, filter.limit ?? 8)
+    this.#backfillMessages(workspace)
+    const fused = await fuseConversationVectors(this.#store, ranked, vector, embedder.modelKey)
+    return fused.slice(0, filter.limit ?? 8)
+  }
+
+  /**
+   * Embed messages of `workspace` that have no vector of the current model, newest first, one
+   * batch at a time in the background (never two passes for a workspace at once). A text the
+   * model cannot represent (the MiniLM provider's CJK guard) is skipped: it stays ranked by
+   * keywords only. A failure is a warning, and the embeddings cool-down applies to it.
+   */
+  #backfillMessages(workspace: string): void {
+    const embedder = this.#embedder
+    if (!embedder || this.#messageBackfills.has(workspace) || this.#now() < this.#embeddingDownUntil) return
+    this.#messageBackfills.add(workspace)
+    const job = (async () => {
+      // Texts the model refuses stay without a vector, so with a guard the newest 1 000 lacking
+      // one are read to find a batch it can embed (older ones: `dsh-memory reembed --only messages`).
+      const missing = await this.#store.messages.missingEmbeddings({ workspace, model: embedder.modelKey, limit: embedder.canEmbed ? VECTOR_READ_MAX : BACKFILL_BATCH })
+      const batch = missing.filter((message) => !embedder.canEmbed || embedder.canEmbed(message.text)).slice(0, BACKFILL_BATCH)
+      if (batch.length === 0) return
+      const vectors = await embedder.embed(batch.map((message) => message.text))
+      await this.#store.messages.setEmbeddings(batch.map((message, i) => ({ messageId: message.id, embedding: vectors[i]!, embeddingModel: embedder.modelKey })))
+    })()
+      .catch((error: unknown) => {
+        this.#lastEmbeddingError = errorMessage(error)
+        this.#embeddingDownUntil = this.#now() + EMBEDDING_COOLDOWN_MS
+        this.#warn(`memory-recall: message embedding backfill failed: ${this.#lastEmbeddingError}`)
+      })
+      .finally(() => this.#messageBackfills.delete(workspace))
+    this.#background.add(job)
+    void job.finally(() => this.#background.delete(job))
   }
 
   #messageTerms(message: Message): readonly string[] {
@@ -678,6 +725,59 @@ export async function rankConversationTurns(
   )
   const ids = new Map(messages.map((message) => [message.id, message]))
   return rankDocuments(corpus, query, TURN_RANKING, { authors: options.authors }).map((ranked) => ({ message: ids.get(ranked.id)!, score: ranked.score }))
+}
+
+/**
+ * Re-rank a conversation ranking ({@link rankConversationTurns}) with the stored vectors of its
+ * messages (`messages.embeddings` of `model`): `fuseTurnVectors`, each turn's keyword score over
+ * the best plus `TURN_VECTOR_WEIGHT` × its standardised closeness to `query`, context
+ * windows included (neighbours in conversation order among the ranked messages, as the keyword
+ * ranking counts them). A message without a vector of `model` keeps its keyword score alone;
+ * when none has one the order is unchanged. Scores become the fused ones.
+ * @param query the query's vector from the same model
+ */
+export async function fuseConversationVectors(
+  store: Pick<MemoryStore, 'messages'>,
+  ranked: readonly { message: Message; score: number }[],
+  query: Float32Array,
+  model: string,
+): Promise<{ message: Message; score: number }[]> {
+  if (ranked.length === 0) return []
+  const ids = ranked.map(({ message }) => message.id)
+  const vectors = new Map<string, Float32Array>()
+  for (let start = 0; start < ids.length; start += VECTOR_READ_MAX) {
+    for (const [id, vector] of await store.messages.embeddings(ids.slice(start, start + VECTOR_READ_MAX), model)) vectors.set(id, vector)
+  }
+  if (vectors.size === 0) return [...ranked]
+  const byId = new Map(ranked.map((turn) => [turn.message.id, turn.message]))
+  // Each conversation's ranked messages in order (seq, then id), as RankingCorpus groups them.
+  const order = new Map<string, Message[]>()
+  for (const { message } of ranked) {
+    const list = order.get(message.conversationId) ?? []
+    list.push(message)
+    order.set(message.conversationId, list)
+  }
+  const slot = new Map<string, { list: Message[]; index: number }>()
+  for (const list of order.values()) {
+    list.sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    list.forEach((message, index) => slot.set(message.id, { list, index }))
+  }
+  const neighbours = function* (id: string): Iterable<TurnNeighbour> {
+    const at = slot.get(id)
+    if (!at) return
+    for (let distance = 1; distance <= TURN_RANKING.context.span; distance++) {
+      for (const other of [at.list[at.index - distance], at.list[at.index + distance]]) if (other) yield { id: other.id, distance }
+    }
+  }
+  const similarity = (id: string) => {
+    const vector = vectors.get(id)
+    return vector && vector.length === query.length ? cosineSimilarity(vector, query) : undefined
+  }
+  return fuseTurnVectors(
+    ranked.map(({ message, score }) => ({ id: message.id, score })),
+    similarity,
+    neighbours,
+  ).map(({ id, score }) => ({ message: byId.get(id)!, score }))
 }
 
 /**

@@ -4,9 +4,9 @@
  * similarity gets the turn ranking's context windows, as the keyword score does, so a reply
  * that only paraphrases its question's topic borrows its neighbour's closeness.
  *
- * A measurement aid: `dsh-memory bench locomo --minilm` re-ranks the conversation-search
- * candidates with it. Conversation search itself does not run it, because the store keeps
- * vectors for memories only, not for conversation turns.
+ * Conversation search runs it when embeddings are configured (`fuseConversationVectors` in
+ * `recall-engine.ts`, over the vectors the store keeps of messages); `dsh-memory bench locomo
+ * --minilm` measures that path.
  */
 import { TURN_RANKING } from './ranking.ts'
 
