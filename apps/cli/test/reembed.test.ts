@@ -135,7 +135,7 @@ describe('dsh-memory reembed', () => {
   it('--provider minilm writes recall\'s in-process vectors of the English memories and none for Chinese or Japanese ones', async () => {
     const refused = await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--only', 'cues'])
     expect(refused.code).toBe(2)
-    expect(refused.stderr).toContain('--provider minilm embeds memories only')
+    expect(refused.stderr).toContain('--provider minilm embeds memories and messages only')
     expect((await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--model', 'x'])).stderr).toContain('--model does not apply to --provider minilm')
 
     const run = await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--batch', '2'])
@@ -163,7 +163,10 @@ describe('dsh-memory reembed', () => {
     // Cues are the cue bank's (an endpoint model): untouched.
     expect(cues.find((row) => row.id === 'c-global')!.embeddingModel).toBe('old-model')
     const again = await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--json'])
-    expect(JSON.parse(again.stdout)).toMatchObject({ provider: 'minilm', completed: true, batches: 0, memories: { total: 5, pending: 0, notEmbeddable: 2 }, cues: null })
+    expect(JSON.parse(again.stdout)).toMatchObject({ provider: 'minilm', completed: true, batches: 0, memories: { total: 5, pending: 0, notEmbeddable: 2 }, messages: null, cues: null })
+    // The conversation log: the two English turns get recall's vectors, the Chinese and Japanese ones none.
+    const log = await cli(['reembed', '--data-dir', dataDir(), '--provider', 'minilm', '--only', 'messages', '--json'])
+    expect(JSON.parse(log.stdout)).toMatchObject({ completed: true, memories: null, messages: { modelKey: MINILM_MODEL_KEY, total: 6, pending: 2, embedded: 2, notEmbeddable: 4 } })
   })
 
   it('--dry-run prints the counts and sends and writes nothing; --json prints one result object', async () => {
@@ -284,6 +287,48 @@ describe('dsh-memory reembed', () => {
     const edited = await snapshot()
     const editor = edited.memories.find((memory) => memory.id === fixture.memories.editor)!
     expect([...editor.embedding!]).toEqual(vectorOf('The user prefers Zed as their editor now.'))
+  })
+
+  it('--only messages embeds the conversation log under recall\'s key, a workspace at a time, then has nothing left to do', async () => {
+    endpoint = await startEmbeddings()
+    const shopRun = await cli(args(['--only', 'messages', '--workspace', fixture.shop, '--batch', '3', '--json']))
+    expect(shopRun.stderr).not.toContain('error')
+    expect(JSON.parse(shopRun.stdout)).toMatchObject({ completed: true, memories: null, cues: null, messages: { modelKey: 'concepts@4', total: 4, pending: 4, embedded: 4, skipped: 0 }, batches: 2 })
+    // Recall's request form (dimensions sent), one batch of 3 and one of 1.
+    expect(endpoint.requests.map((request) => [request.body.input.length, request.body.dimensions])).toEqual([
+      [3, DIMENSIONS],
+      [1, DIMENSIONS],
+    ])
+    const run = await cli(args(['--only', 'messages']))
+    expect(run.code).toBe(0)
+    expect(run.stdout).toContain('messages: embedded 2 of 2 pending (6 in total, stored as concepts@4)')
+    const store = open()
+    try {
+      const messages = await store.messages.list({ limit: 100 })
+      const vectors = await store.messages.embeddings(
+        messages.map((message) => message.id),
+        'concepts@4',
+      )
+      expect(vectors.size).toBe(6)
+      for (const message of messages) expect([...vectors.get(message.id)!]).toEqual(vectorOf(message.text))
+      // Memories are another target: untouched.
+      expect((await store.memories.list({ limit: 100 })).every((memory) => memory.embedding === null)).toBe(true)
+    } finally {
+      await store.close()
+    }
+    const again = await cli(args(['--only', 'messages', '--json']))
+    expect(JSON.parse(again.stdout)).toMatchObject({ batches: 0, messages: { total: 6, pending: 0, embedded: 0 } })
+
+    for (const [extra, message] of [
+      [['--all'], '--all does not apply to --only messages'],
+      [['--scope', 'global'], '--scope does not apply to --only messages'],
+    ] as const) {
+      const refused = await cli(args(['--only', 'messages', ...extra]))
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain(message)
+    }
+    const noDimensions = await cli(['reembed', '--data-dir', dataDir(), '--url', endpoint.url, '--model', 'concepts', '--only', 'messages'])
+    expect(noDimensions.stderr).toContain('error: --dimensions is required for messages')
   })
 
   it('reports bad and unreachable URLs and other bad input clearly, writing nothing', async () => {

