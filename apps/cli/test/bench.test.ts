@@ -159,7 +159,7 @@ describe('dsh-memory bench locomo (command line)', () => {
     }
   })
 
-  it('--minilm embeds the turns and questions with the real MiniLM once, then re-ranks mode turns', async () => {
+  it('--minilm embeds the turns and questions with the real MiniLM once, then re-ranks mode turns; with mode injection it ranks memories hybrid', async () => {
     const args = ['bench', 'locomo', '--data', FIXTURE, '--k', '5,10', '--mode', 'turns', '--json']
     const plain = await cli(args)
     const fused = await cli([...args, '--minilm'])
@@ -171,6 +171,12 @@ describe('dsh-memory bench locomo (command line)', () => {
     expect(Object.keys(report.turns.by_category)).toEqual(['1', '2', '3', '4'])
     // Re-ranking keeps the candidate set: what the keyword ranking finds at 10 stays within reach.
     expect(report.turns.recall_any['10']).toBeGreaterThan(0)
+
+    // The injection runs hybrid over MiniLM vectors of the memories.
+    const injection = await cli(['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--minilm', '--json'])
+    expect(injection.code, injection.stderr).toBe(0)
+    expect(injection.stderr).toMatch(/^minilm memories: 1\/1 \(fx-1\)$/m)
+    expect(JSON.parse(injection.stdout).injection).toMatchObject({ questions: 5, timeouts: 0 })
   })
 
   it('prints a table without --json and a progress bar on a terminal', async () => {
@@ -189,7 +195,7 @@ describe('dsh-memory bench locomo (command line)', () => {
     [['bench', 'locomo', '--data', FIXTURE, '--mode', 'sessions'], /argument 'sessions' is invalid. Allowed choices are turns, turns\+observations, injection, all/],
     [['bench', 'locomo', '--data', FIXTURE, '--samples', 'fx-1,conv-99'], /--samples: no sample "conv-99" \(the file holds fx-1\)/],
     [['bench', 'locomo', '--data', FIXTURE, '--samples', ','], /--samples expects a comma-separated list of sample ids/],
-    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--minilm'], /--minilm re-ranks mode turns; it does nothing with --mode injection/],
+    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'turns+observations', '--minilm'], /--minilm applies to modes turns and injection; it does nothing with --mode turns\+observations/],
     [['bench', 'cjk', '--distractors', '0'], /--distractors expects a positive integer, got "0"/],
     [['bench', 'locomo', '--data', '/nonexistent/locomo.json'], /cannot read --data \/nonexistent\/locomo.json: ENOENT/],
     [['bench', 'locomo', '--data', FIXTURE, '--frobnicate'], /unknown option '--frobnicate'/],

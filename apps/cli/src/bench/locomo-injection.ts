@@ -8,7 +8,7 @@
  * Per question: precision = relevant injected / injected, recall = relevant injected / relevant.
  */
 import type { MemoryStore } from '@dsh-memory/store'
-import { MAX_SCAN, RecallEngine, RecallInjector, resolveRecallOptions } from '@dsh-memory/recall'
+import { createMiniLmEmbedder, MAX_SCAN, type MiniLmEmbedder, RecallEngine, RecallInjector, type RecallOptions, resolveRecallOptions } from '@dsh-memory/recall'
 import type { BenchProgress, LocomoSample } from './locomo-format.ts'
 import { eligibleQuestions, workspaceOf } from './locomo-format.ts'
 
@@ -76,16 +76,52 @@ const DAY_MS = 86_400_000
  * observations (`loadLocomo(…, true)`). The clock of each sample is one day after its last
  * session, so time decay treats the conversation as recent, as it is for a user.
  */
-export async function evaluateInjection(store: MemoryStore, samples: readonly LocomoSample[], progress?: BenchProgress, scoreThreshold?: number): Promise<InjectionReport> {
-  // The default options; another threshold only to calibrate one (`--threshold`).
-  const options = resolveRecallOptions(scoreThreshold === undefined ? {} : { recall: { scoreThreshold } })
+export async function evaluateInjection(
+  store: MemoryStore,
+  samples: readonly LocomoSample[],
+  { progress, scoreThreshold, minilm = false }: { progress?: BenchProgress; scoreThreshold?: number; minilm?: boolean } = {},
+): Promise<InjectionReport> {
+  // The default options; another threshold only to calibrate one (`--threshold`); with MiniLM
+  // the documented opt-in (strategy hybrid, provider minilm).
+  const options = resolveRecallOptions({
+    ...(scoreThreshold === undefined ? {} : { recall: { scoreThreshold } }),
+    ...(minilm ? { recall: { strategy: 'hybrid', ...(scoreThreshold === undefined ? {} : { scoreThreshold }) }, embedding: { enabled: true, provider: 'minilm' } } : {}),
+  })
+  const embedder = minilm ? createMiniLmEmbedder({ maxInputChars: options.embedding.maxInputChars, timeoutMs: 60_000 }) : null
+  try {
+    if (embedder) await embedMemories(store, samples, embedder, progress)
+    return await injectAll(store, samples, options, embedder, progress)
+  } finally {
+    await embedder?.close()
+  }
+}
+
+/**
+ * Every memory of the samples gets its MiniLM vector (texts the CJK guard refuses none), as
+ * recall's backfill or `dsh-memory reembed --provider minilm` leaves a store; the model is loaded
+ * before the first question, so no question is ranked while it loads.
+ */
+async function embedMemories(store: MemoryStore, samples: readonly LocomoSample[], embedder: MiniLmEmbedder, progress?: BenchProgress): Promise<void> {
+  progress?.start('minilm memories', samples.length)
+  for (const sample of samples) {
+    const memories = (await store.memories.list({ workspace: workspaceOf(sample), includeGlobal: false, limit: MAX_SCAN })).filter((memory) => embedder.canEmbed(memory.text))
+    const vectors = await embedder.embed(memories.map((memory) => memory.text))
+    await store.transaction(async (tx) => {
+      for (const [index, memory] of memories.entries()) await tx.memories.update(memory.id, { embedding: vectors[index]!, embeddingModel: embedder.modelKey }, { actor: 'bench' })
+    })
+    progress?.tick(sample.sampleId)
+  }
+  progress?.stop()
+}
+
+async function injectAll(store: MemoryStore, samples: readonly LocomoSample[], options: RecallOptions, embedder: MiniLmEmbedder | null, progress?: BenchProgress): Promise<InjectionReport> {
   progress?.start('injection', samples.reduce((sum, sample) => sum + eligibleQuestions(sample).length, 0))
   const overall = newTally()
   const byCategory = new Map<number, InjectionTally>()
   for (const sample of samples) {
     const workspace = workspaceOf(sample)
     const now = Math.max(...sample.sessions.map((session) => session.time)) + DAY_MS
-    const engine = new RecallEngine(store, options, { now: () => now })
+    const engine = new RecallEngine(store, options, { now: () => now, embedder })
     const injector = new RecallInjector(engine, { now: () => now })
     // Which memories each evidence turn produced (the relevant set of a question).
     const memoriesOfTurn = new Map<string, string[]>()

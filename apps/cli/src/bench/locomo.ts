@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
-import { cosineSimilarity, createMiniLmEmbedder, fuseTurnVectors, MAX_SCAN, miniLmCanEmbed, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING, type TurnNeighbour } from '@dsh-memory/recall'
+import { createMiniLmEmbedder, fuseConversationVectors, MAX_SCAN, MINILM_MODEL_KEY, miniLmCanEmbed, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
 import { type BenchBackend, type BenchStore, openBenchStore } from './backend.ts'
 import type { BenchProgress } from './locomo-format.ts'
 import { evaluateInjection, formatInjectionReport, type InjectionReport } from './locomo-injection.ts'
@@ -60,9 +60,11 @@ export interface LocomoBenchOptions {
   /** Where the store lives (default SQLite): the same load and questions run on either backend. */
   readonly backend?: BenchBackend
   /**
-   * Mode `turns`: recall's in-process MiniLM (the optional packages) re-ranks the conversation-search
-   * candidates with `fuseTurnVectors` (#20, round 6). The product does not do this: it stores no
-   * vectors of turns.
+   * Recall's in-process MiniLM (the optional packages), as the plugin runs it with
+   * `embedding.provider: minilm` and strategy `hybrid`. Mode `turns`: every turn gets a vector in
+   * the store's message vectors and conversation search re-ranks its candidates with them
+   * (`fuseConversationVectors`). Mode `injection`: every memory gets a vector and the automatic
+   * recall ranks hybrid.
    */
   readonly minilm?: boolean
 }
@@ -139,8 +141,9 @@ function toMetrics(tally: Tally, ks: readonly number[]): { recall_any: RecallAtK
 
 /**
  * Rank every eligible question of the loaded samples in one mode.
- * @param vectors with mode `turns`: MiniLM vectors by text (`--minilm`); each question's
- *   conversation-search ranking is then re-ranked with `fuseTurnVectors`
+ * @param vectors with mode `turns` (`--minilm`): the questions' vectors by text and the model of
+ *   the turns' vectors in the store; each question's conversation-search ranking is then
+ *   re-ranked with them (`fuseConversationVectors`, the plugin's path)
  * @returns the metrics in the documented shape.
  */
 export async function evaluateLocomo(
@@ -149,7 +152,7 @@ export async function evaluateLocomo(
   mode: RankingMode,
   ks: readonly number[],
   progress?: BenchProgress,
-  vectors?: ReadonlyMap<string, Float32Array>,
+  vectors?: QuestionVectors,
 ): Promise<ModeMetrics> {
   const eligible = eligibleQuestions
   progress?.start(mode, samples.reduce((sum, sample) => sum + eligible(sample).length, 0))
@@ -181,14 +184,13 @@ export async function evaluateLocomo(
       })),
     )
 
-    const turnVectors = vectors && mode === 'turns' ? sampleTurnVectors(sample, vectors) : undefined
     for (const question of eligible(sample)) {
       // turns: exactly the host's L0 path (store full-text candidates + neighbours, then the
       // turn ranking), with --minilm re-ranked by the vectors. turns+observations ranks the
       // expanded documents in memory: the expansion exists only in this benchmark.
       const ranking =
         mode === 'turns'
-          ? await rankTurns(store, workspace, sample, question.question, speakerOf, turnVectors && { ...turnVectors, query: vectors!.get(question.question) })
+          ? await rankTurns(store, workspace, sample, question.question, speakerOf, vectors)
           : rankDocuments(corpus, question.question, TURN_RANKING, { authors: sample.speakers }).map((ranked) => ranked.id)
       const tally = byCategory.get(question.category) ?? newTally(ks)
       byCategory.set(question.category, tally)
@@ -212,35 +214,10 @@ export async function evaluateLocomo(
   return { ...toMetrics(overall, ks), by_category }
 }
 
-interface TurnVectors {
-  readonly vectorOf: (id: string) => Float32Array | undefined
-  readonly neighbours: (id: string) => TurnNeighbour[]
-  readonly query: Float32Array | undefined
-}
-
-/** Vectors of a sample's turns by dia_id, and each turn's neighbours in its session. */
-function sampleTurnVectors(sample: LocomoSample, vectors: ReadonlyMap<string, Float32Array>): Omit<TurnVectors, 'query'> {
-  const byId = new Map<string, Float32Array | undefined>()
-  const place = new Map<string, { turns: readonly { diaId: string }[]; seq: number }>()
-  for (const session of sample.sessions) {
-    session.turns.forEach((turn, seq) => {
-      byId.set(turn.diaId, vectors.get(turnText(turn)))
-      place.set(turn.diaId, { turns: session.turns, seq })
-    })
-  }
-  const neighbours = (id: string): TurnNeighbour[] => {
-    const at = place.get(id)
-    if (!at) return []
-    const out: TurnNeighbour[] = []
-    for (let distance = 1; distance <= TURN_RANKING.context.span; distance++) {
-      for (const seq of [at.seq - distance, at.seq + distance]) {
-        const turn = at.turns[seq]
-        if (turn) out.push({ id: turn.diaId, distance })
-      }
-    }
-    return out
-  }
-  return { vectorOf: (id) => byId.get(id), neighbours }
+/** `--minilm`: the questions' vectors by text; the turns' are in the store under `model`. */
+interface QuestionVectors {
+  readonly model: string
+  readonly queries: ReadonlyMap<string, Float32Array>
 }
 
 /** The host's L0 ranking of one question (dia_ids), re-ranked by the vectors when given. */
@@ -250,42 +227,47 @@ async function rankTurns(
   sample: LocomoSample,
   query: string,
   speakerOf: (message: { flags: Record<string, unknown> }) => string | undefined,
-  vectors: TurnVectors | undefined,
+  vectors: QuestionVectors | undefined,
 ): Promise<string[]> {
-  const ranked = (await rankConversationTurns(store, query, { workspace, authors: sample.speakers, authorOf: speakerOf })).map((turn) => ({
-    id: turn.message.hostMessageId,
-    score: turn.score,
-  }))
-  const queryVector = vectors?.query
-  if (!vectors || !queryVector) return ranked.map((turn) => turn.id)
-  const similarity = (id: string) => {
-    const vector = vectors.vectorOf(id)
-    return vector && cosineSimilarity(vector, queryVector)
-  }
-  return fuseTurnVectors(ranked, similarity, vectors.neighbours).map((turn) => turn.id)
+  const ranked = await rankConversationTurns(store, query, { workspace, authors: sample.speakers, authorOf: speakerOf })
+  const queryVector = vectors?.queries.get(query)
+  const fused = vectors && queryVector ? await fuseConversationVectors(store, ranked, queryVector, vectors.model) : ranked
+  return fused.map((turn) => turn.message.hostMessageId)
 }
 
 /**
- * MiniLM vectors of every turn and eligible question of the samples (texts MiniLM's CJK guard
- * refuses get none), by text.
+ * `--minilm`: MiniLM vectors of every stored turn, written to the store's message vectors the
+ * way recall's backfill writes them (texts its CJK guard refuses get none), and of every
+ * eligible question.
  */
-async function embedLocomo(samples: readonly LocomoSample[], progress?: BenchProgress): Promise<Map<string, Float32Array>> {
+async function embedLocomo(store: MemoryStore, samples: readonly LocomoSample[], progress?: BenchProgress): Promise<QuestionVectors> {
   const embedder = createMiniLmEmbedder({ maxInputChars: 5000, timeoutMs: 60_000 })
   const vectors = new Map<string, Float32Array>()
+  const queries = new Map<string, Float32Array>()
   progress?.start('minilm', samples.length)
   try {
     for (const sample of samples) {
-      const texts = [...new Set([...sample.sessions.flatMap((session) => session.turns.map(turnText)), ...eligibleQuestions(sample).map((question) => question.question)])]
-        .filter((text) => !vectors.has(text) && miniLmCanEmbed(text))
+      const messages = (await store.messages.list({ workspace: workspaceOf(sample), limit: MAX_SCAN })).filter((message) => miniLmCanEmbed(message.text))
+      const questions = eligibleQuestions(sample).map((question) => question.question)
+      // One vector per distinct text (LoCoMo repeats short turns such as "Thanks!").
+      const texts = [...new Set([...messages.map((message) => message.text), ...questions])].filter((text) => !vectors.has(text) && miniLmCanEmbed(text))
       const embedded = await embedder.embed(texts)
       texts.forEach((text, index) => vectors.set(text, embedded[index]!))
+      for (let start = 0; start < messages.length; start += 1_000) {
+        const batch = messages.slice(start, start + 1_000)
+        await store.messages.setEmbeddings(batch.map((message) => ({ messageId: message.id, embedding: vectors.get(message.text)!, embeddingModel: MINILM_MODEL_KEY })))
+      }
+      for (const question of questions) {
+        const vector = vectors.get(question)
+        if (vector) queries.set(question, vector)
+      }
       progress?.tick(sample.sampleId)
     }
   } finally {
     progress?.stop()
     await embedder.close()
   }
-  return vectors
+  return { model: MINILM_MODEL_KEY, queries }
 }
 
 /**
@@ -305,11 +287,11 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
   const store = bench.store
   try {
     await loadLocomo(store, samples, options.modes.some((mode) => mode !== 'turns'), options.progress)
-    const vectors = options.minilm && options.modes.includes('turns') ? await embedLocomo(samples, options.progress) : undefined
+    const vectors = options.minilm && options.modes.includes('turns') ? await embedLocomo(store, samples, options.progress) : undefined
     const report: LocomoReport = {}
     for (const mode of LOCOMO_MODES) {
       if (!options.modes.includes(mode)) continue
-      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, options.progress, options.scoreThreshold)
+      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, minilm: options.minilm })
       else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress, vectors)
     }
     return report

@@ -82,7 +82,12 @@ export function registerBench(program: Command, io: CliIO): void {
     .option('--samples <ids>', 'comma-separated sample ids to run (a tune or held-out split of the file); default: every sample')
     .option('--threshold <x>', 'recall.scoreThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
     .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} (with --database-url {sqlite: …, postgres: …}) and nothing else on stdout')
-    .option('--minilm', "mode turns: recall's in-process MiniLM (the optional packages " + MINILM_PACKAGES.join(' and ') + ') re-ranks the conversation-search candidates (#20, round 6; not what the plugin does: it keeps no vectors of turns)')
+    .option(
+      '--minilm',
+      "modes turns and injection: recall's in-process MiniLM (the optional packages " +
+        MINILM_PACKAGES.join(' and ') +
+        ') as the embedder, as with embedding.provider minilm and strategy hybrid: turns get vectors and conversation search fuses them; memories get vectors and the injection ranks them hybrid',
+    )
     .option('--keep', KEEP_HELP)
     .option('--quiet', 'no progress output')
     .action(async (options: BackendOptions & { data: string; k: string; mode: string; samples?: string; threshold?: string; json?: boolean; minilm?: boolean; quiet?: boolean }) => {
@@ -90,7 +95,7 @@ export function registerBench(program: Command, io: CliIO): void {
       const ks = parseKs(options.k)
       const modes = parseModes(options.mode)
       if (options.minilm) {
-        if (!modes.includes('turns')) throw new CliUsageError(`--minilm re-ranks mode turns; it does nothing with --mode ${options.mode}`)
+        if (!modes.includes('turns') && !modes.includes('injection')) throw new CliUsageError(`--minilm applies to modes turns and injection; it does nothing with --mode ${options.mode}`)
         try {
           assertMiniLmInstalled()
         } catch (error) {
