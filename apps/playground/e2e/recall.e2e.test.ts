@@ -1,10 +1,12 @@
 import { join } from 'node:path'
 import { TURN_RANKING } from '@dsh-memory/recall'
 import type { MemoryStore } from '@dsh-memory/store'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { CONCEPTS, conceptVector } from '../../../packages/recall/test/support/loopback.js'
 import { contentText, lastUserText } from '../src/model-server.js'
 import { expectBootRejects, useHostProfile, withHomeStore } from './helpers.js'
 import { loggedUserMessages, RECALL_FENCE, recallTexts, systemText } from './support/recall-requests.js'
+import { startEmbeddingEndpoint } from './support/reliability-embeddings.js'
 
 describe('recall in the real DSH host (memories seeded through the store library)', () => {
   const alpha = () => join(hosted.root, 'work', 'alpha')
@@ -21,6 +23,7 @@ describe('recall in the real DSH host (memories seeded through the store library
       if (last?.role === 'tool') return { kind: 'text', text: `From the tool: ${contentText(last.content).slice(0, 80)}` }
       const asked = lastUserText(request.body)
       if (request.purpose === 'chat' && asked.includes('tool:conversations')) return { kind: 'tools', calls: [{ name: 'conversation_search', arguments: { query: 'Hetzner bucket' } }] }
+      if (request.purpose === 'chat' && asked.includes('tool:vectors')) return { kind: 'tools', calls: [{ name: 'conversation_search', arguments: { query: 'tell me about my pet' } }] }
       if (asked.includes('nightly backups')) return { kind: 'text', text: 'They are copied to the Hetzner bucket at two in the morning.' }
       return { kind: 'text', text: `Noted: ${asked.slice(0, 60)}` }
     },
@@ -110,6 +113,45 @@ describe('recall in the real DSH host (memories seeded through the store library
     // The answer matched the query; its question (no query term) came as its context neighbour.
     expect(found[0]).toContain('Hetzner bucket at two in the morning')
     expect(found[0]).toContain('Where do the nightly backups go?')
+  })
+
+  it('with a local embedding server, the conversation log gets vectors in the background and conversation search ranks by meaning', async () => {
+    // One axis per concept (the scripted stand-in of a local Ollama / llama.cpp server): "cat" and "pet" share one.
+    const embeddings = await startEmbeddingEndpoint('ok', conceptVector)
+    onTestFinished(() => embeddings.close())
+    const hybrid = `- id: memory-recall\n  config:\n    recall:\n      strategy: hybrid\n    embedding:\n      enabled: true\n      baseUrl: ${embeddings.url}\n      model: concepts\n      dimensions: ${CONCEPTS.length}\n`
+    const delta = join(hosted.root, 'work', 'delta')
+    // Two earlier sessions: each matches "tell … pet" by one word (the shorter ranks first by keywords); only the second is about a pet.
+    for (const said of ['Tell me when the build ends.', 'Tell me when the cat wakes up from her long nap.']) expect((await run(delta, said)).code).toBe(0)
+    /** The conversation_search result the model read in the run that asked for it: the quoted messages, best first. */
+    const searchOnce = async (patch: string) => {
+      const before = hosted.server.requests.length
+      const result = await run(delta, 'Please run tool:vectors now.', patch)
+      expect(result.code, result.stderr).toBe(0)
+      const [tool] = hosted.server.requests
+        .slice(before)
+        .map((request) => request.body.messages.at(-1))
+        .filter((message) => message?.role === 'tool')
+      return [...contentText(tool!.content).matchAll(/<message [^>]*>([^<]*)<\/message>/g)].map((match) => match[1]!)
+    }
+    // Keyword search: the shorter of the two matching turns comes first.
+    expect((await searchOnce(''))[0]).toContain('build ends')
+
+    // A turn with embeddings on: the automatic recall embeds the workspace's newest turns in the
+    // background, and the session's flush waits for it.
+    expect((await run(delta, 'Good morning.', hybrid)).code).toBe(0)
+    await withStore(async (store) => {
+      const messages = await store.messages.list({ workspace: delta, limit: 100 })
+      const vectors = await store.messages.embeddings(
+        messages.map((message) => message.id),
+        `concepts@${CONCEPTS.length}`,
+      )
+      const cat = messages.find((message) => message.text === 'Tell me when the cat wakes up from her long nap.')!
+      expect(Array.from(vectors.get(cat.id) ?? [])).toEqual(conceptVector(cat.text).map(Math.fround))
+    })
+    const ranked = await searchOnce(hybrid)
+    expect(ranked[0]).toMatch(/cat wakes up/)
+    expect(ranked.findIndex((text) => text.includes('cat wakes up'))).toBeLessThan(ranked.findIndex((text) => text.includes('build ends')))
   })
 
   it('fails boot with a message naming the field when recall config is broken', async () => {
