@@ -64,7 +64,7 @@ describe('status', () => {
     expect(report.database.searchIndexBytes).toBeGreaterThan(0)
     expect(report.schema).toEqual(expect.arrayContaining([{ owner: 'store', version: expect.any(Number) }]))
     expect(report.counts.conversations).toBe(2)
-    expect(report.counts.messages).toEqual({ total: 6, user: 3, assistant: 3 })
+    expect(report.counts.messages).toEqual({ total: 6, user: 3, assistant: 3, withVectors: 0 })
     expect(report.counts.memories).toEqual({
       current: 5,
       superseded: 1,

@@ -170,7 +170,7 @@ export function formatStatus(report: StatusReport): string {
     `schema    ${report.schema.map((entry) => `${entry.owner} v${entry.version}`).join(', ')}`,
     `user      ${report.user} (global memories are counted for this user only; --user to change)`,
     '',
-    `L0 conversations ${n(counts.conversations)}, messages ${n(counts.messages.total)} (user ${n(counts.messages.user)}, assistant ${n(counts.messages.assistant)})`,
+    `L0 conversations ${n(counts.conversations)}, messages ${n(counts.messages.total)} (user ${n(counts.messages.user)}, assistant ${n(counts.messages.assistant)}), ${n(counts.messages.withVectors)} with vectors`,
     `L1 memories ${n(counts.memories.current)} current${counts.memories.current ? ` (${breakdown(counts.memories.byScope)}; ${breakdown(counts.memories.byKind)})` : ''}, ${n(counts.memories.superseded)} superseded`,
     `L2 scenes ${n(counts.scenes.total)}${counts.scenes.total ? ` (${breakdown(counts.scenes.byScope)})` : ''}`,
     `L3 persona documents ${n(counts.persona.total)}${counts.persona.total ? ` (${breakdown(counts.persona.byScope)})` : ''}`,

@@ -137,6 +137,12 @@ export function aroundArgsOf(ids: readonly string[], span: number): string[] {
 /** The most ids, entries or rows one call of the message-vector methods takes or returns. */
 export const MAX_EMBEDDING_BATCH = 1_000
 
+/** A required page size of the message-vector methods: an integer in 1..1000. */
+function batchLimit(value: unknown): number {
+  if (value === undefined) throw new MemoryStoreError('invalid-argument', `limit must be an integer in 1..${MAX_EMBEDDING_BATCH}`)
+  return pageSize(value, MAX_EMBEDDING_BATCH, MAX_EMBEDDING_BATCH)
+}
+
 /** The checked arguments of `messages.embeddings`: distinct ids (at most 1000) and the model. */
 export function embeddingIdsOf(ids: readonly string[], model: string): { ids: string[]; model: string } {
   const list = [...new Set(idList(ids, 'ids'))]
@@ -178,19 +184,17 @@ export function messageEmbeddingsOf(entries: readonly MessageEmbedding[]): Messa
 /** The checked page of `transfer.messageVectors`: after an id (exclusive), at most 1000. */
 export function messageVectorPageOf(page: { readonly after?: string; readonly limit: number }): { after: string | undefined; limit: number } {
   if (typeof page !== 'object' || page === null) throw new MemoryStoreError('invalid-argument', 'page must be an object')
-  if (page.limit === undefined) throw new MemoryStoreError('invalid-argument', `limit must be an integer in 1..${MAX_EMBEDDING_BATCH}`)
-  return { after: page.after === undefined ? undefined : requireId(page.after, 'after'), limit: pageSize(page.limit, MAX_EMBEDDING_BATCH, MAX_EMBEDDING_BATCH) }
+  return { after: page.after === undefined ? undefined : requireId(page.after, 'after'), limit: batchLimit(page.limit) }
 }
 
 /** The checked filter of `messages.missingEmbeddings`: the model, the limit (1..1000) and `list`'s filters. */
 export function missingEmbeddingsOf(filter: MissingEmbeddingsFilter): { model: string; limit: number; filter: Pick<MessageFilter, 'workspace' | 'conversationId' | 'since' | 'until'> } {
   if (typeof filter !== 'object' || filter === null) throw new MemoryStoreError('invalid-argument', 'filter must be an object')
-  if (filter.limit === undefined) throw new MemoryStoreError('invalid-argument', `limit must be an integer in 1..${MAX_EMBEDDING_BATCH}`)
   if (filter.workspace !== undefined && typeof filter.workspace !== 'string') throw new MemoryStoreError('invalid-argument', 'workspace must be a string')
   const { workspace, conversationId, since, until } = filter
   return {
     model: requireId(filter.model, 'model'),
-    limit: pageSize(filter.limit, MAX_EMBEDDING_BATCH, MAX_EMBEDDING_BATCH),
+    limit: batchLimit(filter.limit),
     filter: { workspace, conversationId, since, until },
   }
 }

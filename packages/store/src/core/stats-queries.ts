@@ -32,6 +32,7 @@ export const COUNTS_PLAN = {
   messages: 'SELECT COUNT(*) AS n FROM store_messages',
   userMessages: "SELECT COUNT(*) AS n FROM store_messages WHERE role = 'user'",
   assistantMessages: "SELECT COUNT(*) AS n FROM store_messages WHERE role = 'assistant'",
+  messageVectors: 'SELECT COUNT(*) AS n FROM store_message_vectors',
   currentMemories: `SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE}`,
   supersededMemories: `SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NOT NULL AND ${VISIBLE}`,
   memoriesByScope: `SELECT scope AS k, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE} GROUP BY scope ORDER BY scope`,
@@ -75,7 +76,7 @@ const grouped = (rows: StatsRows): Record<string, number> => Object.fromEntries(
 export function countsOf(r: Record<keyof typeof COUNTS_PLAN, StatsRows>): StoreCounts {
   return {
     conversations: count(r.conversations),
-    messages: { total: count(r.messages), user: count(r.userMessages), assistant: count(r.assistantMessages) },
+    messages: { total: count(r.messages), user: count(r.userMessages), assistant: count(r.assistantMessages), withVectors: count(r.messageVectors) },
     memories: {
       current: count(r.currentMemories),
       superseded: count(r.supersededMemories),

@@ -7,7 +7,13 @@
 /** Row counts of the store's tables, per layer and scope. */
 export interface StoreCounts {
   readonly conversations: number
-  readonly messages: { readonly total: number; readonly user: number; readonly assistant: number }
+  readonly messages: {
+    readonly total: number
+    readonly user: number
+    readonly assistant: number
+    /** Messages with a vector (`messages.setEmbeddings`), of any model. */
+    readonly withVectors: number
+  }
   readonly memories: {
     /** Not superseded. */
     readonly current: number

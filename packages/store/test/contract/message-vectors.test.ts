@@ -139,6 +139,8 @@ describe.each(backends)('message vectors ($name)', (backend) => {
     // A vector for a message deleted meanwhile is skipped, not an error.
     expect(await store.messages.setEmbeddings([{ messageId: b[0]!, embedding: vector(9), embeddingModel: MINI }])).toBe(0)
     expect(await rowCount(store)).toBe(1)
+    expect((await store.stats.counts()).messages).toMatchObject({ total: 1, withVectors: 1 })
+    expect(await store.transfer.messageVectorCount()).toBe(1)
   })
 
   it('refuses bad input naming the field, and writes nothing of a refused call', async () => {

@@ -19,7 +19,7 @@ describe.each(backends)('store.stats ($name)', (backend) => {
     const counts = await store.stats.counts()
     expect(counts).toMatchObject({
       conversations: 3,
-      messages: { total: 4, user: 2, assistant: 2 },
+      messages: { total: 4, user: 2, assistant: 2, withVectors: 0 },
       memories: { current: 4, superseded: 1, byScope: { global: 1, session: 1, workspace: 2 }, byKind: { fact: 3, preference: 1 } },
       scenes: { total: 1, byScope: { workspace: 1 } },
       persona: { total: 1, byScope: { global: 1 } },
@@ -53,7 +53,7 @@ describe.each(backends)('store.stats ($name)', (backend) => {
     const empty = await backend.open()
     expect(await empty.stats.counts()).toEqual({
       conversations: 0,
-      messages: { total: 0, user: 0, assistant: 0 },
+      messages: { total: 0, user: 0, assistant: 0, withVectors: 0 },
       memories: { current: 0, superseded: 0, byScope: {}, byKind: {} },
       scenes: { total: 0, byScope: {} },
       persona: { total: 0, byScope: {} },
