@@ -89,7 +89,7 @@ export {
   recalledIds,
 } from './core/recall-text.ts'
 export type { HistoryMessageLike, PersonaText, RecallLine, SceneNavEntry } from './core/recall-text.ts'
-export { fuseConversationVectors, MAX_SCAN, MEMORY_CANDIDATES, MEMORY_KINDS, MESSAGE_CANDIDATES, rankConversationTurns, RecallEngine } from './core/recall-engine.ts'
+export { fuseConversationVectors, MAX_SCAN, MEMORY_CANDIDATES, MEMORY_KINDS, MESSAGE_CANDIDATES, rankConversationTurns, rankConversationTurnsByMeaning, RecallEngine, VECTOR_CANDIDATES, VECTOR_SCAN } from './core/recall-engine.ts'
 export type { ConversationHit, ConversationRankingOptions, MemoryReadResult, RecallEngineDeps, RecallScope, RecallStore, ScopeStatus, TurnRecall } from './core/recall-engine.ts'
 export {
   buildLayerSnapshot,

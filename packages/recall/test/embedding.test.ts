@@ -115,6 +115,29 @@ describe('conversation search with a local OpenAI-compatible server (scripted, 1
     expect(await store.messages.missingEmbeddings({ workspace: '/w', model: 'concepts@8', limit: 10 })).toEqual([])
   })
 
+  it('finds a turn that shares no word with the query by its vector (我平时喝什么咖啡 / 拿铁), which keyword search cannot', async () => {
+    const server = await startEmbeddingServer()
+    onTestFinished(() => server.close())
+    const { store } = openStore()
+    await store.conversations.ensure({ id: 'past', workspace: '/w' })
+    const latte = (await store.messages.append({ conversationId: 'past', hostMessageId: 'p-1', role: 'user', text: '我每天早上来一杯拿铁' })).message
+    await store.messages.append({ conversationId: 'past', hostMessageId: 'p-2', role: 'assistant', text: '好的，记住了。' })
+    await store.conversations.ensure({ id: 'other', workspace: '/w' })
+    await store.messages.append({ conversationId: 'other', hostMessageId: 'o-1', role: 'user', text: '周末下雨，我们在家听爵士乐。' })
+    const query = '我平时喝什么咖啡'
+    const keyword = new RecallEngine(store, resolveRecallOptions({ recall: { strategy: 'keyword' } }))
+    expect(await keyword.searchConversations(query, scope)).toEqual([])
+
+    const options = hybridOptions(server.url)
+    const hybrid = new RecallEngine(store, options, { embedder: createEmbedder(options.embedding) })
+    await hybrid.searchConversations(query, scope)
+    await hybrid.whenIdle() // the first search gave the log its vectors
+    const hits = await hybrid.searchConversations(query, scope)
+    expect(hits[0]!.message.id).toBe(latte.id)
+    // The vector candidate brings its context turn, as a full-text hit does.
+    expect(hits.map((hit) => hit.message.hostMessageId)).toContain('p-2')
+  })
+
   it('a failing server leaves the keyword order, warns, and stores no vector', async () => {
     const server = await startEmbeddingServer('http-500')
     onTestFinished(() => server.close())
@@ -144,6 +167,20 @@ describe('conversation search with a local OpenAI-compatible server (scripted, 1
     const missing = await store.messages.missingEmbeddings({ workspace: '/w', model: 'concepts@8', limit: 100 })
     // One batch of 32, newest first: the 8 oldest turns are left for the next turns.
     expect(missing.map((message) => message.hostMessageId)).toEqual(['m7', 'm6', 'm5', 'm4', 'm3', 'm2', 'm1', 'm0'])
+
+    // A new turn arrives: the next pass embeds it first, then goes on with the backlog where it stopped.
+    await store.messages.append({ conversationId: 'past', hostMessageId: 'new', role: 'user', text: 'the newest turn about the database', createdAt: at + 60_000 })
+    await hybrid.recallForTurn('which database do we use', scope, modePolicy('auto'), new Set())
+    await hybrid.whenIdle()
+    const second = server.requests.at(-1)!.body.input ?? []
+    expect(second[0]).toBe('the newest turn about the database')
+    expect(second.slice(1)).toEqual(['m7', 'm6', 'm5', 'm4', 'm3', 'm2', 'm1', 'm0'].map((id) => `turn number ${id.slice(1)} about the database`))
+    expect(await store.messages.missingEmbeddings({ workspace: '/w', model: 'concepts@8', limit: 100 })).toEqual([])
+    // Nothing left: a further turn asks the server only for its query's vector.
+    const before = server.requests.length
+    await hybrid.recallForTurn('which database do we use', scope, modePolicy('auto'), new Set())
+    await hybrid.whenIdle()
+    expect(server.requests.slice(before).map((request) => request.body.input)).toEqual([['which database do we use']])
   })
 })
 

@@ -51,6 +51,18 @@ describe('fuseTurnVectors', () => {
     const fused = fuseTurnVectors(ranked, (id) => (id === 'a' ? undefined : id === 'b' ? 0.9 : 0.1), alone, 1)
     expect(fused.find((turn) => turn.id === 'a')!.score).toBe(1)
   })
+
+  it('orders turns without any keyword score by their similarity alone', () => {
+    const found = [
+      { id: 'x', score: 0 },
+      { id: 'y', score: 0 },
+    ]
+    const fused = fuseTurnVectors(found, (id) => (id === 'y' ? 0.8 : 0.2), alone, 1)
+    expect(ids(fused)).toEqual(['y', 'x'])
+    // z = ±1 of two values, weight 1, keyword share 0.
+    expect(fused[0]!.score).toBeCloseTo(1, 9)
+    expect(fused[1]!.score).toBeCloseTo(-1, 9)
+  })
 })
 
 describe('fuseTurnVectors with the real MiniLM', () => {

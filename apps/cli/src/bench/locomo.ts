@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
-import { createMiniLmEmbedder, fuseConversationVectors, MAX_SCAN, MINILM_MODEL_KEY, miniLmCanEmbed, RankingCorpus, rankConversationTurns, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
+import { createMiniLmEmbedder, MAX_SCAN, MINILM_MODEL_KEY, miniLmCanEmbed, RankingCorpus, rankConversationTurns, rankConversationTurnsByMeaning, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
 import { type BenchBackend, type BenchStore, openBenchStore } from './backend.ts'
 import type { BenchProgress } from './locomo-format.ts'
 import { evaluateInjection, formatInjectionReport, type InjectionReport } from './locomo-injection.ts'
@@ -229,10 +229,11 @@ async function rankTurns(
   speakerOf: (message: { flags: Record<string, unknown> }) => string | undefined,
   vectors: QuestionVectors | undefined,
 ): Promise<string[]> {
-  const ranked = await rankConversationTurns(store, query, { workspace, authors: sample.speakers, authorOf: speakerOf })
+  const options = { workspace, authors: sample.speakers, authorOf: speakerOf }
   const queryVector = vectors?.queries.get(query)
-  const fused = vectors && queryVector ? await fuseConversationVectors(store, ranked, queryVector, vectors.model) : ranked
-  return fused.map((turn) => turn.message.hostMessageId)
+  const ranked =
+    vectors && queryVector ? await rankConversationTurnsByMeaning(store, query, { vector: queryVector, model: vectors.model }, options) : await rankConversationTurns(store, query, options)
+  return ranked.map((turn) => turn.message.hostMessageId)
 }
 
 /**

@@ -87,10 +87,24 @@ const EMBEDDING_COOLDOWN_MS = 60_000
 const BACKFILL_BATCH = 32
 /** The store's largest id list per `messages.embeddings` read. */
 const VECTOR_READ_MAX = 1_000
+/**
+ * Conversation search by meaning: the newest messages of the workspace whose stored vectors are
+ * compared with the query's, and how many of the closest join the full-text candidates (a turn
+ * that says the same thing in other words shares no word the store's search could find).
+ */
+export const VECTOR_SCAN = 2_000
+export const VECTOR_CANDIDATES = 20
 const PERSONA_MAX_CHARS = 2000
 const SCENE_SUMMARY_CHARS = 160
 const MAX_NAV_SCENES = 12
 const MIN_ID_PREFIX = 6
+
+/** A workspace's message backfill: the newest creation time looked at, and the backlog's next `until` (none: done). */
+interface MessageBackfillCursor {
+  readonly model: string
+  newest: number
+  backlog: number | undefined
+}
 
 /** Memory kinds a user or the model may give explicitly. */
 export const MEMORY_KINDS = ['fact', 'preference', 'instruction', 'decision', 'episode'] as const
@@ -114,6 +128,8 @@ export class RecallEngine {
   readonly #background = new Set<Promise<unknown>>()
   /** Workspaces whose message backfill is running (one pass per workspace at a time). */
   readonly #messageBackfills = new Set<string>()
+  /** Where each workspace's message backfill stands (see {@link RecallEngine.#nextMessageBatch}). */
+  readonly #messageCursors = new Map<string, MessageBackfillCursor>()
   readonly #collectionSizes = new Map<string, { size: number; at: number }>()
 
   constructor(store: RecallStore, options: RecallOptions, deps: RecallEngineDeps = {}) {
@@ -386,22 +402,18 @@ export class RecallEngine {
   ): Promise<ConversationHit[]> {
     if (!scope.workspace) return []
     const workspace = scope.workspace
-    // With embeddings configured the query's vector is made while the store searches.
-    const wantsVector = this.#embedder !== null && this.#options.recall.strategy !== 'keyword'
-    const [ranked, vector] = await Promise.all([
-      rankConversationTurns(this.#store, query, {
-        workspace,
-        excludeConversationId: filter.includeCurrentSession ? undefined : scope.sessionId,
-        termsOf: (message) => this.#messageTerms(message),
-        collectionSize: (count) => this.#collectionSize(`messages:${workspace}`, count),
-      }),
-      wantsVector ? this.#queryEmbedding(query).then((result) => result.vector) : null,
-    ])
+    const options: ConversationRankingOptions = {
+      workspace,
+      excludeConversationId: filter.includeCurrentSession ? undefined : scope.sessionId,
+      termsOf: (message) => this.#messageTerms(message),
+      collectionSize: (count) => this.#collectionSize(`messages:${workspace}`, count),
+    }
     const embedder = this.#embedder
-    if (!vector || !embedder) return ranked.slice(0, filter.limit ?? 8)
+    const vector = embedder && this.#options.recall.strategy !== 'keyword' ? (await this.#queryEmbedding(query)).vector : null
+    if (!embedder || !vector) return (await rankConversationTurns(this.#store, query, options)).slice(0, filter.limit ?? 8)
     this.#backfillMessages(workspace)
-    const fused = await fuseConversationVectors(this.#store, ranked, vector, embedder.modelKey)
-    return fused.slice(0, filter.limit ?? 8)
+    const ranked = await rankConversationTurnsByMeaning(this.#store, query, { vector, model: embedder.modelKey }, options)
+    return ranked.slice(0, filter.limit ?? 8)
   }
 
   /**
@@ -415,10 +427,7 @@ export class RecallEngine {
     if (!embedder || this.#messageBackfills.has(workspace) || this.#now() < this.#embeddingDownUntil) return
     this.#messageBackfills.add(workspace)
     const job = (async () => {
-      // Texts the model refuses stay without a vector, so with a guard the newest 1 000 lacking
-      // one are read to find a batch it can embed (older ones: `dsh-memory reembed --only messages`).
-      const missing = await this.#store.messages.missingEmbeddings({ workspace, model: embedder.modelKey, limit: embedder.canEmbed ? VECTOR_READ_MAX : BACKFILL_BATCH })
-      const batch = missing.filter((message) => !embedder.canEmbed || embedder.canEmbed(message.text)).slice(0, BACKFILL_BATCH)
+      const batch = await this.#nextMessageBatch(workspace, embedder)
       if (batch.length === 0) return
       const vectors = await embedder.embed(batch.map((message) => message.text))
       await this.#store.messages.setEmbeddings(batch.map((message, i) => ({ messageId: message.id, embedding: vectors[i]!, embeddingModel: embedder.modelKey })))
@@ -431,6 +440,45 @@ export class RecallEngine {
       .finally(() => this.#messageBackfills.delete(workspace))
     this.#background.add(job)
     void job.finally(() => this.#background.delete(job))
+  }
+
+  /**
+   * The next messages of `workspace` to embed (at most {@link BACKFILL_BATCH}). The store's
+   * `missingEmbeddings` walks messages newest first until it has found enough without a vector,
+   * so walking from the newest every turn would re-read the whole embedded log. A cursor per
+   * workspace remembers the newest time looked at and how far back the walk got: new messages
+   * (since that time) first, then the older backlog from where the last pass stopped; once the
+   * backlog is done only new messages are read. Texts the model refuses (the MiniLM provider's
+   * CJK guard) stay without a vector and are passed over.
+   */
+  async #nextMessageBatch(workspace: string, embedder: Embedder): Promise<Message[]> {
+    const model = embedder.modelKey
+    const limit = embedder.canEmbed ? VECTOR_READ_MAX : BACKFILL_BATCH
+    const embeddable = (message: Message) => !embedder.canEmbed || embedder.canEmbed(message.text)
+    let cursor = this.#messageCursors.get(workspace)
+    if (!cursor || cursor.model !== model) {
+      // The first pass of a process: the whole log is the backlog, from its newest message down.
+      const [top] = await this.#store.messages.list({ workspace, order: 'desc', limit: 1 })
+      cursor = { model, newest: top?.createdAt ?? 0, backlog: top?.createdAt }
+      this.#messageCursors.set(workspace, cursor)
+    }
+    const fresh = await this.#store.messages.missingEmbeddings({ workspace, model, limit, since: cursor.newest })
+    cursor.newest = Math.max(cursor.newest, ...fresh.map((message) => message.createdAt))
+    const batch = fresh.filter(embeddable).slice(0, BACKFILL_BATCH)
+    if (batch.length === BACKFILL_BATCH || cursor.backlog === undefined) return batch
+    const older = await this.#store.messages.missingEmbeddings({ workspace, model, limit, until: cursor.backlog })
+    const taken = new Set(batch.map((message) => message.id))
+    let examined = 0
+    for (const message of older) {
+      if (batch.length === BACKFILL_BATCH) break
+      examined++
+      if (!taken.has(message.id) && embeddable(message)) batch.push(message)
+    }
+    // `until` is inclusive: the next page starts at the last message looked at (once embedded it is
+    // no longer missing). A short page read to its end finishes the backlog.
+    if (examined < older.length) cursor.backlog = older[examined - 1]!.createdAt
+    else cursor.backlog = older.length === limit ? older.at(-1)!.createdAt : undefined
+    return batch
   }
 
   #messageTerms(message: Message): readonly string[] {
@@ -661,6 +709,8 @@ export interface ConversationRankingOptions {
   readonly collectionSize?: (count: () => Promise<number>) => Promise<number>
   /** Candidates from the store's search (default {@link MESSAGE_CANDIDATES}). */
   readonly candidates?: number
+  /** More candidates found otherwise (by meaning: {@link rankConversationTurnsByMeaning}); ranked with the rest. */
+  readonly extra?: readonly Message[]
 }
 
 /**
@@ -689,7 +739,11 @@ export async function rankConversationTurns(
   ])
   const found = all.map((hit) => hit.message)
   const seen = new Set(found.map((message) => message.id))
-  for (const { message } of inPeriod) if (!seen.has(message.id)) found.push(message)
+  for (const message of [...inPeriod.map((hit) => hit.message), ...(options.extra ?? [])]) {
+    if (seen.has(message.id)) continue
+    seen.add(message.id)
+    found.push(message)
+  }
   const hits = found.filter(keep)
   if (hits.length === 0) return []
   // Context neighbours (±span turns in the same conversation) in one store read, ranked with
@@ -724,7 +778,64 @@ export async function rankConversationTurns(
     { collectionSize, averageLength },
   )
   const ids = new Map(messages.map((message) => [message.id, message]))
-  return rankDocuments(corpus, query, TURN_RANKING, { authors: options.authors }).map((ranked) => ({ message: ids.get(ranked.id)!, score: ranked.score }))
+  const ranked = rankDocuments(corpus, query, TURN_RANKING, { authors: options.authors }).map((turn) => ({ message: ids.get(turn.id)!, score: turn.score }))
+  if (!options.extra?.length) return ranked
+  // Turns found by meaning share no word with the query: they, and the turns around them, come
+  // last with a keyword score of 0 for the vectors to rank.
+  const placed = new Set(ranked.map((turn) => turn.message.id))
+  const extraConversations = new Set(options.extra.map((message) => message.conversationId))
+  for (const message of messages) if (!placed.has(message.id) && extraConversations.has(message.conversationId)) ranked.push({ message, score: 0 })
+  return ranked
+}
+
+/**
+ * Conversation search by meaning, as `conversation_search` runs it with embeddings configured:
+ * the {@link VECTOR_CANDIDATES} messages closest to the query among the workspace's newest
+ * {@link VECTOR_SCAN} with a stored vector of `model` join the full-text candidates
+ * ({@link rankConversationTurns}' `extra`), and the ranking is re-ranked with the vectors
+ * ({@link fuseConversationVectors}).
+ */
+export async function rankConversationTurnsByMeaning(
+  store: Pick<MemoryStore, 'messages' | 'search'>,
+  query: string,
+  vectors: { readonly vector: Float32Array; readonly model: string },
+  options: ConversationRankingOptions,
+): Promise<{ message: Message; score: number }[]> {
+  const extra = await nearestMessages(store, vectors.vector, vectors.model, options)
+  const ranked = await rankConversationTurns(store, query, { ...options, extra: [...(options.extra ?? []), ...extra] })
+  return fuseConversationVectors(store, ranked, vectors.vector, vectors.model)
+}
+
+/**
+ * The messages of `options.workspace` (not of `excludeConversationId`) closest to `query` by
+ * cosine among its newest {@link VECTOR_SCAN} with a vector of `model`, best first, at most
+ * {@link VECTOR_CANDIDATES}.
+ */
+async function nearestMessages(
+  store: Pick<MemoryStore, 'messages'>,
+  query: Float32Array,
+  model: string,
+  options: Pick<ConversationRankingOptions, 'workspace' | 'excludeConversationId'>,
+): Promise<Message[]> {
+  const recent = (await store.messages.list({ workspace: options.workspace, order: 'desc', limit: VECTOR_SCAN })).filter(
+    (message) => message.conversationId !== options.excludeConversationId,
+  )
+  const scored: { message: Message; cosine: number }[] = []
+  for (let start = 0; start < recent.length; start += VECTOR_READ_MAX) {
+    const page = recent.slice(start, start + VECTOR_READ_MAX)
+    const vectors = await store.messages.embeddings(
+      page.map((message) => message.id),
+      model,
+    )
+    for (const message of page) {
+      const vector = vectors.get(message.id)
+      if (vector && vector.length === query.length) scored.push({ message, cosine: cosineSimilarity(vector, query) })
+    }
+  }
+  return scored
+    .sort((a, b) => b.cosine - a.cosine)
+    .slice(0, VECTOR_CANDIDATES)
+    .map(({ message }) => message)
 }
 
 /**

@@ -34,7 +34,8 @@ export interface TurnNeighbour {
  * turn's similarity (cosine with the query, plus {@link TURN_RANKING}'s context share of the
  * best neighbour's within its span) standardised over the turns that have one. A turn without a
  * similarity (no vector: MiniLM's CJK guard) adds nothing; when no turn has one, the order is
- * unchanged.
+ * unchanged. When no turn has a keyword score (all found by their vectors) the keyword share is 0
+ * and the similarity alone orders them.
  * @param similarity cosine of a turn with the query; `undefined` when either has no vector
  * @param neighbours turns of the same conversation near `id`, with their distance (those beyond
  *   the context span are ignored)
@@ -60,13 +61,15 @@ export function fuseTurnVectors(
   })
   const known = closeness.filter((value): value is number => value !== undefined)
   const bestScore = ranked.reduce((best, turn) => Math.max(best, turn.score), 0)
-  if (known.length === 0 || bestScore <= 0) return [...ranked]
+  if (known.length === 0) return [...ranked]
+  // Without any keyword score (turns found by their vectors alone) the similarity orders them.
+  const keywordShare = (score: number) => (bestScore > 0 ? score / bestScore : 0)
   const mean = known.reduce((sum, value) => sum + value, 0) / known.length
   const deviation = Math.sqrt(known.reduce((sum, value) => sum + (value - mean) ** 2, 0) / known.length) || 1
   return ranked
     .map((turn, index) => {
       const value = closeness[index]
-      return { turn: { id: turn.id, score: turn.score / bestScore + (value === undefined ? 0 : (weight * (value - mean)) / deviation) }, index }
+      return { turn: { id: turn.id, score: keywordShare(turn.score) + (value === undefined ? 0 : (weight * (value - mean)) / deviation) }, index }
     })
     .sort((a, b) => b.turn.score - a.turn.score || a.index - b.index)
     .map(({ turn }) => turn)
