@@ -328,78 +328,53 @@ async function reembedWith(
     let cursor: Checkpoint = checkpoint ?? { v: 1, filter, memoriesAfter: null, cuesAfter: null }
     try {
       if (memoryClient && messages && messages.work.length > 0) {
-        progress.start('reembed messages', messages.work.length)
-        try {
-          for (let start = 0; start < messages.work.length; start += settings.batch) {
-            const batch = messages.work.slice(start, start + settings.batch)
-            const vectors = await embedBatch(memoryClient, batch.map((message) => message.text), report)
-            // Messages never change; one deleted meanwhile is skipped by the store.
-            const written = await store.messages.setEmbeddings(batch.map((message, i) => ({ messageId: message.id, embedding: vectors[i]!, embeddingModel: memoryKey })))
-            report.messages!.embedded += written
-            report.messages!.skipped += batch.length - written
-            for (let i = 0; i < batch.length; i++) progress.tick()
-          }
-        } finally {
-          progress.stop()
-        }
+        await inBatches(progress, 'reembed messages', messages.work, settings.batch, report.messages!, async (batch) => {
+          const vectors = await embedBatch(memoryClient, batch.map((message) => message.text), report)
+          // Messages never change; one deleted meanwhile is skipped by the store.
+          return store.messages.setEmbeddings(batch.map((message, i) => ({ messageId: message.id, embedding: vectors[i]!, embeddingModel: memoryKey })))
+        })
       }
       if (memoryTarget && memoryClient && memoryWork.length > 0) {
-        progress.start('reembed memories', memoryWork.length)
-        try {
-          for (let start = 0; start < memoryWork.length; start += settings.batch) {
-            const batch = memoryWork.slice(start, start + settings.batch)
-            const vectors = await embedBatch(memoryClient, batch.map((memory) => memory.text), report)
-            const next: Checkpoint = { ...cursor, memoriesAfter: batch[batch.length - 1]!.id }
-            // One transaction per batch: the vectors and (for --all) the checkpoint commit together.
-            const written = await store.transaction(async (tx) => {
-              let count = 0
-              for (let i = 0; i < batch.length; i++) {
-                const current = await tx.memories.get(batch[i]!.id)
-                // Changed meanwhile (edited, superseded, deleted): its text is not what was embedded.
-                if (!current || current.revision !== batch[i]!.revision || current.supersededBy) continue
-                await tx.memories.update(current.id, { embedding: vectors[i]!, embeddingModel: memoryKey }, { actor: 'cli' })
-                count++
-              }
-              if (settings.all) await tx.meta.set(REEMBED_CHECKPOINT_KEY, JSON.stringify(next), { actor: 'cli' })
-              return count
-            })
-            cursor = next
-            report.memories!.embedded += written
-            report.memories!.skipped += batch.length - written
-            for (let i = 0; i < batch.length; i++) progress.tick()
-          }
-        } finally {
-          progress.stop()
-        }
+        await inBatches(progress, 'reembed memories', memoryWork, settings.batch, report.memories!, async (batch) => {
+          const vectors = await embedBatch(memoryClient, batch.map((memory) => memory.text), report)
+          const next: Checkpoint = { ...cursor, memoriesAfter: batch[batch.length - 1]!.id }
+          // One transaction per batch: the vectors and (for --all) the checkpoint commit together.
+          const written = await store.transaction(async (tx) => {
+            let count = 0
+            for (let i = 0; i < batch.length; i++) {
+              const current = await tx.memories.get(batch[i]!.id)
+              // Changed meanwhile (edited, superseded, deleted): its text is not what was embedded.
+              if (!current || current.revision !== batch[i]!.revision || current.supersededBy) continue
+              await tx.memories.update(current.id, { embedding: vectors[i]!, embeddingModel: memoryKey }, { actor: 'cli' })
+              count++
+            }
+            if (settings.all) await tx.meta.set(REEMBED_CHECKPOINT_KEY, JSON.stringify(next), { actor: 'cli' })
+            return count
+          })
+          cursor = next
+          return written
+        })
       }
       if (cueClient && repository && cueWork.length > 0) {
-        progress.start('reembed cues', cueWork.length)
-        try {
-          for (let start = 0; start < cueWork.length; start += settings.batch) {
-            const batch = cueWork.slice(start, start + settings.batch)
-            const texts = batch.map(embeddingText)
-            const vectors = await embedBatch(cueClient, texts, report)
-            const written = await repository.transaction(async (writer) => {
-              let count = 0
-              for (const [index, cue] of batch.entries()) {
-                const current = await writer.getCue(cue.id)
-                if (!current || embeddingText(current) !== texts[index]) continue
-                await writer.setEmbedding(cue.id, vectors[index]!, cueKey)
-                count++
-              }
-              return count
-            })
-            // The cue rows live on the cue bank's own connection: the checkpoint follows the commit
-            // (a crash in between redoes one batch, which is harmless).
-            cursor = { ...cursor, cuesAfter: batch[batch.length - 1]!.id }
-            if (settings.all) await store.meta.set(REEMBED_CHECKPOINT_KEY, JSON.stringify(cursor), { actor: 'cli' })
-            report.cues!.embedded += written
-            report.cues!.skipped += batch.length - written
-            for (let i = 0; i < batch.length; i++) progress.tick()
-          }
-        } finally {
-          progress.stop()
-        }
+        await inBatches(progress, 'reembed cues', cueWork, settings.batch, report.cues!, async (batch) => {
+          const texts = batch.map(embeddingText)
+          const vectors = await embedBatch(cueClient, texts, report)
+          const written = await repository.transaction(async (writer) => {
+            let count = 0
+            for (const [index, cue] of batch.entries()) {
+              const current = await writer.getCue(cue.id)
+              if (!current || embeddingText(current) !== texts[index]) continue
+              await writer.setEmbedding(cue.id, vectors[index]!, cueKey)
+              count++
+            }
+            return count
+          })
+          // The cue rows live on the cue bank's own connection: the checkpoint follows the commit
+          // (a crash in between redoes one batch, which is harmless).
+          cursor = { ...cursor, cuesAfter: batch[batch.length - 1]!.id }
+          if (settings.all) await store.meta.set(REEMBED_CHECKPOINT_KEY, JSON.stringify(cursor), { actor: 'cli' })
+          return written
+        })
       }
       if (settings.all) await store.meta.delete(REEMBED_CHECKPOINT_KEY, { actor: 'cli' })
     } catch (error) {
@@ -411,6 +386,25 @@ async function reembedWith(
     return report
   } finally {
     repository?.close()
+  }
+}
+
+/**
+ * Work through `work` a batch at a time under one progress line: `write` embeds and stores a
+ * batch and says how many rows it wrote; the rest count as skipped (changed or deleted meanwhile).
+ */
+async function inBatches<T>(progress: BenchProgress, label: string, work: readonly T[], size: number, counts: ReembedCounts, write: (batch: readonly T[]) => Promise<number>): Promise<void> {
+  progress.start(label, work.length)
+  try {
+    for (let start = 0; start < work.length; start += size) {
+      const batch = work.slice(start, start + size)
+      const written = await write(batch)
+      counts.embedded += written
+      counts.skipped += batch.length - written
+      for (let i = 0; i < batch.length; i++) progress.tick()
+    }
+  } finally {
+    progress.stop()
   }
 }
 
