@@ -23,6 +23,7 @@ export interface Config {
     includeSceneNav: boolean
     strategy: RecallStrategy
     scoreThreshold: number
+    hybridThreshold: number
     decayHalfLifeDays: number
     placement: RecallPlacement
   }
@@ -89,6 +90,12 @@ export const Config: z<Config> = z.object({
       includeSceneNav: z.boolean().default(R.includeSceneNav).description('Put the scene (L2) navigation into the system prompt.'),
       strategy: z.union(['keyword', 'embedding', 'hybrid']).default(R.strategy).description('keyword | embedding | hybrid (reciprocal rank fusion); hybrid without embeddings = keyword.'),
       scoreThreshold: z.number().min(0).max(1).default(R.scoreThreshold).description('Memories whose relevance × decay is below this are not injected (0..1).'),
+      hybridThreshold: z
+        .number()
+        .min(0)
+        .max(1)
+        .default(R.hybridThreshold)
+        .description('hybrid, for a memory with a vector: not injected when 1 − (1 − keyword relevance)(1 − cosine), × decay, is below this (0..1); scoreThreshold then does not apply.'),
       decayHalfLifeDays: z.number().min(0).default(R.decayHalfLifeDays).description('Half-life of the age weight max(0.5, 0.5^(days/halfLife)); 0 disables decay.'),
       placement: z
         .union(['before-user', 'after-user'])

@@ -71,6 +71,39 @@ describe('hybrid recall with a local OpenAI-compatible server (scripted, 127.0.0
     expect(hits[0]!.vector).toBeGreaterThan(0.9)
     expect(server.requests.every((request) => request.body.model === 'concepts')).toBe(true)
   })
+
+  it('the automatic recall holds memories with a vector to hybridThreshold: a strong cosine passes alone, one shared word with an unrelated vector does not', async () => {
+    const server = await startEmbeddingServer()
+    onTestFinished(() => server.close())
+    const { store } = openStore()
+    const scope = { sessionId: 's', workspace: '/w' }
+    const latte = await store.memories.add({ kind: 'preference', text: 'The user drinks a latte every morning.', scope: 'workspace', workspace: '/w' })
+    const chair = await store.memories.add({ kind: 'fact', text: 'The user bought a new office chair.', scope: 'workspace', workspace: '/w' })
+    const query = 'Which chair goes with my espresso?'
+    const injected = async (engine: RecallEngine) => (await engine.recallForTurn(query, scope, modePolicy('auto'), new Set())).selection.selected.map((entry) => entry.scored.memory.id)
+    // Keywords alone: "chair" is one distinctive shared word (relevance 0.5 ≥ scoreThreshold 0.3).
+    const keyword = new RecallEngine(store, resolveRecallOptions({ recall: { strategy: 'keyword' } }))
+    expect(await injected(keyword)).toEqual([chair.id])
+    const hybridWith = (extra: Record<string, number>) => {
+      const options = resolveRecallOptions({ recall: { strategy: 'hybrid', ...extra }, embedding: { enabled: true, baseUrl: server.url, model: 'concepts', dimensions: 8 } })
+      return new RecallEngine(store, options, { embedder: createEmbedder(options.embedding) })
+    }
+    const hybrid = hybridWith({})
+    expect(hybrid.options.recall.hybridThreshold).toBe(0.85)
+    await injected(hybrid)
+    await hybrid.whenIdle() // the first turn embedded the memories in the background
+    const turn = await hybrid.recallForTurn(query, scope, modePolicy('auto'), new Set())
+    const byId = new Map(turn.selection.selected.map((entry) => [entry.scored.memory.id, entry.scored]))
+    // The latte shares no word but its vector is the query's concept (cosine ≈ 1): in. The chair's
+    // vector is unrelated (cosine ≈ 0.01), so 1 − (1 − 0.5)(1 − 0.01) ≈ 0.5 < 0.85: out, although
+    // its max(keyword, cosine) passes scoreThreshold.
+    expect([...byId.keys()]).toEqual([latte.id])
+    expect(byId.get(latte.id)!.hybridScore).toBeGreaterThan(0.99)
+    expect(turn.selection.belowThreshold).toBeGreaterThanOrEqual(1)
+    // A lower hybridThreshold lets the keyword match back in.
+    const loose = hybridWith({ hybridThreshold: 0.45 })
+    expect((await injected(loose)).sort()).toEqual([latte.id, chair.id].sort())
+  })
 })
 
 describe('conversation search with a local OpenAI-compatible server (scripted, 127.0.0.1)', () => {

@@ -45,6 +45,41 @@ describe('rankMemories', () => {
     // Without a query vector, hybrid degrades to keyword.
     const keywordOnly = rankMemories('printer jams', memories, { strategy: 'hybrid', decayHalfLifeDays: 0, now: NOW, queryEmbedding: null, embeddingModel: 'm@2' })
     expect(keywordOnly.map((scored) => scored.memory.id)).not.toContain('vector-only')
+    expect(keywordOnly.every((scored) => scored.hybridScore === undefined)).toBe(true)
+  })
+
+  it('hybridScore is 1 − (1 − keyword)(1 − cosine) × decay, for memories with a vector of the query model only', () => {
+    const memories = [
+      embedded('both', 'The printer jams on A3 paper.', [0.8, 0.6]),
+      embedded('vector-only', 'The copier on floor two is broken.', [0.6, 0.8]),
+      embedded('opposite', 'Printer paper is in the cupboard.', [-1, 0]),
+      embedded('other-model', 'The printer jams a lot.', [1, 0], 'x@2'),
+      { ...memory('aged', 'The printer jams on Mondays.', 30), embedding: vector(0.8, 0.6), embeddingModel: 'm@2' },
+    ]
+    const ranked = rankMemories('printer jams', memories, { strategy: 'hybrid', decayHalfLifeDays: 30, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
+    const byId = new Map(ranked.map((scored) => [scored.memory.id, scored]))
+    const both = byId.get('both')!
+    expect(both.lexical).toBeGreaterThan(0)
+    expect(both.vector).toBeCloseTo(0.8, 6)
+    expect(both.hybridScore).toBeCloseTo(1 - (1 - both.lexical) * 0.2, 6)
+    expect(both.hybridScore).toBeGreaterThan(Math.max(both.lexical, 0.8))
+    expect(byId.get('vector-only')!.hybridScore).toBeCloseTo(0.6, 6)
+    // A cosine below 0 counts as 0: the keyword side alone.
+    const opposite = byId.get('opposite')!
+    expect(opposite.vector).toBeUndefined()
+    expect(opposite.lexical).toBeGreaterThan(0)
+    expect(opposite.hybridScore).toBeCloseTo(opposite.lexical, 6)
+    // Another model's vector is not compared: that memory keeps scoreThreshold on its keyword score.
+    expect(byId.get('other-model')!.hybridScore).toBeUndefined()
+    const aged = byId.get('aged')!
+    expect(aged.decay).toBe(0.5)
+    expect(aged.hybridScore).toBeCloseTo((1 - (1 - aged.lexical) * 0.2) * 0.5, 6)
+    // keyword and embedding strategies have none.
+    for (const strategy of ['keyword', 'embedding'] as const) {
+      const other = rankMemories('printer jams', memories, { strategy, decayHalfLifeDays: 30, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
+      expect(other.length).toBeGreaterThan(0)
+      expect(other.every((scored) => scored.hybridScore === undefined)).toBe(true)
+    }
   })
 })
 
@@ -57,8 +92,9 @@ describe('selectForInjection', () => {
     decay: 1,
     feedback: 1,
     score,
+    hybridScore: undefined,
   })
-  const budget = { maxResults: 3, maxCharsPerMemory: 0, maxTotalRecallChars: 0, scoreThreshold: 0.3 }
+  const budget = { maxResults: 3, maxCharsPerMemory: 0, maxTotalRecallChars: 0, scoreThreshold: 0.3, hybridThreshold: 0.85 }
 
   it('applies the threshold, maxResults and the exclusion of memories already in context', () => {
     const selection = selectForInjection([scored('a', 0.9), scored('b', 0.8), scored('c', 0.7), scored('d', 0.6), scored('e', 0.2)], budget, new Set(['b']))
@@ -66,6 +102,24 @@ describe('selectForInjection', () => {
     expect(selection).toMatchObject({ alreadyInContext: 1, belowThreshold: 1, overBudget: 0 })
     const capped = selectForInjection([scored('a', 0.9), scored('b', 0.8), scored('c', 0.7), scored('d', 0.6)], budget)
     expect(capped.overBudget).toBe(1)
+  })
+
+  it('a memory with a hybridScore is held to hybridThreshold instead of scoreThreshold', () => {
+    const hybrid = (id: string, score: number, hybridScore: number): ScoredMemory => ({ ...scored(id, score), hybridScore })
+    const selection = selectForInjection(
+      [
+        hybrid('cosine-only', 0.45, 0.45), // passes 0.3 by its cosine alone, not 0.85
+        hybrid('agreed', 0.7, 0.91), // keyword 0.7, cosine 0.7
+        scored('keyword-no-vector', 0.35), // no vector (CJK guard): scoreThreshold applies
+        hybrid('just-under', 0.8, 0.84),
+      ],
+      budget,
+    )
+    expect(selection.selected.map((entry) => entry.scored.memory.id)).toEqual(['agreed', 'keyword-no-vector'])
+    expect(selection.belowThreshold).toBe(2)
+    // hybridThreshold 0 with scoreThreshold 1: only the memories with a hybridScore pass.
+    const open = selectForInjection([hybrid('a', 0.1, 0.05), scored('b', 0.9)], { ...budget, scoreThreshold: 1, hybridThreshold: 0 })
+    expect(open.selected.map((entry) => entry.scored.memory.id)).toEqual(['a'])
   })
 
   it('cuts each memory to maxCharsPerMemory and the total to maxTotalRecallChars', () => {
@@ -84,7 +138,7 @@ describe('selectForInjection', () => {
     const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
     for (let round = 0; round < 200; round++) {
       const entries = Array.from({ length: 1 + Math.floor(random() * 10) }, (_, i) => scored(`m${i}`, random(), 'y'.repeat(1 + Math.floor(random() * 300))))
-      const limits = { maxResults: 1 + Math.floor(random() * 6), maxCharsPerMemory: Math.floor(random() * 200), maxTotalRecallChars: Math.floor(random() * 500), scoreThreshold: random() * 0.5 }
+      const limits = { maxResults: 1 + Math.floor(random() * 6), maxCharsPerMemory: Math.floor(random() * 200), maxTotalRecallChars: Math.floor(random() * 500), scoreThreshold: random() * 0.5, hybridThreshold: 0.85 }
       const selection = selectForInjection(entries, limits)
       expect(selection.selected.length).toBeLessThanOrEqual(limits.maxResults)
       if (limits.maxTotalRecallChars > 0) expect(selection.chars).toBeLessThanOrEqual(limits.maxTotalRecallChars)

@@ -18,7 +18,7 @@ describe('resolveRecallOptions', () => {
   it('fills the reference defaults and freezes the result', () => {
     const options = resolveRecallOptions()
     expect(options).toEqual(DEFAULT_RECALL_OPTIONS)
-    expect(options.recall).toMatchObject({ maxResults: 5, maxCharsPerMemory: 500, maxTotalRecallChars: 2000, timeoutMs: 5000, strategy: 'hybrid', scoreThreshold: 0.3, decayHalfLifeDays: 30, placement: 'before-user' })
+    expect(options.recall).toMatchObject({ maxResults: 5, maxCharsPerMemory: 500, maxTotalRecallChars: 2000, timeoutMs: 5000, strategy: 'hybrid', scoreThreshold: 0.3, hybridThreshold: 0.85, decayHalfLifeDays: 30, placement: 'before-user' })
     expect(Object.isFrozen(options) && Object.isFrozen(options.recall) && Object.isFrozen(options.embedding)).toBe(true)
   })
 
@@ -29,6 +29,8 @@ describe('resolveRecallOptions', () => {
     expect(fieldOf(() => resolveRecallOptions({ recall: { maxCharsPerMemory: 5 } }))).toBe('recall.maxCharsPerMemory')
     expect(fieldOf(() => resolveRecallOptions({ recall: { maxCharsPerMemory: 500, maxTotalRecallChars: 100 } }))).toBe('recall.maxTotalRecallChars')
     expect(fieldOf(() => resolveRecallOptions({ recall: { scoreThreshold: 1.5 } }))).toBe('recall.scoreThreshold')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { hybridThreshold: -0.1 } }))).toBe('recall.hybridThreshold')
+    expect(fieldOf(() => resolveRecallOptions({ recall: { hybridThreshold: '0.6' as unknown as number } }))).toBe('recall.hybridThreshold')
     expect(fieldOf(() => resolveRecallOptions({ recall: { decayHalfLifeDays: -1 } }))).toBe('recall.decayHalfLifeDays')
     expect(fieldOf(() => resolveRecallOptions({ recall: { strategy: 'vector' as never } }))).toBe('recall.strategy')
     expect(fieldOf(() => resolveRecallOptions({ recall: { placement: 'first' as never } }))).toBe('recall.placement')

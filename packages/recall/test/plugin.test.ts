@@ -533,7 +533,9 @@ describe('recall plugin in an in-process host', () => {
     })
 
     it('provider minilm (in-process, real model): an English paraphrase is recalled once the model has loaded; a Chinese turn recalls by keywords', async () => {
-      host = await startHost({ recall: { recall: { strategy: 'hybrid', scoreThreshold: 0.2 }, embedding: { enabled: true, provider: 'minilm' } } })
+      // The paraphrase's MiniLM cosine (0.36) is far under the default hybridThreshold (0.85,
+      // calibrated for precision on LoCoMo): this test lowers it to show the path.
+      host = await startHost({ recall: { recall: { strategy: 'hybrid', scoreThreshold: 0.2, hybridThreshold: 0.2 }, embedding: { enabled: true, provider: 'minilm' } } })
       await seedFiller(host)
       await store(host).memories.add({ kind: 'preference', text: 'The user has a latte every morning.', scope: 'global' })
       await store(host).memories.add({ kind: 'preference', text: '用户喜欢喝乌龙茶', scope: 'global' })

@@ -38,6 +38,14 @@ export interface ScoredMemory<M extends RankableMemory = RankableMemory> {
   readonly feedback: number
   /** relevance × decay × feedback: what `scoreThreshold` is compared with. */
   readonly score: number
+  /**
+   * Under hybrid, for a memory with a vector of the query's model: the probabilistic OR of both
+   * sides, `1 − (1 − lexical)(1 − cosine)` × decay × feedback (a cosine below 0 counts as 0), what
+   * `hybridThreshold` is compared with instead of `score`: strong evidence on one side passes
+   * alone, moderate evidence must come from both. Undefined otherwise (keyword, embedding, no
+   * query vector, no memory vector).
+   */
+  readonly hybridScore: number | undefined
 }
 
 /** Options of {@link rankMemories}. */
@@ -85,15 +93,19 @@ export function rankMemories<M extends RankableMemory>(query: string, memories: 
 
   const vectors = new Map<string, number>()
   const vectorOrder: string[] = []
+  // Memories whose vector was compared with the query's (their cosine may be ≤ 0).
+  const compared = new Set<string>()
   if (useVectors) {
     for (const memory of memories) {
       if (!memory.embedding || memory.embeddingModel !== options.embeddingModel) continue
+      compared.add(memory.id)
       const similarity = cosineSimilarity(options.queryEmbedding!, memory.embedding)
       if (similarity > 0) vectors.set(memory.id, similarity)
     }
     vectorOrder.push(...[...vectors].sort((a, b) => b[1] - a[1]).map(([id]) => id))
   }
 
+  const hybrid = useKeywords && useVectors
   const byId = new Map(memories.map((memory) => [memory.id, memory]))
   const score = (id: string): ScoredMemory<M> => {
     const memory = byId.get(id)!
@@ -102,10 +114,20 @@ export function rankMemories<M extends RankableMemory>(query: string, memories: 
     const relevance = Math.min(1, Math.max(lexicalScore, vector ?? 0))
     const decay = decayFactor(options.now - memory.updatedAt, options.decayHalfLifeDays)
     const feedback = feedbackWeight(memory.flags as Record<string, unknown> | null | undefined)
-    return { memory, lexical: lexicalScore, vector, relevance, decay, feedback, score: relevance * decay * feedback }
+    const either = hybrid && compared.has(id) ? 1 - (1 - Math.min(1, lexicalScore)) * (1 - Math.min(1, vector ?? 0)) : undefined
+    return {
+      memory,
+      lexical: lexicalScore,
+      vector,
+      relevance,
+      decay,
+      feedback,
+      score: relevance * decay * feedback,
+      hybridScore: either === undefined ? undefined : either * decay * feedback,
+    }
   }
 
-  if (useKeywords && useVectors) {
+  if (hybrid) {
     const fused = reciprocalRankFusion([keywordOrder, vectorOrder])
     return fused
       .map(({ id, score: fusedScore }) => ({ scored: score(id), key: fusedScore }))
@@ -125,6 +147,8 @@ export interface InjectionBudget {
   /** 0 = unlimited. */
   readonly maxTotalRecallChars: number
   readonly scoreThreshold: number
+  /** What {@link ScoredMemory.hybridScore} is compared with, when a memory has one (instead of `scoreThreshold`). */
+  readonly hybridThreshold: number
 }
 
 /** One memory chosen for injection, with the text that will be shown. */
@@ -140,7 +164,7 @@ export interface InjectionSelection<M extends RankableMemory = RankableMemory> {
   readonly selected: SelectedMemory<M>[]
   /** Ranked memories skipped because they are already in the session's context. */
   readonly alreadyInContext: number
-  /** Ranked memories below `scoreThreshold`. */
+  /** Ranked memories below `scoreThreshold` (or `hybridThreshold`, see {@link ScoredMemory.hybridScore}). */
   readonly belowThreshold: number
   /** Memories that passed the threshold but did not fit `maxResults` or the character budget. */
   readonly overBudget: number
@@ -160,7 +184,8 @@ export function clipText(text: string, limit: number): { text: string; truncated
 
 /**
  * Choose what to inject: ranked order, skipping memories already in context and those
- * under the threshold, within `maxResults`, `maxCharsPerMemory` and `maxTotalRecallChars`
+ * under the threshold (`hybridThreshold` on `hybridScore` for a memory that has one, else
+ * `scoreThreshold` on `score`), within `maxResults`, `maxCharsPerMemory` and `maxTotalRecallChars`
  * (the last memory is cut to the remaining room when at least a few characters remain).
  */
 export function selectForInjection<M extends RankableMemory>(
@@ -178,7 +203,8 @@ export function selectForInjection<M extends RankableMemory>(
       alreadyInContext++
       continue
     }
-    if (scored.score < budget.scoreThreshold || scored.score <= 0) {
+    const [value, threshold] = scored.hybridScore === undefined ? [scored.score, budget.scoreThreshold] : [scored.hybridScore, budget.hybridThreshold]
+    if (value < threshold || value <= 0) {
       belowThreshold++
       continue
     }

@@ -35,6 +35,12 @@ export interface RecallInjectionOptions {
   readonly strategy: RecallStrategy
   /** Memories whose normalised score (relevance × decay) is below this are not injected. */
   readonly scoreThreshold: number
+  /**
+   * Under `hybrid`, for a memory with a vector of the query's model: it is injected only when
+   * `1 − (1 − keyword relevance)(1 − cosine)` × decay × feedback reaches this; `scoreThreshold`
+   * then does not apply to it. Calibrated with the in-process MiniLM on LoCoMo (README, "Ranking").
+   */
+  readonly hybridThreshold: number
   /** Half-life of the age weight `max(0.5, 0.5^(days/halfLife))`; 0 disables decay. */
   readonly decayHalfLifeDays: number
   /** Where the recall message enters the step: just before the new user message, or right after it. */
@@ -153,6 +159,7 @@ export const DEFAULT_RECALL_OPTIONS: RecallOptions = Object.freeze({
     includeSceneNav: true,
     strategy: 'hybrid',
     scoreThreshold: 0.3,
+    hybridThreshold: 0.85,
     decayHalfLifeDays: 30,
     placement: 'before-user',
   }),
@@ -274,6 +281,7 @@ export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOpti
     includeSceneNav: bool(recallInput.includeSceneNav, 'recall.includeSceneNav'),
     strategy: recallInput.strategy,
     scoreThreshold: recallInput.scoreThreshold,
+    hybridThreshold: recallInput.hybridThreshold,
     decayHalfLifeDays: recallInput.decayHalfLifeDays,
     placement: recallInput.placement,
   }
@@ -283,8 +291,9 @@ export function resolveRecallOptions(input: RecallOptionsInput = {}): RecallOpti
     fail('recall.maxTotalRecallChars', `must be 0 (unlimited) or at least recall.maxCharsPerMemory (${recall.maxCharsPerMemory})`)
   }
   if (!STRATEGIES.includes(recall.strategy)) fail('recall.strategy', `must be one of ${STRATEGIES.join(', ')}, got ${JSON.stringify(recall.strategy)}`)
-  if (typeof recall.scoreThreshold !== 'number' || !(recall.scoreThreshold >= 0 && recall.scoreThreshold <= 1)) {
-    fail('recall.scoreThreshold', `must be a number between 0 and 1, got ${JSON.stringify(recall.scoreThreshold)}`)
+  for (const field of ['scoreThreshold', 'hybridThreshold'] as const) {
+    const value = recall[field]
+    if (typeof value !== 'number' || !(value >= 0 && value <= 1)) fail(`recall.${field}`, `must be a number between 0 and 1, got ${JSON.stringify(value)}`)
   }
   if (!PLACEMENTS.includes(recall.placement)) fail('recall.placement', `must be one of ${PLACEMENTS.join(', ')}, got ${JSON.stringify(recall.placement)}`)
   if (typeof recall.decayHalfLifeDays !== 'number' || !Number.isFinite(recall.decayHalfLifeDays) || recall.decayHalfLifeDays < 0) {

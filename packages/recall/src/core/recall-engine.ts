@@ -346,8 +346,8 @@ export class RecallEngine {
     // conversation search finds turns by meaning without waiting for them.
     if (strategy !== 'keyword' && scope.workspace) this.#backfillMessages(scope.workspace)
     const admitted = ranked.filter((scored) => policyAllows(policy, scored.memory))
-    const { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold } = this.#options.recall
-    const selection = selectForInjection(admitted, { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold }, exclude)
+    const { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold, hybridThreshold } = this.#options.recall
+    const selection = selectForInjection(admitted, { maxResults, maxCharsPerMemory, maxTotalRecallChars, scoreThreshold, hybridThreshold }, exclude)
     return { selection, considered: candidates.memories.filter((memory) => policyAllows(policy, memory)).length, strategy, fallbackReason }
   }
 
