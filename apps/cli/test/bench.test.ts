@@ -141,6 +141,8 @@ describe('dsh-memory bench locomo (command line)', () => {
     // The fixture's observations answer its single-hop questions: something relevant is injected.
     expect(injection.by_category['4'].hit_rate).toBeGreaterThan(0)
     expect(injection.timeouts).toBe(0)
+    // Keyword ranking has no hybrid threshold: the object is as before it existed.
+    expect(injection).not.toHaveProperty('hybrid_threshold')
   })
 
   it('--threshold runs the injection mode with another score threshold, and refuses one outside 0..1', async () => {
@@ -176,7 +178,11 @@ describe('dsh-memory bench locomo (command line)', () => {
     const injection = await cli(['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--minilm', '--json'])
     expect(injection.code, injection.stderr).toBe(0)
     expect(injection.stderr).toMatch(/^minilm memories: 1\/1 \(fx-1\)$/m)
-    expect(JSON.parse(injection.stdout).injection).toMatchObject({ questions: 5, timeouts: 0 })
+    expect(JSON.parse(injection.stdout).injection).toMatchObject({ questions: 5, timeouts: 0, threshold: 0.3, hybrid_threshold: 0.85 })
+    // --hybrid-threshold calibrates recall.hybridThreshold: nothing on this fixture reaches 0.999.
+    const strict = await cli(['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--minilm', '--json', '--quiet', '--hybrid-threshold', '0.999'])
+    expect(strict.code, strict.stderr).toBe(0)
+    expect(JSON.parse(strict.stdout).injection).toMatchObject({ hybrid_threshold: 0.999, injected_questions: 0, injected_per_question: 0 })
   })
 
   it('prints a table without --json and a progress bar on a terminal', async () => {
@@ -196,6 +202,8 @@ describe('dsh-memory bench locomo (command line)', () => {
     [['bench', 'locomo', '--data', FIXTURE, '--samples', 'fx-1,conv-99'], /--samples: no sample "conv-99" \(the file holds fx-1\)/],
     [['bench', 'locomo', '--data', FIXTURE, '--samples', ','], /--samples expects a comma-separated list of sample ids/],
     [['bench', 'locomo', '--data', FIXTURE, '--mode', 'turns+observations', '--minilm'], /--minilm applies to modes turns and injection; it does nothing with --mode turns\+observations/],
+    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--hybrid-threshold', '0.5'], /--hybrid-threshold applies to mode injection with --minilm/],
+    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--minilm', '--hybrid-threshold', '2'], /--hybrid-threshold expects a number between 0 and 1 \(like 0.85\), got "2"/],
     [['bench', 'cjk', '--distractors', '0'], /--distractors expects a positive integer, got "0"/],
     [['bench', 'locomo', '--data', '/nonexistent/locomo.json'], /cannot read --data \/nonexistent\/locomo.json: ENOENT/],
     [['bench', 'locomo', '--data', FIXTURE, '--frobnicate'], /unknown option '--frobnicate'/],

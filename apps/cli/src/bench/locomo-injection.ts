@@ -37,6 +37,8 @@ export interface InjectionMetrics {
 export interface InjectionReport extends InjectionMetrics {
   /** The `recall.scoreThreshold` the questions ran with (the default unless `--threshold`). */
   readonly threshold: number
+  /** With `--minilm` only: the `recall.hybridThreshold` the questions ran with (the default unless `--hybrid-threshold`). */
+  readonly hybrid_threshold?: number
   readonly by_category: Record<string, InjectionMetrics>
 }
 
@@ -79,13 +81,18 @@ const DAY_MS = 86_400_000
 export async function evaluateInjection(
   store: MemoryStore,
   samples: readonly LocomoSample[],
-  { progress, scoreThreshold, minilm = false }: { progress?: BenchProgress; scoreThreshold?: number; minilm?: boolean } = {},
+  { progress, scoreThreshold, hybridThreshold, minilm = false }: { progress?: BenchProgress; scoreThreshold?: number; hybridThreshold?: number; minilm?: boolean } = {},
 ): Promise<InjectionReport> {
   // The default options; another threshold only to calibrate one (`--threshold`); with MiniLM
   // the documented opt-in (strategy hybrid, provider minilm).
   const options = resolveRecallOptions({
     ...(scoreThreshold === undefined ? {} : { recall: { scoreThreshold } }),
-    ...(minilm ? { recall: { strategy: 'hybrid', ...(scoreThreshold === undefined ? {} : { scoreThreshold }) }, embedding: { enabled: true, provider: 'minilm' } } : {}),
+    ...(minilm
+      ? {
+          recall: { strategy: 'hybrid', ...(scoreThreshold === undefined ? {} : { scoreThreshold }), ...(hybridThreshold === undefined ? {} : { hybridThreshold }) },
+          embedding: { enabled: true, provider: 'minilm' },
+        }
+      : {}),
   })
   const embedder = minilm ? createMiniLmEmbedder({ maxInputChars: options.embedding.maxInputChars, timeoutMs: 60_000 }) : null
   try {
@@ -163,7 +170,8 @@ async function injectAll(store: MemoryStore, samples: readonly LocomoSample[], o
   progress?.stop()
   const by_category: Record<string, InjectionMetrics> = {}
   for (const category of [...byCategory.keys()].sort((a, b) => a - b)) by_category[String(category)] = metricsOf(byCategory.get(category)!)
-  return { ...metricsOf(overall), threshold: options.recall.scoreThreshold, by_category }
+  const hybrid = embedder ? { hybrid_threshold: options.recall.hybridThreshold } : {}
+  return { ...metricsOf(overall), threshold: options.recall.scoreThreshold, ...hybrid, by_category }
 }
 
 /** Plain-text lines of an injection report. */
@@ -171,7 +179,7 @@ export function formatInjectionReport(report: InjectionReport, categories: Reado
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`.padStart(9)
   const { maxResults, maxTotalRecallChars } = resolveRecallOptions({}).recall
   const lines = [
-    `mode injection (${report.questions} questions; default budgets: ${maxResults} memories, ${maxTotalRecallChars} chars, threshold ${report.threshold})`,
+    `mode injection (${report.questions} questions; default budgets: ${maxResults} memories, ${maxTotalRecallChars} chars, threshold ${report.threshold}${report.hybrid_threshold === undefined ? '' : `, hybrid threshold ${report.hybrid_threshold}`})`,
     `  ${'category'.padEnd(22)}${['precision', 'recall', 'hit', 'false', 'per q'].map((label) => label.padStart(9)).join('')}`,
   ]
   const row = (label: string, m: InjectionMetrics) =>

@@ -57,6 +57,8 @@ export interface LocomoBenchOptions {
   readonly workDir?: string
   /** `recall.scoreThreshold` of the injection mode (default: recall's default). */
   readonly scoreThreshold?: number
+  /** `recall.hybridThreshold` of the injection mode with `minilm` (default: recall's default). */
+  readonly hybridThreshold?: number
   /** Where the store lives (default SQLite): the same load and questions run on either backend. */
   readonly backend?: BenchBackend
   /**
@@ -292,7 +294,7 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
     const report: LocomoReport = {}
     for (const mode of LOCOMO_MODES) {
       if (!options.modes.includes(mode)) continue
-      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, minilm: options.minilm })
+      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, hybridThreshold: options.hybridThreshold, minilm: options.minilm })
       else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress, vectors)
     }
     return report

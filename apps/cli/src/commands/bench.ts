@@ -41,9 +41,9 @@ export function parseModes(text: string): LocomoMode[] {
 }
 
 /** Parse `--threshold`: a number between 0 and 1. */
-export function parseThreshold(text: string): number {
+export function parseThreshold(text: string, flag = '--threshold', example = '0.3'): number {
   const value = /^\s*\d*\.?\d+\s*$/.test(text) ? Number(text) : Number.NaN
-  if (!(value >= 0 && value <= 1)) throw new CliUsageError(`--threshold expects a number between 0 and 1 (like 0.3), got ${JSON.stringify(text)}`)
+  if (!(value >= 0 && value <= 1)) throw new CliUsageError(`${flag} expects a number between 0 and 1 (like ${example}), got ${JSON.stringify(text)}`)
   return value
 }
 
@@ -81,6 +81,7 @@ export function registerBench(program: Command, io: CliIO): void {
     .addOption(new Option('--mode <mode>', 'which modes to run').choices([...LOCOMO_MODES, 'all']).default('all'))
     .option('--samples <ids>', 'comma-separated sample ids to run (a tune or held-out split of the file); default: every sample')
     .option('--threshold <x>', 'recall.scoreThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
+    .option('--hybrid-threshold <x>', 'with --minilm: recall.hybridThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
     .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} (with --database-url {sqlite: …, postgres: …}) and nothing else on stdout')
     .option(
       '--minilm',
@@ -90,7 +91,7 @@ export function registerBench(program: Command, io: CliIO): void {
     )
     .option('--keep', KEEP_HELP)
     .option('--quiet', 'no progress output')
-    .action(async (options: BackendOptions & { data: string; k: string; mode: string; samples?: string; threshold?: string; json?: boolean; minilm?: boolean; quiet?: boolean }) => {
+    .action(async (options: BackendOptions & { data: string; k: string; mode: string; samples?: string; threshold?: string; hybridThreshold?: string; json?: boolean; minilm?: boolean; quiet?: boolean }) => {
       const backends = benchBackends(options)
       const ks = parseKs(options.k)
       const modes = parseModes(options.mode)
@@ -104,6 +105,8 @@ export function registerBench(program: Command, io: CliIO): void {
         }
       }
       const scoreThreshold = options.threshold === undefined ? undefined : parseThreshold(options.threshold)
+      const hybridThreshold = options.hybridThreshold === undefined ? undefined : parseThreshold(options.hybridThreshold, '--hybrid-threshold', '0.85')
+      if (hybridThreshold !== undefined && !(options.minilm && modes.includes('injection'))) throw new CliUsageError('--hybrid-threshold applies to mode injection with --minilm (only hybrid ranking has it)')
       let text: string
       try {
         text = await readFile(options.data, 'utf8')
@@ -135,7 +138,7 @@ export function registerBench(program: Command, io: CliIO): void {
       }
       const reports: Record<string, LocomoReport> = {}
       for (const backend of backends) {
-        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, backend, minilm: options.minilm === true, progress: createProgress(io, options.quiet === true) })
+        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, hybridThreshold, backend, minilm: options.minilm === true, progress: createProgress(io, options.quiet === true) })
       }
       if (backends.length === 1) {
         const report = reports.sqlite!
