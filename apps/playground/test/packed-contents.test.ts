@@ -11,7 +11,7 @@ const execFileAsync = promisify(execFile)
 /**
  * What a published package may contain: its build (JS, declarations, and source maps — they
  * carry `sourcesContent`, so stack traces can point at TypeScript without shipping src/), the
- * committed bin shims, the DSH bundle patch, SQL migrations (SQLite's and PostgreSQL's), README and manifest. Never
+ * committed bin shims, the DSH bundle patch, SQL migrations (SQLite's and PostgreSQL's), README, licence and manifest. Never
  * sources, tests, fixtures, configs or build caches.
  */
 const ALLOWED = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^dist\/[\w./-]+\.(js|d\.ts|js\.map)$/, /^bin\/[\w.-]+\.js$/, /^cordis\.patch\.yml$/, /^migrations(-postgres)?\/[\w./-]+\.sql$/, /^migrations\/meta\/[\w.-]+\.json$/]
@@ -45,9 +45,15 @@ describe('what npm publishes', () => {
     for (const entry of packed) {
       const files = entry.files.map((file) => file.path)
       expect({ name: entry.name, unexpected: files.filter((path) => !ALLOWED.some((pattern) => pattern.test(path))) }).toEqual({ name: entry.name, unexpected: [] })
-      expect({ name: entry.name, missing: ['package.json', 'README.md', ...(REQUIRED[entry.name] ?? ['(no expectation written for this package)'])].filter((path) => !files.includes(path)) }).toEqual({ name: entry.name, missing: [] })
+      expect({ name: entry.name, missing: ['package.json', 'README.md', 'LICENSE', ...(REQUIRED[entry.name] ?? ['(no expectation written for this package)'])].filter((path) => !files.includes(path)) }).toEqual({
+        name: entry.name,
+        missing: [],
+      })
+      // The licence text the manifest's "license": "MIT" refers to, the repository's own.
+      const dir = join(REPO_ROOT, entry.name === 'dsh-memory' ? 'apps/cli' : `packages/${entry.name.split('/')[1]}`)
+      expect(readFileSync(join(dir, 'LICENSE'), 'utf8'), `${entry.name} LICENSE`).toBe(readFileSync(join(REPO_ROOT, 'LICENSE'), 'utf8'))
       // Every migration and the bundle patch a package declares in its manifest is shipped.
-      const manifest = JSON.parse(readFileSync(join(REPO_ROOT, entry.name === 'dsh-memory' ? 'apps/cli' : `packages/${entry.name.split('/')[1]}`, 'package.json'), 'utf8')) as { files: string[]; dsh?: { bundle?: { patch: string } } }
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { files: string[]; dsh?: { bundle?: { patch: string } } }
       for (const folder of ['migrations', 'migrations-postgres']) {
         if (manifest.files.includes(folder)) expect(files.some((path) => path.startsWith(`${folder}/`)), `${entry.name} ${folder}/`).toBe(true)
       }
