@@ -801,9 +801,30 @@ export async function rankConversationTurnsByMeaning(
   vectors: { readonly vector: Float32Array; readonly model: string },
   options: ConversationRankingOptions,
 ): Promise<{ message: Message; score: number }[]> {
-  const extra = await nearestMessages(store, vectors.vector, vectors.model, options)
+  const known: MessageVectors = new Map()
+  const extra = await nearestMessages(store, vectors.vector, vectors.model, options, known)
   const ranked = await rankConversationTurns(store, query, { ...options, extra: [...(options.extra ?? []), ...extra] })
-  return fuseConversationVectors(store, ranked, vectors.vector, vectors.model)
+  // Most ranked turns are among the newest read above: only the others are read again.
+  return fuseConversationVectors(store, ranked, vectors.vector, vectors.model, known)
+}
+
+/** Stored vectors of messages by id, as read: `null` = read, the message has none of the model. */
+type MessageVectors = Map<string, Float32Array | null>
+
+/** Read the vectors of `model` of the `ids` that `known` does not hold yet ({@link VECTOR_READ_MAX} per store call) into it. */
+async function readMessageVectors(store: Pick<MemoryStore, 'messages'>, ids: readonly string[], model: string, known: MessageVectors): Promise<MessageVectors> {
+  const wanted = ids.filter((id) => !known.has(id))
+  for (let start = 0; start < wanted.length; start += VECTOR_READ_MAX) {
+    const page = wanted.slice(start, start + VECTOR_READ_MAX)
+    const found = await store.messages.embeddings(page, model)
+    for (const id of page) known.set(id, found.get(id) ?? null)
+  }
+  return known
+}
+
+/** The cosine of a stored vector with the query's; `undefined` without one (or of another size). */
+function cosineWith(query: Float32Array, vector: Float32Array | null | undefined): number | undefined {
+  return vector && vector.length === query.length ? cosineSimilarity(vector, query) : undefined
 }
 
 /**
@@ -816,21 +837,21 @@ async function nearestMessages(
   query: Float32Array,
   model: string,
   options: Pick<ConversationRankingOptions, 'workspace' | 'excludeConversationId'>,
+  known: MessageVectors,
 ): Promise<Message[]> {
   const recent = (await store.messages.list({ workspace: options.workspace, order: 'desc', limit: VECTOR_SCAN })).filter(
     (message) => message.conversationId !== options.excludeConversationId,
   )
+  await readMessageVectors(
+    store,
+    recent.map((message) => message.id),
+    model,
+    known,
+  )
   const scored: { message: Message; cosine: number }[] = []
-  for (let start = 0; start < recent.length; start += VECTOR_READ_MAX) {
-    const page = recent.slice(start, start + VECTOR_READ_MAX)
-    const vectors = await store.messages.embeddings(
-      page.map((message) => message.id),
-      model,
-    )
-    for (const message of page) {
-      const vector = vectors.get(message.id)
-      if (vector && vector.length === query.length) scored.push({ message, cosine: cosineSimilarity(vector, query) })
-    }
+  for (const message of recent) {
+    const cosine = cosineWith(query, known.get(message.id))
+    if (cosine !== undefined) scored.push({ message, cosine })
   }
   return scored
     .sort((a, b) => b.cosine - a.cosine)
@@ -846,20 +867,23 @@ async function nearestMessages(
  * ranking counts them). A message without a vector of `model` keeps its keyword score alone;
  * when none has one the order is unchanged. Scores become the fused ones.
  * @param query the query's vector from the same model
+ * @param known vectors of `model` already read (`null`: read, none); only the other turns' are read
  */
 export async function fuseConversationVectors(
   store: Pick<MemoryStore, 'messages'>,
   ranked: readonly { message: Message; score: number }[],
   query: Float32Array,
   model: string,
+  known: MessageVectors = new Map(),
 ): Promise<{ message: Message; score: number }[]> {
   if (ranked.length === 0) return []
-  const ids = ranked.map(({ message }) => message.id)
-  const vectors = new Map<string, Float32Array>()
-  for (let start = 0; start < ids.length; start += VECTOR_READ_MAX) {
-    for (const [id, vector] of await store.messages.embeddings(ids.slice(start, start + VECTOR_READ_MAX), model)) vectors.set(id, vector)
-  }
-  if (vectors.size === 0) return [...ranked]
+  const vectors = await readMessageVectors(
+    store,
+    ranked.map(({ message }) => message.id),
+    model,
+    known,
+  )
+  if (!ranked.some(({ message }) => vectors.get(message.id))) return [...ranked]
   const byId = new Map(ranked.map((turn) => [turn.message.id, turn.message]))
   // Each conversation's ranked messages in order (seq, then id), as RankingCorpus groups them.
   const order = new Map<string, Message[]>()
@@ -880,10 +904,7 @@ export async function fuseConversationVectors(
       for (const other of [at.list[at.index - distance], at.list[at.index + distance]]) if (other) yield { id: other.id, distance }
     }
   }
-  const similarity = (id: string) => {
-    const vector = vectors.get(id)
-    return vector && vector.length === query.length ? cosineSimilarity(vector, query) : undefined
-  }
+  const similarity = (id: string) => cosineWith(query, vectors.get(id))
   return fuseTurnVectors(
     ranked.map(({ message, score }) => ({ id: message.id, score })),
     similarity,
