@@ -5,11 +5,12 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { openMemoryStore } from '@dsh-memory/store'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { evaluateLocomo, loadLocomo, runLocomoBench, turnText } from '../src/bench/locomo.ts'
 import { normaliseEvidence, parseLocomo, parseSessionDate } from '../src/bench/locomo-format.ts'
 import { benchDatabaseUrl, benchSchemasLeft } from './bench-pg.ts'
 import { cli } from './helpers.ts'
+import { type EmbeddingServer, startEmbeddingServer } from '../../../packages/recall/test/support/loopback.ts'
 import { cjkDistractors } from '../src/bench/cjk.ts'
 import { PARAPHRASE_PAIRS, UNANSWERABLE_QUERIES } from '../src/bench/cjk-pairs.ts'
 
@@ -202,7 +203,7 @@ describe('dsh-memory bench locomo (command line)', () => {
     [['bench', 'locomo', '--data', FIXTURE, '--samples', 'fx-1,conv-99'], /--samples: no sample "conv-99" \(the file holds fx-1\)/],
     [['bench', 'locomo', '--data', FIXTURE, '--samples', ','], /--samples expects a comma-separated list of sample ids/],
     [['bench', 'locomo', '--data', FIXTURE, '--mode', 'turns+observations', '--minilm'], /--minilm applies to modes turns and injection; it does nothing with --mode turns\+observations/],
-    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--hybrid-threshold', '0.5'], /--hybrid-threshold applies to mode injection with --minilm/],
+    [['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--hybrid-threshold', '0.5'], /--hybrid-threshold applies to mode injection with --minilm or --embedding-url/],
     [['bench', 'locomo', '--data', FIXTURE, '--mode', 'injection', '--minilm', '--hybrid-threshold', '2'], /--hybrid-threshold expects a number between 0 and 1 \(like 0.85\), got "2"/],
     [['bench', 'cjk', '--distractors', '0'], /--distractors expects a positive integer, got "0"/],
     [['bench', 'locomo', '--data', '/nonexistent/locomo.json'], /cannot read --data \/nonexistent\/locomo.json: ENOENT/],
@@ -231,6 +232,128 @@ describe('dsh-memory bench locomo (command line)', () => {
   it('runs as the dsh-memory executable', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [join(here, '../src/bin.ts'), 'bench', 'locomo', '--data', FIXTURE, '--k', '2', '--mode', 'turns', '--json', '--quiet'])
     expect(Object.keys(JSON.parse(stdout).turns.recall_any)).toEqual(['2'])
+  })
+})
+
+describe('dsh-memory bench locomo with a local embedding server (--embedding-url)', () => {
+  // One paraphrase shares no word with its evidence turn or its memory ("espresso beverage" /
+  // "latte"); the loopback server's concept vectors (packages/recall/test/support/loopback.ts)
+  // put both under "coffee", as a real embedding model would.
+  const PARAPHRASE = join(scratch, 'locomo-paraphrase.json')
+  writeFileSync(
+    PARAPHRASE,
+    JSON.stringify([
+      {
+        sample_id: 'para-1',
+        conversation: {
+          speaker_a: 'Mia',
+          speaker_b: 'Tom',
+          session_1_date_time: '9:00 am on 2 May, 2024',
+          session_1: [
+            { speaker: 'Tom', dia_id: 'D1:1', text: 'I order new books online almost daily.' },
+            { speaker: 'Mia', dia_id: 'D1:2', text: 'Nice, from what shop?' },
+            { speaker: 'Tom', dia_id: 'D1:3', text: 'A small store downtown with fast delivery.' },
+          ],
+          session_2_date_time: '6:00 pm on 9 May, 2024',
+          session_2: [
+            { speaker: 'Mia', dia_id: 'D2:1', text: 'Every morning starts with a latte for me.' },
+            { speaker: 'Tom', dia_id: 'D2:2', text: 'Sounds cozy.' },
+          ],
+        },
+        observation: {
+          session_1_observation: { Tom: [['Tom buys books online from a small downtown store.', 'D1:3']] },
+          session_2_observation: { Mia: [['Mia has a latte every morning.', 'D2:1']] },
+        },
+        qa: [
+          { question: 'Where does Tom order books?', answer: 'a small store downtown', evidence: ['D1:3'], category: 4 },
+          { question: 'Which espresso beverage is a habit?', answer: 'a latte', evidence: ['D2:1'], category: 3 },
+        ],
+      },
+    ]),
+  )
+  let server: EmbeddingServer
+  beforeEach(async () => {
+    server = await startEmbeddingServer()
+  })
+  afterEach(async () => {
+    delete process.env.DSHM_BENCH_TEST_KEY
+    await server.close()
+  })
+  const embedderArgs = () => ['--embedding-url', server.url, '--embedding-model', 'concepts', '--embedding-dimensions', '8']
+
+  it('mode turns: the turns and questions get the server\'s vectors once, and conversation search finds the paraphrase keywords miss', async () => {
+    const args = ['bench', 'locomo', '--data', PARAPHRASE, '--k', '1,10', '--mode', 'turns', '--json']
+    const plain = await cli(args)
+    expect(plain.code, plain.stderr).toBe(0)
+    expect(server.requests).toHaveLength(0)
+    const keyword = JSON.parse(plain.stdout).turns
+    expect(keyword.by_category['3'].recall_any['10']).toBe(0)
+    expect(keyword.embedding_model).toBeUndefined()
+
+    const fused = await cli([...args, ...embedderArgs()])
+    expect(fused.code, fused.stderr).toBe(0)
+    expect(fused.stderr).toMatch(/^embeddings: 1\/1 \(para-1\)$/m)
+    const report = JSON.parse(fused.stdout).turns
+    expect(report.embedding_model).toBe('concepts@8')
+    expect(report.by_category['3'].recall_any['10']).toBe(1)
+    // The keyword question keeps its turn within reach.
+    expect(keyword.by_category['4'].recall_any['10']).toBe(1)
+    expect(report.by_category['4'].recall_any['10']).toBe(1)
+    // Recall's request (model and dimensions), each distinct text once: five turns and two questions.
+    expect(server.requests.every((request) => request.body.model === 'concepts' && request.body.dimensions === 8)).toBe(true)
+    const sent = server.requests.flatMap((request) => request.body.input ?? [])
+    expect(sent).toHaveLength(7)
+    expect(new Set(sent).size).toBe(7)
+    expect(sent).toContain('Mia: Every morning starts with a latte for me.')
+    expect(sent).toContain('Which espresso beverage is a habit?')
+    expect(server.requests[0]!.headers.authorization).toBeUndefined()
+  })
+
+  it('mode injection: memories get vectors and the automatic recall ranks hybrid, injecting the paraphrase\'s memory', async () => {
+    const args = ['bench', 'locomo', '--data', PARAPHRASE, '--mode', 'injection', '--json', '--quiet']
+    const plain = JSON.parse((await cli(args)).stdout).injection
+    expect(plain.by_category['3'].hit_rate).toBe(0)
+    expect(plain.embedding_model).toBeUndefined()
+
+    process.env.DSHM_BENCH_TEST_KEY = 'sk-local'
+    const hybrid = await cli([...args, ...embedderArgs(), '--embedding-api-key-env', 'DSHM_BENCH_TEST_KEY'])
+    expect(hybrid.code, hybrid.stderr).toBe(0)
+    const report = JSON.parse(hybrid.stdout).injection
+    expect(report).toMatchObject({ embedding_model: 'concepts@8', hybrid_threshold: 0.85, timeouts: 0 })
+    expect(report.by_category['3'].hit_rate).toBe(1)
+    expect(server.requests.every((request) => request.headers.authorization === 'Bearer sk-local')).toBe(true)
+    // The memories (two) were embedded before the questions; each question asked for its vector.
+    expect(server.requests.flatMap((request) => request.body.input ?? [])).toEqual(expect.arrayContaining(['Mia has a latte every morning.', 'Which espresso beverage is a habit?']))
+
+    // --hybrid-threshold applies with the endpoint too.
+    const other = await cli([...args, ...embedderArgs(), '--hybrid-threshold', '0.9'])
+    expect(other.code, other.stderr).toBe(0)
+    expect(JSON.parse(other.stdout).injection).toMatchObject({ embedding_model: 'concepts@8', hybrid_threshold: 0.9 })
+  })
+
+  it('a failing server ends the run with exit 1 and the endpoint\'s error, and prints no figures', async () => {
+    server.behaviour = 'http-500'
+    const result = await cli(['bench', 'locomo', '--data', PARAPHRASE, '--mode', 'turns', '--json', '--quiet', ...embedderArgs()])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toContain(`embedding request to ${server.url}/embeddings failed: HTTP 500`)
+  })
+
+  it.each([
+    [['--embedding-url', 'http://127.0.0.1:9/v1'], /--embedding-model is required with --embedding-url/],
+    [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm'], /--embedding-dimensions is required with --embedding-url/],
+    [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', 'many'], /--embedding-dimensions expects a positive integer, got "many"/],
+    [['--embedding-url', 'ftp://127.0.0.1/v1', '--embedding-model', 'm', '--embedding-dimensions', '8'], /--embedding-url: must be an http\(s\) URL, got "ftp:\/\/127.0.0.1\/v1"/],
+    [['--embedding-model', 'm'], /--embedding-model needs --embedding-url/],
+    [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', '8', '--minilm'], /--minilm and --embedding-url are two embedders: give one/],
+    [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', '8', '--embedding-api-key-env', 'DSHM_BENCH_UNSET_KEY'], /--embedding-api-key-env DSHM_BENCH_UNSET_KEY: the environment variable DSHM_BENCH_UNSET_KEY is not set/],
+    [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', '8', '--mode', 'turns+observations'], /--embedding-url applies to modes turns and injection; it does nothing with --mode turns\+observations/],
+  ])('refuses %j with exit code 2 before loading anything', async (extra, message) => {
+    const result = await cli(['bench', 'locomo', '--data', PARAPHRASE, ...extra])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toMatch(message)
+    expect(result.stdout).toBe('')
+    expect(server.requests).toHaveLength(0)
   })
 })
 

@@ -8,9 +8,10 @@
  * Per question: precision = relevant injected / injected, recall = relevant injected / relevant.
  */
 import type { MemoryStore } from '@dsh-memory/store'
-import { createMiniLmEmbedder, MAX_SCAN, type MiniLmEmbedder, RecallEngine, RecallInjector, type RecallOptions, resolveRecallOptions } from '@dsh-memory/recall'
+import { createEmbedder, type Embedder, type EmbeddingOptions, MAX_SCAN, RecallEngine, RecallInjector, type RecallOptions, resolveRecallOptions } from '@dsh-memory/recall'
 import type { BenchProgress, LocomoSample } from './locomo-format.ts'
 import { eligibleQuestions, workspaceOf } from './locomo-format.ts'
+import { embeddingLabel, embedTexts } from './embed.ts'
 
 /** Injection metrics of one category, or overall. */
 export interface InjectionMetrics {
@@ -37,8 +38,10 @@ export interface InjectionMetrics {
 export interface InjectionReport extends InjectionMetrics {
   /** The `recall.scoreThreshold` the questions ran with (the default unless `--threshold`). */
   readonly threshold: number
-  /** With `--minilm` only: the `recall.hybridThreshold` the questions ran with (the default unless `--hybrid-threshold`). */
+  /** With an embedder only: the `recall.hybridThreshold` the questions ran with (the default unless `--hybrid-threshold`). */
   readonly hybrid_threshold?: number
+  /** With an embedder only: the key (`model@dimensions`) of the memories' vectors the questions were compared with. */
+  readonly embedding_model?: string
   readonly by_category: Record<string, InjectionMetrics>
 }
 
@@ -81,47 +84,50 @@ const DAY_MS = 86_400_000
 export async function evaluateInjection(
   store: MemoryStore,
   samples: readonly LocomoSample[],
-  { progress, scoreThreshold, hybridThreshold, minilm = false }: { progress?: BenchProgress; scoreThreshold?: number; hybridThreshold?: number; minilm?: boolean } = {},
+  { progress, scoreThreshold, hybridThreshold, embedding }: { progress?: BenchProgress; scoreThreshold?: number; hybridThreshold?: number; embedding?: EmbeddingOptions } = {},
 ): Promise<InjectionReport> {
-  // The default options; another threshold only to calibrate one (`--threshold`); with MiniLM
-  // the documented opt-in (strategy hybrid, provider minilm).
+  // The default options; another threshold only to calibrate one (`--threshold`); with an
+  // embedder the documented opt-in (strategy hybrid, the given embedding options).
   const options = resolveRecallOptions({
     ...(scoreThreshold === undefined ? {} : { recall: { scoreThreshold } }),
-    ...(minilm
+    ...(embedding
       ? {
           recall: { strategy: 'hybrid', ...(scoreThreshold === undefined ? {} : { scoreThreshold }), ...(hybridThreshold === undefined ? {} : { hybridThreshold }) },
-          embedding: { enabled: true, provider: 'minilm' },
+          embedding: { ...embedding, enabled: true },
         }
       : {}),
   })
-  const embedder = minilm ? createMiniLmEmbedder({ maxInputChars: options.embedding.maxInputChars, timeoutMs: 60_000 }) : null
+  const embedder = embedding ? createEmbedder(options.embedding) : null
   try {
-    if (embedder) await embedMemories(store, samples, embedder, progress)
+    if (embedder) await embedMemories(store, samples, embedder, embeddingLabel(options.embedding), progress)
     return await injectAll(store, samples, options, embedder, progress)
   } finally {
-    await embedder?.close()
+    await embedder?.close?.()
   }
 }
 
 /**
- * Every memory of the samples gets its MiniLM vector (texts the CJK guard refuses none), as
- * recall's backfill or `dsh-memory reembed --provider minilm` leaves a store; the model is loaded
+ * Every memory of the samples gets its vector (texts the embedder's guard refuses none), as
+ * recall's backfill or `dsh-memory reembed` leaves a store; an in-process model is loaded
  * before the first question, so no question is ranked while it loads.
  */
-async function embedMemories(store: MemoryStore, samples: readonly LocomoSample[], embedder: MiniLmEmbedder, progress?: BenchProgress): Promise<void> {
-  progress?.start('minilm memories', samples.length)
+async function embedMemories(store: MemoryStore, samples: readonly LocomoSample[], embedder: Embedder, label: string, progress?: BenchProgress): Promise<void> {
+  progress?.start(`${label} memories`, samples.length)
   for (const sample of samples) {
-    const memories = (await store.memories.list({ workspace: workspaceOf(sample), includeGlobal: false, limit: MAX_SCAN })).filter((memory) => embedder.canEmbed(memory.text))
-    const vectors = await embedder.embed(memories.map((memory) => memory.text))
+    const memories = await store.memories.list({ workspace: workspaceOf(sample), includeGlobal: false, limit: MAX_SCAN })
+    const vectors = await embedTexts(embedder, memories.map((memory) => memory.text))
     await store.transaction(async (tx) => {
-      for (const [index, memory] of memories.entries()) await tx.memories.update(memory.id, { embedding: vectors[index]!, embeddingModel: embedder.modelKey }, { actor: 'bench' })
+      for (const memory of memories) {
+        const embedding = vectors.get(memory.text)
+        if (embedding) await tx.memories.update(memory.id, { embedding, embeddingModel: embedder.modelKey }, { actor: 'bench' })
+      }
     })
     progress?.tick(sample.sampleId)
   }
   progress?.stop()
 }
 
-async function injectAll(store: MemoryStore, samples: readonly LocomoSample[], options: RecallOptions, embedder: MiniLmEmbedder | null, progress?: BenchProgress): Promise<InjectionReport> {
+async function injectAll(store: MemoryStore, samples: readonly LocomoSample[], options: RecallOptions, embedder: Embedder | null, progress?: BenchProgress): Promise<InjectionReport> {
   progress?.start('injection', samples.reduce((sum, sample) => sum + eligibleQuestions(sample).length, 0))
   const overall = newTally()
   const byCategory = new Map<number, InjectionTally>()
@@ -170,7 +176,7 @@ async function injectAll(store: MemoryStore, samples: readonly LocomoSample[], o
   progress?.stop()
   const by_category: Record<string, InjectionMetrics> = {}
   for (const category of [...byCategory.keys()].sort((a, b) => a - b)) by_category[String(category)] = metricsOf(byCategory.get(category)!)
-  const hybrid = embedder ? { hybrid_threshold: options.recall.hybridThreshold } : {}
+  const hybrid = embedder ? { hybrid_threshold: options.recall.hybridThreshold, embedding_model: embedder.modelKey } : {}
   return { ...metricsOf(overall), threshold: options.recall.scoreThreshold, ...hybrid, by_category }
 }
 

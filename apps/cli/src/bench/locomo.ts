@@ -8,8 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { MemoryStore } from '@dsh-memory/store'
-import { createMiniLmEmbedder, MAX_SCAN, MINILM_MODEL_KEY, miniLmCanEmbed, RankingCorpus, rankConversationTurns, rankConversationTurnsByMeaning, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
+import { createEmbedder, type EmbeddingOptions, MAX_SCAN, RankingCorpus, rankConversationTurns, rankConversationTurnsByMeaning, rankDocuments, TURN_RANKING } from '@dsh-memory/recall'
 import { type BenchBackend, type BenchStore, openBenchStore } from './backend.ts'
+import { embeddingLabel, embedTexts } from './embed.ts'
 import type { BenchProgress } from './locomo-format.ts'
 import { evaluateInjection, formatInjectionReport, type InjectionReport } from './locomo-injection.ts'
 import { eligibleQuestions, type LocomoSample, workspaceOf } from './locomo-format.ts'
@@ -39,6 +40,8 @@ export interface CategoryMetrics {
 export interface ModeMetrics {
   readonly recall_any: RecallAtK
   readonly recall_all: RecallAtK
+  /** Mode `turns` with an embedder only: the key (`model@dimensions`) of the vectors conversation search fused. */
+  readonly embedding_model?: string
   readonly by_category: Record<string, CategoryMetrics>
 }
 
@@ -57,18 +60,18 @@ export interface LocomoBenchOptions {
   readonly workDir?: string
   /** `recall.scoreThreshold` of the injection mode (default: recall's default). */
   readonly scoreThreshold?: number
-  /** `recall.hybridThreshold` of the injection mode with `minilm` (default: recall's default). */
+  /** `recall.hybridThreshold` of the injection mode with an embedder (default: recall's default). */
   readonly hybridThreshold?: number
   /** Where the store lives (default SQLite): the same load and questions run on either backend. */
   readonly backend?: BenchBackend
   /**
-   * Recall's in-process MiniLM (the optional packages), as the plugin runs it with
-   * `embedding.provider: minilm` and strategy `hybrid`. Mode `turns`: every turn gets a vector in
-   * the store's message vectors and conversation search re-ranks its candidates with them
-   * (`fuseConversationVectors`). Mode `injection`: every memory gets a vector and the automatic
-   * recall ranks hybrid.
+   * Recall's `embedding` options (enabled; provider `minilm`, the in-process model of the
+   * optional packages, or `endpoint`, a local OpenAI-compatible server), as the plugin runs them
+   * with strategy `hybrid`. Mode `turns`: every turn gets a vector in the store's message vectors
+   * and conversation search re-ranks its candidates with them (`fuseConversationVectors`). Mode
+   * `injection`: every memory gets a vector and the automatic recall ranks hybrid.
    */
-  readonly minilm?: boolean
+  readonly embedding?: EmbeddingOptions
 }
 
 const conversationOf = (sample: LocomoSample, session: number) => `${sample.sampleId}/session_${session}`
@@ -143,7 +146,7 @@ function toMetrics(tally: Tally, ks: readonly number[]): { recall_any: RecallAtK
 
 /**
  * Rank every eligible question of the loaded samples in one mode.
- * @param vectors with mode `turns` (`--minilm`): the questions' vectors by text and the model of
+ * @param vectors with mode `turns` and an embedder: the questions' vectors by text and the model of
  *   the turns' vectors in the store; each question's conversation-search ranking is then
  *   re-ranked with them (`fuseConversationVectors`, the plugin's path)
  * @returns the metrics in the documented shape.
@@ -188,7 +191,7 @@ export async function evaluateLocomo(
 
     for (const question of eligible(sample)) {
       // turns: exactly the host's L0 path (store full-text candidates + neighbours, then the
-      // turn ranking), with --minilm re-ranked by the vectors. turns+observations ranks the
+      // turn ranking), with an embedder re-ranked by the vectors. turns+observations ranks the
       // expanded documents in memory: the expansion exists only in this benchmark.
       const ranking =
         mode === 'turns'
@@ -213,10 +216,10 @@ export async function evaluateLocomo(
     const tally = byCategory.get(category)!
     by_category[String(category)] = { questions: tally.questions, ...toMetrics(tally, ks) }
   }
-  return { ...toMetrics(overall, ks), by_category }
+  return { ...toMetrics(overall, ks), ...(vectors ? { embedding_model: vectors.model } : {}), by_category }
 }
 
-/** `--minilm`: the questions' vectors by text; the turns' are in the store under `model`. */
+/** With an embedder: the questions' vectors by text; the turns' are in the store under `model`. */
 interface QuestionVectors {
   readonly model: string
   readonly queries: ReadonlyMap<string, Float32Array>
@@ -239,26 +242,26 @@ async function rankTurns(
 }
 
 /**
- * `--minilm`: MiniLM vectors of every stored turn, written to the store's message vectors the
- * way recall's backfill writes them (texts its CJK guard refuses get none), and of every
+ * With an embedder: vectors of every stored turn, written to the store's message vectors the way
+ * recall's backfill writes them (texts the embedder's guard refuses get none), and of every
  * eligible question.
  */
-async function embedLocomo(store: MemoryStore, samples: readonly LocomoSample[], progress?: BenchProgress): Promise<QuestionVectors> {
-  const embedder = createMiniLmEmbedder({ maxInputChars: 5000, timeoutMs: 60_000 })
+async function embedLocomo(store: MemoryStore, samples: readonly LocomoSample[], embedding: EmbeddingOptions, progress?: BenchProgress): Promise<QuestionVectors> {
+  const embedder = createEmbedder(embedding)
   const vectors = new Map<string, Float32Array>()
   const queries = new Map<string, Float32Array>()
-  progress?.start('minilm', samples.length)
+  progress?.start(embeddingLabel(embedding), samples.length)
   try {
     for (const sample of samples) {
-      const messages = (await store.messages.list({ workspace: workspaceOf(sample), limit: MAX_SCAN })).filter((message) => miniLmCanEmbed(message.text))
+      const messages = await store.messages.list({ workspace: workspaceOf(sample), limit: MAX_SCAN })
       const questions = eligibleQuestions(sample).map((question) => question.question)
       // One vector per distinct text (LoCoMo repeats short turns such as "Thanks!").
-      const texts = [...new Set([...messages.map((message) => message.text), ...questions])].filter((text) => !vectors.has(text) && miniLmCanEmbed(text))
-      const embedded = await embedder.embed(texts)
-      texts.forEach((text, index) => vectors.set(text, embedded[index]!))
-      for (let start = 0; start < messages.length; start += 1_000) {
-        const batch = messages.slice(start, start + 1_000)
-        await store.messages.setEmbeddings(batch.map((message) => ({ messageId: message.id, embedding: vectors.get(message.text)!, embeddingModel: MINILM_MODEL_KEY })))
+      const texts = [...messages.map((message) => message.text), ...questions].filter((text) => !vectors.has(text))
+      for (const [text, vector] of await embedTexts(embedder, texts)) vectors.set(text, vector)
+      const embedded = messages.filter((message) => vectors.has(message.text))
+      for (let start = 0; start < embedded.length; start += 1_000) {
+        const batch = embedded.slice(start, start + 1_000)
+        await store.messages.setEmbeddings(batch.map((message) => ({ messageId: message.id, embedding: vectors.get(message.text)!, embeddingModel: embedder.modelKey })))
       }
       for (const question of questions) {
         const vector = vectors.get(question)
@@ -268,9 +271,9 @@ async function embedLocomo(store: MemoryStore, samples: readonly LocomoSample[],
     }
   } finally {
     progress?.stop()
-    await embedder.close()
+    await embedder.close?.()
   }
-  return { model: MINILM_MODEL_KEY, queries }
+  return { model: embedder.modelKey, queries }
 }
 
 /**
@@ -290,11 +293,11 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
   const store = bench.store
   try {
     await loadLocomo(store, samples, options.modes.some((mode) => mode !== 'turns'), options.progress)
-    const vectors = options.minilm && options.modes.includes('turns') ? await embedLocomo(store, samples, options.progress) : undefined
+    const vectors = options.embedding && options.modes.includes('turns') ? await embedLocomo(store, samples, options.embedding, options.progress) : undefined
     const report: LocomoReport = {}
     for (const mode of LOCOMO_MODES) {
       if (!options.modes.includes(mode)) continue
-      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, hybridThreshold: options.hybridThreshold, minilm: options.minilm })
+      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, hybridThreshold: options.hybridThreshold, embedding: options.embedding })
       else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress, vectors)
     }
     return report

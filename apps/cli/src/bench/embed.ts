@@ -1,0 +1,26 @@
+/**
+ * Vectors for the benchmarks that run with an embedder (`bench locomo --minilm` or
+ * `--embedding-url`): recall's own embedder, as the plugin builds it from its `embedding` config.
+ */
+import type { Embedder, EmbeddingOptions } from '@dsh-memory/recall'
+
+/** Texts per embedder call while the bench fills in vectors (recall's backfill sends 32). */
+const EMBED_BATCH = 32
+
+/**
+ * One vector per distinct text the embedder can represent (its guard, e.g. MiniLM's CJK one,
+ * refuses the rest), in batches. @throws RecallError `embedding-unavailable` when it fails
+ */
+export async function embedTexts(embedder: Embedder, texts: Iterable<string>): Promise<Map<string, Float32Array>> {
+  const todo = [...new Set(texts)].filter((text) => embedder.canEmbed?.(text) ?? true)
+  const vectors = new Map<string, Float32Array>()
+  for (let start = 0; start < todo.length; start += EMBED_BATCH) {
+    const batch = todo.slice(start, start + EMBED_BATCH)
+    const embedded = await embedder.embed(batch)
+    batch.forEach((text, index) => vectors.set(text, embedded[index]!))
+  }
+  return vectors
+}
+
+/** The progress label of the embedding step. */
+export const embeddingLabel = (embedding: EmbeddingOptions) => (embedding.provider === 'minilm' ? 'minilm' : 'embeddings')
