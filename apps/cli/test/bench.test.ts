@@ -10,8 +10,9 @@ import { evaluateLocomo, loadLocomo, runLocomoBench, turnText } from '../src/ben
 import { normaliseEvidence, parseLocomo, parseSessionDate } from '../src/bench/locomo-format.ts'
 import { benchDatabaseUrl, benchSchemasLeft } from './bench-pg.ts'
 import { cli } from './helpers.ts'
-import { type EmbeddingServer, startEmbeddingServer } from '../../../packages/recall/test/support/loopback.ts'
-import { cjkDistractors } from '../src/bench/cjk.ts'
+import { type EmbeddingServer, startEmbeddingServer, startLoopback } from '../../../packages/recall/test/support/loopback.ts'
+import { cjkDistractors, runCjkBench } from '../src/bench/cjk.ts'
+import { benchEmbedding } from '../src/commands/bench.ts'
 import { PARAPHRASE_PAIRS, UNANSWERABLE_QUERIES } from '../src/bench/cjk-pairs.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -384,5 +385,60 @@ describe('dsh-memory bench cjk', () => {
     const table = await cli(['bench', 'cjk', '--distractors', '300'])
     expect(table.stdout).toMatch(/^CJK paraphrase set: \d+ pairs among 300 distractor memories$/m)
     expect(table.stdout).toMatch(/^ {2}unanswerable queries: \d+ of \d+ got an injection/m)
+  })
+
+  describe('with a local embedding server (--embedding-url)', () => {
+    // A stand-in for a multilingual model: a small bag of characters, plus one concept that
+    // joins the kana and the kanji spelling of "apple", which share no character.
+    const readingVector = (text: string): number[] => {
+      const vector = new Array<number>(16).fill(0)
+      const chars = [...text]
+      for (const char of chars) vector[char.codePointAt(0)! % 14]! += 0.3 / chars.length
+      if (text.includes('りんご') || text.includes('林檎')) vector[14] = 1
+      vector[15] = 0.01
+      return vector
+    }
+    let server: Awaited<ReturnType<typeof startLoopback>>
+    const inputs: string[] = []
+    beforeEach(async () => {
+      inputs.length = 0
+      server = await startLoopback((request, response) => {
+        const body = JSON.parse(request.body) as { input: string[] }
+        inputs.push(...body.input)
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: body.input.map((text, index) => ({ index, embedding: readingVector(text) })) }))
+      })
+    })
+    afterEach(() => server.close())
+    const apple = [PARAPHRASE_PAIRS.find((pair) => pair.memory.includes('林檎'))!]
+
+    it('the recall ranking and the injection run hybrid: a kana query finds its kanji memory', async () => {
+      const keyword = await runCjkBench({ distractors: 300, pairs: apple, workDir: scratch })
+      expect(keyword.embedding_model).toBeUndefined()
+      const embedding = benchEmbedding({ embeddingUrl: server.url, embeddingModel: 'reading', embeddingDimensions: '16' })
+      const hybrid = await runCjkBench({ distractors: 300, pairs: apple, workDir: scratch, embedding })
+      expect(hybrid).toMatchObject({ embedding_model: 'reading@16', hybrid_threshold: 0.85 })
+      // Keywords alone never find it (no shared word) and inject distractors instead.
+      expect(keyword.overall).toMatchObject({ recall: { '10': 0 }, injected: 0 })
+      expect(keyword.overall.false_per_query).toBeGreaterThan(0)
+      // By meaning it is among the first three (rank fusion puts memories both lists hold first),
+      // and the automatic recall injects it, and only it (hybridThreshold holds the distractors back).
+      expect(hybrid.overall).toMatchObject({ recall: { '3': 1, '10': 1 }, injected: 1, false_per_query: 0 })
+      // The store's full-text search is the same either way.
+      expect(hybrid.overall.store).toEqual(keyword.overall.store)
+      // Every memory was embedded once, before the questions.
+      expect(inputs.slice(0, 301)).toEqual(expect.arrayContaining([apple[0]!.memory]))
+    })
+
+    it('the command takes the embedder flags and names the model; --hybrid-threshold needs them', async () => {
+      const result = await cli(['bench', 'cjk', '--distractors', '200', '--json', '--embedding-url', server.url, '--embedding-model', 'reading', '--embedding-dimensions', '16', '--hybrid-threshold', '0.9'])
+      expect(result.code, result.stderr).toBe(0)
+      expect(JSON.parse(result.stdout)).toMatchObject({ distractors: 200, embedding_model: 'reading@16', hybrid_threshold: 0.9 })
+      expect(new Set(inputs)).toEqual(new Set([...cjkDistractors(200), ...PARAPHRASE_PAIRS.map((pair) => pair.memory), ...PARAPHRASE_PAIRS.map((pair) => pair.query), ...UNANSWERABLE_QUERIES]))
+      const table = await cli(['bench', 'cjk', '--distractors', '200', '--embedding-url', server.url, '--embedding-model', 'reading', '--embedding-dimensions', '16'])
+      expect(table.stdout).toMatch(/^CJK paraphrase set: \d+ pairs among 200 distractor memories \(hybrid with reading@16, hybrid threshold 0.85\)$/m)
+      const refused = await cli(['bench', 'cjk', '--hybrid-threshold', '0.9'])
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toMatch(/--hybrid-threshold applies with --embedding-url/)
+    })
   })
 })

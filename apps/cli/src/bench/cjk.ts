@@ -13,8 +13,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
-import { RecallEngine, RecallInjector, resolveRecallOptions } from '@dsh-memory/recall'
+import { createEmbedder, type Embedder, type EmbeddingOptions, RecallEngine, RecallInjector, resolveRecallOptions } from '@dsh-memory/recall'
 import { memoryText, seededRandom } from './corpus.ts'
+import { embedTexts } from './embed.ts'
 import { PARAPHRASE_PAIRS, type ParaphrasePair, UNANSWERABLE_QUERIES } from './cjk-pairs.ts'
 
 /** Cut-offs reported for the search paths. */
@@ -41,6 +42,9 @@ export interface CjkReport {
   readonly overall: CjkKindMetrics
   readonly by_kind: Record<string, CjkKindMetrics>
   readonly unanswerable: { readonly queries: number; readonly injected_queries: number; readonly false_per_query: number }
+  /** With an embedder only: the key (`model@dimensions`) of the memories' vectors, and the `recall.hybridThreshold` the injection ran with. */
+  readonly embedding_model?: string
+  readonly hybrid_threshold?: number
 }
 
 const PEOPLE_ZH = ['同事小王', '朋友阿杰', '邻居张阿姨', '表妹', '老板', '室友', '大学同学陈伟', '客户刘总', '组长', '健身教练']
@@ -103,6 +107,14 @@ export interface CjkBenchOptions {
   readonly pairs?: readonly ParaphrasePair[]
   /** Directory for the temporary store (default: a fresh OS temp dir, removed afterwards). */
   readonly workDir?: string
+  /**
+   * Recall's `embedding` options (a local OpenAI-compatible server): every memory gets its vector
+   * first, and the recall ranking and the injection run hybrid, as the plugin does with
+   * `recall.strategy: hybrid`. The store's full-text search is the same either way.
+   */
+  readonly embedding?: EmbeddingOptions
+  /** `recall.hybridThreshold` with `embedding` (default: recall's default). */
+  readonly hybridThreshold?: number
 }
 
 const WORKSPACE = '/bench/cjk'
@@ -114,14 +126,36 @@ export async function runCjkBench(options: CjkBenchOptions = {}): Promise<CjkRep
   const distractors = cjkDistractors(options.distractors ?? 3000)
   const dir = mkdtempSync(join(options.workDir ?? tmpdir(), 'dsh-memory-cjk-'))
   const store = openMemoryStore({ path: join(dir, 'memory.db') })
+  let embedder: Embedder | null = null
   try {
     const targets: string[] = []
+    const stored: { id: string; text: string }[] = []
     await store.transaction(async (tx) => {
+      const add = async (text: string) => (await tx.memories.add({ kind: 'fact', text, scope: 'workspace', workspace: WORKSPACE, createdAt: NOW - 86_400_000 })).id
       // Distractors first and targets interleaved after them: ids never hint at the answer.
-      for (const text of distractors) await tx.memories.add({ kind: 'fact', text, scope: 'workspace', workspace: WORKSPACE, createdAt: NOW - 86_400_000 })
-      for (const { memory } of pairs) targets.push((await tx.memories.add({ kind: 'fact', text: memory, scope: 'workspace', workspace: WORKSPACE, createdAt: NOW - 86_400_000 })).id)
+      for (const text of distractors) stored.push({ id: await add(text), text })
+      for (const { memory } of pairs) {
+        targets.push(await add(memory))
+        stored.push({ id: targets.at(-1)!, text: memory })
+      }
     })
-    const engine = new RecallEngine(store, resolveRecallOptions({}), { now: () => NOW })
+    const embedding = options.embedding
+    const recallOptions = resolveRecallOptions(
+      embedding ? { recall: { strategy: 'hybrid', ...(options.hybridThreshold === undefined ? {} : { hybridThreshold: options.hybridThreshold }) }, embedding: { ...embedding, enabled: true } } : {},
+    )
+    const active = embedding ? createEmbedder(recallOptions.embedding) : null
+    embedder = active
+    if (active) {
+      // Every memory's vector first, as recall's backfill or `dsh-memory reembed` leaves a store.
+      const vectors = await embedTexts(active, stored.map((memory) => memory.text))
+      await store.transaction(async (tx) => {
+        for (const memory of stored) {
+          const vector = vectors.get(memory.text)
+          if (vector) await tx.memories.update(memory.id, { embedding: vector, embeddingModel: active.modelKey }, { actor: 'bench' })
+        }
+      })
+    }
+    const engine = new RecallEngine(store, recallOptions, { now: () => NOW, embedder: active })
     const injector = new RecallInjector(engine, { now: () => NOW })
     const inject = async (query: string, session: string) =>
       (await injector.prepare({ sessionId: session, workspace: WORKSPACE }, [{ role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: query }] }], [])).plan?.memoryIds ?? []
@@ -161,8 +195,10 @@ export async function runCjkBench(options: CjkBenchOptions = {}): Promise<CjkRep
       overall: metricsOf(overall),
       by_kind,
       unanswerable: { queries: UNANSWERABLE_QUERIES.length, injected_queries: injectedQueries, false_per_query: UNANSWERABLE_QUERIES.length === 0 ? 0 : falseMatches / UNANSWERABLE_QUERIES.length },
+      ...(active ? { embedding_model: active.modelKey, hybrid_threshold: recallOptions.recall.hybridThreshold } : {}),
     }
   } finally {
+    await embedder?.close?.()
     await store.close()
     rmSync(dir, { recursive: true, force: true })
   }
@@ -173,7 +209,7 @@ export function formatCjkReport(report: CjkReport): string {
   const pct = (value: number) => `${(value * 100).toFixed(1)}%`.padStart(9)
   const atK = (values: Record<string, number>) => CJK_KS.map((k) => pct(values[String(k)]!)).join('')
   const lines = [
-    `CJK paraphrase set: ${report.overall.pairs} pairs among ${report.distractors} distractor memories`,
+    `CJK paraphrase set: ${report.overall.pairs} pairs among ${report.distractors} distractor memories${report.embedding_model ? ` (hybrid with ${report.embedding_model}, hybrid threshold ${report.hybrid_threshold})` : ''}`,
     `  ${'kind'.padEnd(18)}${['store@1', '@3', '@10', 'recall@1', '@3', '@10', 'injected', 'false/q', 'false q'].map((label) => label.padStart(9)).join('')}`,
   ]
   const row = (label: string, m: CjkKindMetrics) =>

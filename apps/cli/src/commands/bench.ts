@@ -249,8 +249,16 @@ function registerScaleBenches(bench: Command, io: CliIO): void {
     .description('Chinese/Japanese paraphrase retrieval: 106 hand-written query→memory pairs among 3000 distractor memories; recall@1/3/10 of the store search and the recall ranking, and what the automatic recall injects (hits and false matches).')
     .option('--distractors <n>', 'distractor memories', '3000')
     .option('--json', 'print one JSON object {overall, by_kind, unanswerable, distractors} and nothing else on stdout')
-    .action(async (options: { distractors: string; json?: boolean }) => {
-      const report = await runCjkBench({ distractors: parseCount('--distractors', options.distractors) })
+    .option('--embedding-url <url>', "a local OpenAI-compatible embeddings server (recall's embedding.baseUrl): every memory gets its vector, and the recall ranking and the injection run hybrid; needs --embedding-model and --embedding-dimensions")
+    .option('--embedding-model <name>', "with --embedding-url: recall's embedding.model")
+    .option('--embedding-dimensions <n>', "with --embedding-url: recall's embedding.dimensions")
+    .option('--embedding-api-key-env <name>', 'with --embedding-url: the environment variable holding a key to send (a local server needs none)')
+    .option('--hybrid-threshold <x>', "with --embedding-url: recall.hybridThreshold of the injection, to calibrate it for that model (0..1); default: recall's default")
+    .action(async (options: BenchEmbeddingFlags & { distractors: string; json?: boolean; hybridThreshold?: string }) => {
+      const embedding = benchEmbedding(options)
+      const hybridThreshold = options.hybridThreshold === undefined ? undefined : parseThreshold(options.hybridThreshold, '--hybrid-threshold', '0.85')
+      if (hybridThreshold !== undefined && !embedding) throw new CliUsageError('--hybrid-threshold applies with --embedding-url (only hybrid ranking has it)')
+      const report = await runCjkBench({ distractors: parseCount('--distractors', options.distractors), embedding, hybridThreshold })
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatCjkReport(report)}\n`)
     })
   bench
