@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openMemoryStore } from '@dsh-memory/store'
-import { createEmbedder, type Embedder, type EmbeddingOptions, RecallEngine, RecallInjector, resolveRecallOptions } from '@dsh-memory/recall'
+import { createEmbedder, type EmbeddingOptions, RecallEngine, RecallInjector, resolveRecallOptions } from '@dsh-memory/recall'
 import { memoryText, seededRandom } from './corpus.ts'
 import { embedTexts } from './embed.ts'
 import { PARAPHRASE_PAIRS, type ParaphrasePair, UNANSWERABLE_QUERIES } from './cjk-pairs.ts'
@@ -124,9 +124,13 @@ const NOW = Date.UTC(2026, 0, 15)
 export async function runCjkBench(options: CjkBenchOptions = {}): Promise<CjkReport> {
   const pairs = options.pairs ?? PARAPHRASE_PAIRS
   const distractors = cjkDistractors(options.distractors ?? 3000)
+  const embedding = options.embedding
+  const recallOptions = resolveRecallOptions(
+    embedding ? { recall: { strategy: 'hybrid', ...(options.hybridThreshold === undefined ? {} : { hybridThreshold: options.hybridThreshold }) }, embedding: { ...embedding, enabled: true } } : {},
+  )
+  const embedder = embedding ? createEmbedder(recallOptions.embedding) : null
   const dir = mkdtempSync(join(options.workDir ?? tmpdir(), 'dsh-memory-cjk-'))
   const store = openMemoryStore({ path: join(dir, 'memory.db') })
-  let embedder: Embedder | null = null
   try {
     const targets: string[] = []
     const stored: { id: string; text: string }[] = []
@@ -139,23 +143,17 @@ export async function runCjkBench(options: CjkBenchOptions = {}): Promise<CjkRep
         stored.push({ id: targets.at(-1)!, text: memory })
       }
     })
-    const embedding = options.embedding
-    const recallOptions = resolveRecallOptions(
-      embedding ? { recall: { strategy: 'hybrid', ...(options.hybridThreshold === undefined ? {} : { hybridThreshold: options.hybridThreshold }) }, embedding: { ...embedding, enabled: true } } : {},
-    )
-    const active = embedding ? createEmbedder(recallOptions.embedding) : null
-    embedder = active
-    if (active) {
+    if (embedder) {
       // Every memory's vector first, as recall's backfill or `dsh-memory reembed` leaves a store.
-      const vectors = await embedTexts(active, stored.map((memory) => memory.text))
+      const vectors = await embedTexts(embedder, stored.map((memory) => memory.text))
       await store.transaction(async (tx) => {
         for (const memory of stored) {
           const vector = vectors.get(memory.text)
-          if (vector) await tx.memories.update(memory.id, { embedding: vector, embeddingModel: active.modelKey }, { actor: 'bench' })
+          if (vector) await tx.memories.update(memory.id, { embedding: vector, embeddingModel: embedder.modelKey }, { actor: 'bench' })
         }
       })
     }
-    const engine = new RecallEngine(store, recallOptions, { now: () => NOW, embedder: active })
+    const engine = new RecallEngine(store, recallOptions, { now: () => NOW, embedder })
     const injector = new RecallInjector(engine, { now: () => NOW })
     const inject = async (query: string, session: string) =>
       (await injector.prepare({ sessionId: session, workspace: WORKSPACE }, [{ role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: query }] }], [])).plan?.memoryIds ?? []
@@ -195,7 +193,7 @@ export async function runCjkBench(options: CjkBenchOptions = {}): Promise<CjkRep
       overall: metricsOf(overall),
       by_kind,
       unanswerable: { queries: UNANSWERABLE_QUERIES.length, injected_queries: injectedQueries, false_per_query: UNANSWERABLE_QUERIES.length === 0 ? 0 : falseMatches / UNANSWERABLE_QUERIES.length },
-      ...(active ? { embedding_model: active.modelKey, hybrid_threshold: recallOptions.recall.hybridThreshold } : {}),
+      ...(embedder ? { embedding_model: embedder.modelKey, hybrid_threshold: recallOptions.recall.hybridThreshold } : {}),
     }
   } finally {
     await embedder?.close?.()
