@@ -57,7 +57,22 @@ export {
 export type { EmbeddingClient, EmbeddingClientDependencies, EmbeddingClientInput, EmbeddingClientOptions, EmbeddingErrorCode } from './core/embedding.ts'
 export type { HeldLease, HoldLeaseOptions } from './core/lease-keeper.ts'
 export type { EntityName, Flags, LeaseFence, MemoryKind, MessageRole, PageOptions, Scope, TransactionOptions, WriteOptions } from './core/types-common.ts'
-export type { AppendMessageInput, AppendMessageResult, Conversation, ConversationFilter, ConversationRepository, EnsureConversationInput, Message, MessageEmbedding, MessageFilter, MessageRepository, MissingEmbeddingsFilter } from './core/types-conversations.ts'
+export type {
+  AppendMessageInput,
+  AppendMessageResult,
+  Conversation,
+  ConversationFilter,
+  ConversationRepository,
+  DeleteEmbeddingsFilter,
+  EnsureConversationInput,
+  Message,
+  MessageEmbedding,
+  MessageFilter,
+  MessageRepository,
+  MessageVectorKey,
+  MessageVectorPage,
+  MissingEmbeddingsFilter,
+} from './core/types-conversations.ts'
 export type { AcquireLeaseOptions, LayerKey, LayerRepository, LayerRevision, Lease, LeaseRepository } from './core/types-coordination.ts'
 export type { AddMemoryInput, Memory, MemoryFilter, MemoryRepository, MemoryScopeFilter, UpdateMemoryPatch } from './core/types-memories.ts'
 export type { AppliedMigration, AuditEntry, AuditFilter, AuditLog, AuditOp, MetaEntry, MetaRepository, Migration, MigrationSet, StoreDiagnostics } from './core/types-meta.ts'

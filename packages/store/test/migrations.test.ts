@@ -39,6 +39,7 @@ describe('migrations', () => {
       ['store', 5, 'palace_index_cleanup'],
       ['store', 6, 'user_identity'],
       ['store', 7, 'message_vectors'],
+      ['store', 8, 'message_vectors_per_model'],
     ])
     expect(applied[0]!.checksum).toMatch(/^[0-9a-f]{64}$/)
     expect(tables(path)).toEqual(
@@ -57,7 +58,7 @@ describe('migrations', () => {
     try {
       // With no wait allowed, the open could not succeed if it needed the lock.
       const again = openMemoryStore({ path, busyTimeoutMs: 0 })
-      expect((await again.meta.migrations()).length).toBe(7)
+      expect((await again.meta.migrations()).length).toBe(8)
       await again.close()
     } finally {
       other.exec('ROLLBACK')

@@ -13,7 +13,7 @@ import { realArrayLiteral } from './pg-schema.ts'
 import type { PgSession, PgTx } from './pg-session.ts'
 import { searchVectorOf } from './pg-search-terms.ts'
 import { firstRow, pgReadById, rowOf } from './pg-values.ts'
-import { conversationListOf, messageConditions, type MessageColumns, messageListOf, missingEmbeddingsListOf } from './record-conditions.ts'
+import { conversationListOf, deleteEmbeddingsWhereOf, messageConditions, type MessageColumns, messageListOf, missingEmbeddingsListOf } from './record-conditions.ts'
 import { aroundArgsOf, conversationInputOf, conversationPatchOf, embeddingIdsOf, messageEmbeddingsOf, messageInputOf } from './record-values.ts'
 import { toConversation, toMessage } from './rows.ts'
 import type { AppendMessageResult, ConversationFilter, ConversationRepository, Message, MessageFilter, MessageRepository } from './types-conversations.ts'
@@ -122,13 +122,14 @@ const APPEND_SQL = `WITH conv AS (SELECT id FROM store_conversations WHERE id = 
 
 /**
  * Attach vectors to the messages that exist (the join skips the others), each replacing the
- * one its message had; answers one row per vector written. The vectors come as array literals
+ * one its message had of the same model (another model's stays); answers one row per vector
+ * written. The vectors come as array literals
  * (`realArrayLiteral`), one text per message.
  */
 const UPSERT_MESSAGE_VECTORS_SQL = `INSERT INTO store_message_vectors (message_id, embedding_model, embedding_dims, embedding)
   SELECT v.id, v.model, v.dims, v.embedding::real[] FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]) AS v(id, model, dims, embedding)
   JOIN store_messages m ON m.id = v.id
-  ON CONFLICT (message_id) DO UPDATE SET embedding_model = excluded.embedding_model, embedding_dims = excluded.embedding_dims, embedding = excluded.embedding
+  ON CONFLICT (message_id, embedding_model) DO UPDATE SET embedding_dims = excluded.embedding_dims, embedding = excluded.embedding
   RETURNING 1`
 
 export function pgMessageRepository(s: PgSession): MessageRepository {
@@ -242,6 +243,12 @@ export function pgMessageRepository(s: PgSession): MessageRepository {
     missingEmbeddings: async (filter) => {
       const q = missingEmbeddingsListOf(filter, MESSAGE_COLUMNS, { ...pg.messageVectors, table: pg.messageVectors })
       return s.readEach(async (tx) => (await tx.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit)).map(toMessage))
+    },
+    deleteEmbeddings: async (filter) => {
+      const v = pg.messageVectors
+      const where = deleteEmbeddingsWhereOf(filter, { table: t, columns: MESSAGE_COLUMNS }, { ...v, table: v })
+      // Derived data, as setEmbeddings: no audit row or change-log entry.
+      return s.write(async (tx) => (await tx.db.delete(v).where(where)).rowCount ?? 0)
     },
   }
 }

@@ -84,19 +84,18 @@ export const messages = pgTable(
   ],
 )
 
-/** Vectors of L0 messages, one per message (derived data; migration 5). */
+/** Vectors of L0 messages, one per (message, model) (derived data; migrations 5 and 6). */
 export const messageVectors = pgTable(
   'store_message_vectors',
   {
     messageId: text('message_id')
-      .primaryKey()
       .notNull()
       .references(() => messages.id, { onDelete: 'cascade' }),
     embeddingModel: text('embedding_model').notNull(),
     embeddingDims: integer('embedding_dims').notNull(),
     embedding: embeddingColumn('embedding').notNull(),
   },
-  (t) => [uniqueIndex('store_message_vectors_model').on(t.embeddingModel, t.messageId)],
+  (t) => [primaryKey({ columns: [t.messageId, t.embeddingModel] }), uniqueIndex('store_message_vectors_model').on(t.embeddingModel, t.messageId)],
 )
 
 /** L1 atomic memories; a superseded row points at its replacement. */

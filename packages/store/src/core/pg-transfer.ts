@@ -10,7 +10,8 @@ import { readPgAppliedMigrations } from './pg-migrations.ts'
 import * as pg from './pg-schema.ts'
 import { connectPg, type PgDb, type PgSession, type PgTx, translatePgError } from './pg-session.ts'
 import { firstRow } from './pg-values.ts'
-import { messageVectorPageOf, personaEntityId } from './record-values.ts'
+import { messageVectorPageQueryOf } from './record-conditions.ts'
+import { personaEntityId } from './record-values.ts'
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
 import { importConversationRun, importMemoryRun, importMessageRun, IMPORT_RUN, type PendingLinks } from './pg-import.ts'
 import {
@@ -227,16 +228,16 @@ export function pgTransferService(s: PgSession): TransferService {
       }, options)
     },
     messageVectors: async (page) => {
-      const { after, limit } = messageVectorPageOf(page)
       const v = pg.messageVectors
+      const q = messageVectorPageQueryOf(page, { ...v, table: v })
       return s.readEach(async (tx) =>
         (
           await tx.db
             .select({ messageId: v.messageId, embedding: v.embedding, embeddingModel: v.embeddingModel })
             .from(v)
-            .where(after === undefined ? undefined : gt(v.messageId, after))
-            .orderBy(asc(v.messageId))
-            .limit(limit)
+            .where(q.where)
+            .orderBy(...q.orderBy)
+            .limit(q.limit)
         ).map((row) => ({ ...row, embedding: bufferToEmbedding(row.embedding) })),
       )
     },

@@ -4,10 +4,10 @@
  * SQLite and PostgreSQL filter by one definition (validated as they are built). The scope
  * filter of memories and scenes is `scope-sql.ts`.
  */
-import { and, asc, desc, eq, gt, gte, lte, sql, type Column, type SQL } from 'drizzle-orm'
-import { messageFilterOf, missingEmbeddingsOf, pageOf } from './record-values.ts'
+import { and, asc, desc, eq, gt, gte, lte, ne, sql, type Column, type SQL } from 'drizzle-orm'
+import { deleteEmbeddingsOf, messageFilterOf, messageVectorPageOf, missingEmbeddingsOf, pageOf } from './record-values.ts'
 import { scopeCondition, type ScopeColumns } from './scope-sql.ts'
-import type { ConversationFilter, MessageFilter, MissingEmbeddingsFilter } from './types-conversations.ts'
+import type { ConversationFilter, DeleteEmbeddingsFilter, MessageFilter, MessageVectorPage, MissingEmbeddingsFilter } from './types-conversations.ts'
 import type { MemoryFilter } from './types-memories.ts'
 import type { SceneFilter } from './types-scenes.ts'
 import { requireCount, requireTime } from './validate.ts'
@@ -119,4 +119,26 @@ export function missingEmbeddingsListOf(filter: MissingEmbeddingsFilter, t: Mess
   const conditions = messageConditions(rest, t)
   conditions.push(sql`NOT EXISTS (SELECT 1 FROM ${v.table} WHERE ${v.embeddingModel} = ${model} AND ${v.messageId} = ${t.id})`)
   return { where: and(...conditions), orderBy: [desc(t.createdAt), desc(t.id)], limit }
+}
+
+/**
+ * The checked WHERE of `messages.deleteEmbeddings` on the vectors: one model's, or every model's
+ * but one (both read the `(embedding_model, message_id)` index), and with a workspace only the
+ * vectors of that workspace's messages (`list`'s workspace filter, in a subquery on `messages`).
+ */
+export function deleteEmbeddingsWhereOf(filter: DeleteEmbeddingsFilter, messages: { table: unknown; columns: MessageColumns }, v: MessageVectorColumns): SQL | undefined {
+  const { model, except, workspace } = deleteEmbeddingsOf(filter)
+  const conditions = [except ? ne(v.embeddingModel, model) : eq(v.embeddingModel, model)]
+  if (workspace !== undefined) {
+    const t = messages.columns
+    conditions.push(sql`${v.messageId} IN (SELECT ${t.id} FROM ${messages.table} WHERE ${and(...messageConditions({ workspace }, t))})`)
+  }
+  return and(...conditions)
+}
+
+/** The checked WHERE, ORDER BY and LIMIT of `transfer.messageVectors`: (message id, model) order, the primary key's. */
+export function messageVectorPageQueryOf(page: MessageVectorPage, v: MessageVectorColumns): Omit<ListQuery, 'offset'> {
+  const { after, limit } = messageVectorPageOf(page)
+  const where = after === undefined ? undefined : sql`(${v.messageId}, ${v.embeddingModel}) > (${after.messageId}, ${after.embeddingModel})`
+  return { where, orderBy: [asc(v.messageId), asc(v.embeddingModel)], limit }
 }

@@ -9,7 +9,7 @@ import { MemoryStoreError } from './errors.ts'
 import { estimateTokens, prepareLabel, prepareText } from './text.ts'
 import type { TextLimits } from './text.ts'
 import type { Flags, MessageRole, PageOptions, Scope } from './types-common.ts'
-import type { AppendMessageInput, EnsureConversationInput, MessageEmbedding, MessageFilter, MissingEmbeddingsFilter } from './types-conversations.ts'
+import type { AppendMessageInput, DeleteEmbeddingsFilter, EnsureConversationInput, MessageEmbedding, MessageFilter, MessageVectorKey, MessageVectorPage, MissingEmbeddingsFilter } from './types-conversations.ts'
 import type { AddMemoryInput, Memory, UpdateMemoryPatch } from './types-memories.ts'
 import type { PersonaKey } from './types-persona.ts'
 import type { AddSceneInput, Scene, UpdateScenePatch } from './types-scenes.ts'
@@ -160,14 +160,14 @@ export interface MessageEmbeddingValues {
 
 /**
  * The checked entries of `messages.setEmbeddings` (at most 1000), each field named with its
- * index in the errors; a message named twice keeps its last entry.
+ * index in the errors; a (message, model) named twice keeps its last entry.
  */
 export function messageEmbeddingsOf(entries: readonly MessageEmbedding[]): MessageEmbeddingValues[] {
   if (!Array.isArray(entries)) throw new MemoryStoreError('invalid-argument', 'entries must be an array')
   if (entries.length > MAX_EMBEDDING_BATCH) {
     throw new MemoryStoreError('invalid-argument', `entries: setEmbeddings() takes at most ${MAX_EMBEDDING_BATCH} entries (got ${entries.length})`)
   }
-  const byId = new Map<string, MessageEmbeddingValues>()
+  const byKey = new Map<string, MessageEmbeddingValues>()
   entries.forEach((entry: unknown, i) => {
     if (typeof entry !== 'object' || entry === null) throw new MemoryStoreError('invalid-argument', `entries[${i}] must be an object`)
     const e = entry as Record<string, unknown>
@@ -175,16 +175,29 @@ export function messageEmbeddingsOf(entries: readonly MessageEmbedding[]): Messa
     const embedding = embeddingValue(e.embedding, `entries[${i}].embedding`)
     if (!embedding) throw new MemoryStoreError('invalid-argument', `entries[${i}].embedding must be a Float32Array`)
     const embeddingModel = requireId(e.embeddingModel, `entries[${i}].embeddingModel`)
-    byId.delete(messageId)
-    byId.set(messageId, { messageId, embeddingModel, embeddingDims: embedding.length, embedding })
+    const key = JSON.stringify([messageId, embeddingModel])
+    byKey.delete(key)
+    byKey.set(key, { messageId, embeddingModel, embeddingDims: embedding.length, embedding })
   })
-  return [...byId.values()]
+  return [...byKey.values()]
 }
 
-/** The checked page of `transfer.messageVectors`: after an id (exclusive), at most 1000. */
-export function messageVectorPageOf(page: { readonly after?: string; readonly limit: number }): { after: string | undefined; limit: number } {
+/** The checked page of `transfer.messageVectors`: after a (message, model) (exclusive), at most 1000. */
+export function messageVectorPageOf(page: MessageVectorPage): { after: MessageVectorKey | undefined; limit: number } {
   if (typeof page !== 'object' || page === null) throw new MemoryStoreError('invalid-argument', 'page must be an object')
-  return { after: page.after === undefined ? undefined : requireId(page.after, 'after'), limit: batchLimit(page.limit) }
+  const { after } = page
+  if (after === undefined) return { after: undefined, limit: batchLimit(page.limit) }
+  if (typeof after !== 'object' || after === null) throw new MemoryStoreError('invalid-argument', 'after must be an object (the last vector of the previous page)')
+  return { after: { messageId: requireId(after.messageId, 'after.messageId'), embeddingModel: requireId(after.embeddingModel, 'after.embeddingModel') }, limit: batchLimit(page.limit) }
+}
+
+/** The checked filter of `messages.deleteEmbeddings`: one of `model` and `exceptModel`, and the workspace. */
+export function deleteEmbeddingsOf(filter: DeleteEmbeddingsFilter): { model: string; except: boolean; workspace: string | undefined } {
+  if (typeof filter !== 'object' || filter === null) throw new MemoryStoreError('invalid-argument', 'filter must be an object')
+  const { model, exceptModel, workspace } = filter
+  if ((model === undefined) === (exceptModel === undefined)) throw new MemoryStoreError('invalid-argument', 'model, exceptModel: give exactly one of them')
+  if (workspace !== undefined && typeof workspace !== 'string') throw new MemoryStoreError('invalid-argument', 'workspace must be a string')
+  return model === undefined ? { model: requireId(exceptModel, 'exceptModel'), except: true, workspace } : { model: requireId(model, 'model'), except: false, workspace }
 }
 
 /** The checked filter of `messages.missingEmbeddings`: the model, the limit (1..1000) and `list`'s filters. */

@@ -60,12 +60,11 @@ export const messages = sqliteTable(
   ],
 )
 
-/** Vectors of L0 messages, one per message (derived data; migration 0007). */
+/** Vectors of L0 messages, one per (message, model) (derived data; migrations 0007 and 0008). */
 export const messageVectors = sqliteTable(
   'store_message_vectors',
   {
     messageId: text('message_id')
-      .primaryKey()
       .notNull()
       .references(() => messages.id, { onDelete: 'cascade' }),
     /** Recall's `model@dimensions`. */
@@ -74,7 +73,7 @@ export const messageVectors = sqliteTable(
     /** float32 bytes, as `store_memories.embedding`. */
     embedding: blob('embedding', { mode: 'buffer' }).notNull(),
   },
-  (t) => [uniqueIndex('store_message_vectors_model').on(t.embeddingModel, t.messageId)],
+  (t) => [primaryKey({ columns: [t.messageId, t.embeddingModel] }), uniqueIndex('store_message_vectors_model').on(t.embeddingModel, t.messageId)],
 )
 
 /** L1 atomic memories; a superseded row points at its replacement. */

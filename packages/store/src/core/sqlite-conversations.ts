@@ -5,7 +5,7 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm'
 import { MemoryStoreError } from './errors.ts'
 import { newId } from './ids.ts'
-import { conversationListOf, messageConditions, type MessageColumns, messageListOf, missingEmbeddingsListOf } from './record-conditions.ts'
+import { conversationListOf, deleteEmbeddingsWhereOf, messageConditions, type MessageColumns, messageListOf, missingEmbeddingsListOf } from './record-conditions.ts'
 import { aroundArgsOf, conversationInputOf, conversationPatchOf, embeddingIdsOf, messageEmbeddingsOf, messageInputOf } from './record-values.ts'
 import { toConversation, toMessage } from './rows.ts'
 import * as schema from './schema.ts'
@@ -30,11 +30,11 @@ export const INSERT_MESSAGE_SQL =
 
 /**
  * Attach one vector to a message that exists (one that does not is skipped: it changes 0 rows),
- * replacing the one it had.
+ * replacing the one it had of the same model (another model's stays).
  */
 const UPSERT_MESSAGE_VECTOR_SQL = `INSERT INTO store_message_vectors (message_id, embedding_model, embedding_dims, embedding)
   SELECT @id, @model, @dims, @embedding WHERE EXISTS (SELECT 1 FROM store_messages WHERE id = @id)
-  ON CONFLICT (message_id) DO UPDATE SET embedding_model = excluded.embedding_model, embedding_dims = excluded.embedding_dims, embedding = excluded.embedding`
+  ON CONFLICT (message_id, embedding_model) DO UPDATE SET embedding_dims = excluded.embedding_dims, embedding = excluded.embedding`
 
 const MESSAGE_COLUMNS: MessageColumns = {
   ...schema.messages,
@@ -210,6 +210,12 @@ export function messageRepository(s: SqliteSession): MessageRepository {
     missingEmbeddings: async (filter) => {
       const q = missingEmbeddingsListOf(filter, MESSAGE_COLUMNS, { ...schema.messageVectors, table: schema.messageVectors })
       return s.read(() => s.db.select().from(t).where(q.where).orderBy(...q.orderBy).limit(q.limit).all().map(toMessage))
+    },
+    deleteEmbeddings: async (filter) => {
+      const v = schema.messageVectors
+      const where = deleteEmbeddingsWhereOf(filter, { table: t, columns: MESSAGE_COLUMNS }, { ...v, table: v })
+      // Derived data, as setEmbeddings: no audit row or change-log entry.
+      return s.write(() => s.db.delete(v).where(where).run().changes)
     },
   }
 }

@@ -9,7 +9,8 @@ import { and, asc, eq, gt } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/better-sqlite3'
 import { layerKeyOfRow } from './layers.ts'
 import { readAppliedMigrations } from './migrations.ts'
-import { messageVectorPageOf, personaEntityId } from './record-values.ts'
+import { messageVectorPageQueryOf } from './record-conditions.ts'
+import { personaEntityId } from './record-values.ts'
 import { toConversation, toMemory, toMessage, toPersona, toScene } from './rows.ts'
 import * as schema from './schema.ts'
 import { INSERT_MESSAGE_SQL } from './sqlite-conversations.ts'
@@ -210,15 +211,15 @@ export function transferService(s: SqliteSession): TransferService {
       }, options)
     },
     messageVectors: async (page) => {
-      const { after, limit } = messageVectorPageOf(page)
       const v = schema.messageVectors
+      const q = messageVectorPageQueryOf(page, { ...v, table: v })
       return s.read(() =>
         s.db
           .select({ messageId: v.messageId, embedding: v.embedding, embeddingModel: v.embeddingModel })
           .from(v)
-          .where(after === undefined ? undefined : gt(v.messageId, after))
-          .orderBy(asc(v.messageId))
-          .limit(limit)
+          .where(q.where)
+          .orderBy(...q.orderBy)
+          .limit(q.limit)
           .all()
           .map((row) => ({ ...row, embedding: bufferToEmbedding(row.embedding) })),
       )

@@ -32,7 +32,8 @@ export const COUNTS_PLAN = {
   messages: 'SELECT COUNT(*) AS n FROM store_messages',
   userMessages: "SELECT COUNT(*) AS n FROM store_messages WHERE role = 'user'",
   assistantMessages: "SELECT COUNT(*) AS n FROM store_messages WHERE role = 'assistant'",
-  messageVectors: 'SELECT COUNT(*) AS n FROM store_message_vectors',
+  // Messages, not vectors: a message may hold one vector of each model (the key's index answers).
+  messageVectors: 'SELECT COUNT(DISTINCT message_id) AS n FROM store_message_vectors',
   currentMemories: `SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE}`,
   supersededMemories: `SELECT COUNT(*) AS n FROM store_memories WHERE superseded_by IS NOT NULL AND ${VISIBLE}`,
   memoriesByScope: `SELECT scope AS k, COUNT(*) AS n FROM store_memories WHERE superseded_by IS NULL AND ${VISIBLE} GROUP BY scope ORDER BY scope`,

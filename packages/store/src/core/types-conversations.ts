@@ -130,9 +130,22 @@ export interface MessageEmbedding {
   readonly embeddingModel: string
 }
 
+/** The key of a message vector: its message and its model. */
+export interface MessageVectorKey {
+  readonly messageId: string
+  readonly embeddingModel: string
+}
+
+/** A page of `transfer.messageVectors`: the vectors after `after` (the last of the previous page), at most `limit`. */
+export interface MessageVectorPage {
+  readonly after?: MessageVectorKey
+  /** 1..1 000. */
+  readonly limit: number
+}
+
 /** Filter of {@link MessageRepository.missingEmbeddings}. */
 export interface MissingEmbeddingsFilter {
-  /** The model whose vectors count: a message with none, or with another model's, is missing. */
+  /** The model whose vectors count: a message without a vector of it is missing, whatever other models' it has. */
   readonly model: string
   /** 1..1 000. */
   readonly limit: number
@@ -142,6 +155,16 @@ export interface MissingEmbeddingsFilter {
   readonly since?: number
   /** Only messages created at or before this epoch-ms time. */
   readonly until?: number
+}
+
+/**
+ * Filter of {@link MessageRepository.deleteEmbeddings}: exactly one of `model` (that model's
+ * vectors) and `exceptModel` (every other model's), optionally only the messages of one workspace.
+ */
+export interface DeleteEmbeddingsFilter {
+  readonly model?: string
+  readonly exceptModel?: string
+  readonly workspace?: string
 }
 
 /** L0 message repository. */
@@ -175,18 +198,28 @@ export interface MessageRepository {
    */
   embeddings(ids: readonly string[], model: string): Promise<Map<string, Float32Array>>
   /**
-   * Attach vectors (one per message: a new one replaces the old, whatever its model). Derived data: no revision,
-   * no change-log entry, no audit row. Unknown (e.g. deleted meanwhile) message ids are skipped. When one call
-   * names a message twice, its last entry wins. Deleting the message (or its conversation) deletes its vector.
+   * Attach vectors, one per (message, model): a new vector replaces only the same model's vector of its message,
+   * another model's stays. Derived data: no revision, no change-log entry, no audit row. Unknown (e.g. deleted
+   * meanwhile) message ids are skipped. When one call names a (message, model) twice, its last entry wins.
+   * Deleting the message (or its conversation) deletes all its vectors.
    * @returns how many were written. @throws MemoryStoreError `invalid-argument` for an empty/non-finite vector,
    *   an empty model, or more than 1 000 entries
    */
   setEmbeddings(entries: readonly MessageEmbedding[]): Promise<number>
   /**
-   * Messages lacking a vector of `model` (none, or another model's), newest first (createdAt, then id, descending),
+   * Messages lacking a vector of `model` (another model's vector neither counts nor hides one), newest first (createdAt, then id, descending),
    * at most `limit` (1..1 000); filtered like `list` by workspace / conversationId / since / until when given.
    * Recall's background backfill and `dsh-memory reembed` walk it. It reads the filter's messages newest first
    * until it has `limit` of them: when fewer are missing, it reads them all (bound it with `since`).
    */
   missingEmbeddings(filter: MissingEmbeddingsFilter): Promise<Message[]>
+  /**
+   * Drop message vectors: those of `filter.model`, or those of every model but `filter.exceptModel` (the vectors
+   * of an embedder nobody uses any more stay until dropped), of every message or only of `filter.workspace`'s.
+   * Derived data, like `setEmbeddings`: no change-log entry, no audit row.
+   * @returns how many vectors were deleted. @throws MemoryStoreError `invalid-argument` naming the field when
+   *   neither or both of `model` and `exceptModel` are given, one is empty, or `workspace` is not a string;
+   *   `readonly` on a read-only store
+   */
+  deleteEmbeddings(filter: DeleteEmbeddingsFilter): Promise<number>
 }

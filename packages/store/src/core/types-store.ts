@@ -8,7 +8,7 @@
 import type { PackageTablesHost } from './package-tables.ts'
 import type { ChangeFeed } from './types-changes.ts'
 import type { TransactionOptions, WriteOptions } from './types-common.ts'
-import type { ConversationRepository, MessageEmbedding, MessageRepository } from './types-conversations.ts'
+import type { ConversationRepository, MessageEmbedding, MessageRepository, MessageVectorPage } from './types-conversations.ts'
 import type { LayerRepository, LeaseRepository } from './types-coordination.ts'
 import type { MemoryRepository } from './types-memories.ts'
 import type { AppliedMigration, AuditEntry, AuditLog, MetaRepository, MigrationSet } from './types-meta.ts'
@@ -73,13 +73,14 @@ export interface TransferService {
    */
   appendAudit(entries: readonly CopiedAuditEntry[], options?: WriteOptions): Promise<number>
   /**
-   * Message vectors (derived data the export leaves out), every model's, in message-id order
-   * after `page.after` (exclusive), at most `page.limit` (1..1 000): what `dsh-memory migrate`
-   * copies with `messages.setEmbeddings`, so the target need not compute them again.
-   * @throws MemoryStoreError `invalid-argument` naming `after` or `limit`
+   * Message vectors (derived data the export leaves out), every model's, in (message id, model)
+   * order after `page.after` (exclusive: pass the last vector of the previous page), at most
+   * `page.limit` (1..1 000): what `dsh-memory migrate` copies with `messages.setEmbeddings`, so
+   * the target need not compute them again.
+   * @throws MemoryStoreError `invalid-argument` naming `after`, `after.messageId`, `after.embeddingModel` or `limit`
    */
-  messageVectors(page: { readonly after?: string; readonly limit: number }): Promise<MessageEmbedding[]>
-  /** How many messages have a vector (of any model). */
+  messageVectors(page: MessageVectorPage): Promise<MessageEmbedding[]>
+  /** How many vectors there are, every model's (a message may hold one of each model). */
   messageVectorCount(): Promise<number>
 }
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import type { MessageEmbedding } from '../../src/index.ts'
 import { fakeClock, type OpenedStore, rejectionOf } from '../helpers.ts'
@@ -5,6 +6,20 @@ import { backends } from './backends.ts'
 
 const MINI = 'all-MiniLM-L6-v2@384'
 const OTHER = 'bge-m3@1024'
+const THIRD = 'nomic-embed-text@768'
+
+/** Per backend: the store schema versions that created the vectors table and keyed it by (message, model), and the former's file. */
+const VECTOR_MIGRATIONS = {
+  sqlite: { table: 7, perModel: 8, tableFile: '../../migrations/store/0007_message_vectors.sql' },
+  postgres: { table: 5, perModel: 6, tableFile: '../../migrations-postgres/store/0005_message_vectors.sql' },
+} as const
+
+/** Per backend: the first column of each index on the vectors table. */
+const FIRST_INDEXED_COLUMNS = {
+  sqlite: "SELECT i.name AS column FROM pragma_index_list('store_message_vectors') l, pragma_index_info(l.name) i WHERE i.seqno = 0",
+  postgres: `SELECT a.attname AS column FROM pg_index x JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[0]
+    WHERE x.indrelid = to_regclass('store_message_vectors')`,
+} as const
 
 /** A vector of `dims` values drawn from `seed`, with the float32 edge cases first. */
 function vector(seed: number, dims = 384): Float32Array {
@@ -63,24 +78,37 @@ describe.each(backends)('message vectors ($name)', (backend) => {
     expect(await store.messages.get(ids[0]!)).toMatchObject({ text: '数据库迁移怎么做？' })
   })
 
-  it('a new vector replaces the old whatever its model; a message named twice in one call keeps the last', async () => {
+  it('a message keeps one vector per model: a new one replaces only its own model’s; a (message, model) named twice in one call keeps the last', async () => {
     const store = await backend.open()
     const [a, b] = await messages(store, 's', '/w', ['first', 'second'])
     await store.messages.setEmbeddings([{ messageId: a!, embedding: vector(1), embeddingModel: MINI }])
     expect(await store.messages.setEmbeddings([{ messageId: a!, embedding: vector(2, 16), embeddingModel: OTHER }])).toBe(1)
-    expect((await store.messages.embeddings([a!], MINI)).size).toBe(0)
+    // Both read back, bit for bit, each by its model.
+    expect(bytes((await store.messages.embeddings([a!], MINI)).get(a!))).toBe(bytes(vector(1)))
     expect(bytes((await store.messages.embeddings([a!], OTHER)).get(a!))).toBe(bytes(vector(2, 16)))
+    expect(await rowCount(store)).toBe(2)
+
+    // Replacing one model's vector (another size too) leaves the other's.
+    expect(await store.messages.setEmbeddings([{ messageId: a!, embedding: vector(3, 8), embeddingModel: OTHER }])).toBe(1)
+    expect(bytes((await store.messages.embeddings([a!], OTHER)).get(a!))).toBe(bytes(vector(3, 8)))
+    expect(bytes((await store.messages.embeddings([a!], MINI)).get(a!))).toBe(bytes(vector(1)))
+    expect(await rowCount(store)).toBe(2)
 
     const written = await store.messages.setEmbeddings([
       { messageId: b!, embedding: vector(3), embeddingModel: MINI },
       { messageId: a!, embedding: vector(4), embeddingModel: MINI },
+      { messageId: b!, embedding: vector(6, 4), embeddingModel: OTHER },
       { messageId: b!, embedding: vector(5), embeddingModel: MINI },
     ])
-    expect(written).toBe(2)
+    expect(written).toBe(3)
     const read = await store.messages.embeddings([a!, b!], MINI)
     expect(bytes(read.get(a!))).toBe(bytes(vector(4)))
     expect(bytes(read.get(b!))).toBe(bytes(vector(5)))
-    expect(await rowCount(store)).toBe(2)
+    expect(bytes((await store.messages.embeddings([b!], OTHER)).get(b!))).toBe(bytes(vector(6, 4)))
+    expect(await rowCount(store)).toBe(4)
+    // Stats count messages with a vector, the transfer counts vectors.
+    expect((await store.stats.counts()).messages).toMatchObject({ total: 2, withVectors: 2 })
+    expect(await store.transfer.messageVectorCount()).toBe(4)
   })
 
   it('missingEmbeddings: newest first (createdAt, then id), limited, filtered like list; another model’s vector counts as missing', async () => {
@@ -120,27 +148,86 @@ describe.each(backends)('message vectors ($name)', (backend) => {
 
     await store.messages.setEmbeddings([a[0]!, a[1]!, a[2]!, b[1]!].map((id, i) => ({ messageId: id, embedding: vector(10 + i), embeddingModel: MINI })))
     expect(await missing()).toEqual([])
+
+    // Each model's backfill finds only its own work, whatever the other holds: OTHER's vectors
+    // neither hide MINI's missing ones nor are hidden by MINI's.
+    expect(await missing({ model: OTHER })).toEqual([a[3]!, b[1]!, tiedLow, b[0]!, a[0]!])
+    await store.messages.setEmbeddings([a[3]!, b[1]!, tiedLow, b[0]!, a[0]!].map((id, i) => ({ messageId: id, embedding: vector(20 + i, 4), embeddingModel: OTHER })))
+    expect(await missing({ model: OTHER })).toEqual([])
+    expect(await missing()).toEqual([])
+    expect(await missing({ model: THIRD })).toEqual(all)
+    expect(await rowCount(store)).toBe(12)
   })
 
-  it('deleting a message or its conversation deletes its vector', async () => {
+  it('deleting a message or its conversation deletes its vectors, every model’s', async () => {
     const store = await backend.open()
     const a = await messages(store, 'a', '/w', ['one', 'two'])
     const b = await messages(store, 'b', '/w', ['three', 'four'])
     await store.messages.setEmbeddings([...a, ...b].map((id, i) => ({ messageId: id, embedding: vector(i), embeddingModel: MINI })))
-    expect(await rowCount(store)).toBe(4)
+    await store.messages.setEmbeddings([a[0]!, a[1]!, b[0]!].map((id, i) => ({ messageId: id, embedding: vector(i, 4), embeddingModel: OTHER })))
+    expect(await rowCount(store)).toBe(7)
 
     expect(await store.messages.delete(a[0]!)).toBe(true)
-    expect(await rowCount(store)).toBe(3)
+    expect(await rowCount(store)).toBe(5)
     expect((await store.messages.embeddings(a, MINI)).size).toBe(1)
+    expect([...(await store.messages.embeddings(a, OTHER)).keys()]).toEqual([a[1]])
 
     expect(await store.conversations.delete('b')).toBe(true)
-    expect(await rowCount(store)).toBe(1)
+    expect(await rowCount(store)).toBe(2)
     expect([...(await store.messages.embeddings([...a, ...b], MINI)).keys()]).toEqual([a[1]])
+    expect([...(await store.messages.embeddings([...a, ...b], OTHER)).keys()]).toEqual([a[1]])
     // A vector for a message deleted meanwhile is skipped, not an error.
     expect(await store.messages.setEmbeddings([{ messageId: b[0]!, embedding: vector(9), embeddingModel: MINI }])).toBe(0)
-    expect(await rowCount(store)).toBe(1)
+    expect(await rowCount(store)).toBe(2)
+    // One message with two vectors: stats count the message once, the transfer both vectors.
     expect((await store.stats.counts()).messages).toMatchObject({ total: 1, withVectors: 1 })
-    expect(await store.transfer.messageVectorCount()).toBe(1)
+    expect(await store.transfer.messageVectorCount()).toBe(2)
+    // The cascade probes an index that begins with message_id (the primary key's).
+    expect((await backend.sql(store, FIRST_INDEXED_COLUMNS[backend.name])).map((row) => row.column)).toContain('message_id')
+  })
+
+  it('deleteEmbeddings drops one model’s vectors or every other model’s, everywhere or in one workspace, and refuses bad filters naming the field', async () => {
+    const store = await backend.open()
+    const one = await messages(store, 'a', '/one', ['a0', 'a1'])
+    const two = await messages(store, 'b', '/two', ['b0', 'b1'])
+    const all = [...one, ...two]
+    const models = [MINI, OTHER, THIRD]
+    await store.messages.setEmbeddings(all.flatMap((id, i) => models.map((model, j) => ({ messageId: id, embedding: vector(i * 3 + j, 4 + j), embeddingModel: model }))))
+    expect(await rowCount(store)).toBe(12)
+    const audit = (await store.audit.list({ limit: 1_000 })).length
+    const holding = async (model: string) => [...(await store.messages.embeddings(all, model)).keys()].sort()
+
+    expect(await store.messages.deleteEmbeddings({ model: THIRD, workspace: '/one' })).toBe(2)
+    expect(await holding(THIRD)).toEqual([...two].sort())
+    expect(await store.messages.deleteEmbeddings({ exceptModel: MINI, workspace: '/two' })).toBe(4)
+    expect(await holding(OTHER)).toEqual([...one].sort())
+    expect(await holding(THIRD)).toEqual([])
+    expect(await store.messages.deleteEmbeddings({ exceptModel: MINI })).toBe(2)
+    expect(await store.messages.deleteEmbeddings({ model: 'never-used@3' })).toBe(0)
+    expect(await store.messages.deleteEmbeddings({ exceptModel: MINI, workspace: '/none' })).toBe(0)
+    expect(await rowCount(store)).toBe(4)
+    // The kept model's vectors are untouched, bit for bit; the dropped ones are missing again.
+    const kept = await store.messages.embeddings(all, MINI)
+    expect(all.map((id) => bytes(kept.get(id)))).toEqual(all.map((_, i) => bytes(vector(i * 3, 4))))
+    expect(await store.messages.missingEmbeddings({ model: OTHER, limit: 10 })).toHaveLength(4)
+    // Derived data: no audit row.
+    expect((await store.audit.list({ limit: 1_000 })).length).toBe(audit)
+
+    for (const [filter, field] of [
+      [{}, 'model, exceptModel'],
+      [{ model: MINI, exceptModel: OTHER }, 'model, exceptModel'],
+      [{ model: '' }, 'model'],
+      [{ exceptModel: '' }, 'exceptModel'],
+      [{ exceptModel: 3 }, 'exceptModel'],
+      [{ model: MINI, workspace: 3 }, 'workspace'],
+      [null, 'filter'],
+    ] as const) {
+      const error = await rejectionOf(store.messages.deleteEmbeddings(filter as never))
+      expect(error.code, JSON.stringify(filter)).toBe('invalid-argument')
+      expect(error.message, JSON.stringify(filter)).toContain(field)
+    }
+    expect(await store.messages.deleteEmbeddings({ model: MINI, workspace: '/one' })).toBe(2)
+    expect(await rowCount(store)).toBe(2)
   })
 
   it('refuses bad input naming the field, and writes nothing of a refused call', async () => {
@@ -198,6 +285,8 @@ describe.each(backends)('message vectors ($name)', (backend) => {
     expect(bytes((await readonly.messages.embeddings([id!], MINI)).get(id!))).toBe(bytes(vector(1, 4)))
     expect(await readonly.messages.missingEmbeddings({ model: OTHER, limit: 10 })).toHaveLength(1)
     expect((await rejectionOf(readonly.messages.setEmbeddings([{ messageId: id!, embedding: vector(2, 4), embeddingModel: MINI }]))).code).toBe('readonly')
+    expect((await rejectionOf(readonly.messages.deleteEmbeddings({ model: MINI }))).code).toBe('readonly')
+    expect(await rowCount(store)).toBe(1)
   })
 
   it('joins a transaction: a rolled-back transaction leaves no vector', async () => {
@@ -214,41 +303,88 @@ describe.each(backends)('message vectors ($name)', (backend) => {
     expect((await store.messages.embeddings([id!], MINI)).size).toBe(0)
   })
 
-  it('transfer pages every vector, every model’s, in message-id order, and counts them', async () => {
+  it('transfer pages every vector, every model’s, in (message id, model) order, and counts them', async () => {
     const store = await backend.open()
     const ids = await messages(store, 's', '/w', ['one', 'two', 'three', 'four', 'five'])
     await messages(store, 't', '/w', ['no vector'])
-    const entries = ids.map((id, i) => ({ messageId: id, embedding: vector(i, 4 + i), embeddingModel: i % 2 ? OTHER : MINI }))
+    const entries = [
+      ...ids.map((id, i) => ({ messageId: id, embedding: vector(i, 4 + i), embeddingModel: i % 2 ? OTHER : MINI })),
+      // Two messages with a second model's vector too.
+      ...[ids[0]!, ids[3]!].map((id, i) => ({ messageId: id, embedding: vector(10 + i, 3), embeddingModel: THIRD })),
+    ]
     await store.messages.setEmbeddings(entries)
-    expect(await store.transfer.messageVectorCount()).toBe(5)
-    const sorted = [...entries].sort((x, y) => (x.messageId < y.messageId ? -1 : 1))
-    const first = await store.transfer.messageVectors({ limit: 2 })
-    const rest = await store.transfer.messageVectors({ after: first[1]!.messageId, limit: 1_000 })
-    const all = [...first, ...rest]
-    expect(all.map((e) => [e.messageId, e.embeddingModel])).toEqual(sorted.map((e) => [e.messageId, e.embeddingModel]))
-    expect(all.map((e) => bytes(e.embedding))).toEqual(sorted.map((e) => bytes(e.embedding)))
-    expect(await store.transfer.messageVectors({ after: sorted[4]!.messageId, limit: 10 })).toEqual([])
+    expect(await store.transfer.messageVectorCount()).toBe(7)
+    const key = (e: MessageEmbedding) => [e.messageId, e.embeddingModel]
+    const sorted = [...entries].sort((x, y) => (x.messageId < y.messageId ? -1 : x.messageId > y.messageId ? 1 : x.embeddingModel < y.embeddingModel ? -1 : 1))
+    // Pages of 1: every page boundary, including between two models of one message.
+    const paged: MessageEmbedding[] = []
+    for (let page = await store.transfer.messageVectors({ limit: 1 }); page.length > 0; ) {
+      paged.push(...page)
+      const last = page[0]!
+      page = await store.transfer.messageVectors({ after: { messageId: last.messageId, embeddingModel: last.embeddingModel }, limit: 1 })
+    }
+    expect(paged.map(key)).toEqual(sorted.map(key))
+    expect(paged.map((e) => bytes(e.embedding))).toEqual(sorted.map((e) => bytes(e.embedding)))
+    const first = await store.transfer.messageVectors({ limit: 3 })
+    const rest = await store.transfer.messageVectors({ after: first[2]!, limit: 1_000 })
+    expect([...first, ...rest].map(key)).toEqual(sorted.map(key))
+    expect(await store.transfer.messageVectors({ after: sorted[6]!, limit: 10 })).toEqual([])
     for (const [page, field] of [
       [{ limit: 0 }, 'limit'],
       [{ limit: 1_001 }, 'limit'],
       [{ after: '', limit: 1 }, 'after'],
+      [{ after: { messageId: '', embeddingModel: MINI }, limit: 1 }, 'after.messageId'],
+      [{ after: { messageId: ids[0]! }, limit: 1 }, 'after.embeddingModel'],
     ] as const) {
-      expect(await rejectionOf(store.transfer.messageVectors(page))).toMatchObject({ code: 'invalid-argument', message: expect.stringContaining(field) })
+      expect(await rejectionOf(store.transfer.messageVectors(page as never))).toMatchObject({ code: 'invalid-argument', message: expect.stringContaining(field) })
     }
   })
 
-  it('the migration adds the table to a database of the previous schema version, its messages then missing every vector', async () => {
+  it('the migrations add the table to a database from before it, its messages then missing every vector', async () => {
     const store = await backend.open()
     const ids = await messages(store, 's', '/w', ['before the upgrade', '升级之前'], (i) => 100 + i)
     const versions = (await store.meta.migrations()).filter((m) => m.owner === 'store').map((m) => m.version)
-    const latest = Math.max(...versions)
     await store.close()
-    // What the previous version left: everything but the vectors table and its migration row.
-    await backend.sql(store, `DROP TABLE store_message_vectors;\nDELETE FROM store_schema WHERE owner = 'store' AND version = ${latest}`)
+    // What a version before the vectors left: everything but the table and its migrations' rows.
+    await backend.sql(store, `DROP TABLE store_message_vectors;\nDELETE FROM store_schema WHERE owner = 'store' AND version >= ${VECTOR_MIGRATIONS[backend.name].table}`)
     const upgraded = await backend.reopen(store)
     expect((await upgraded.meta.migrations()).filter((m) => m.owner === 'store').map((m) => m.version)).toEqual(versions)
     expect((await upgraded.messages.missingEmbeddings({ model: MINI, limit: 10 })).map((m) => m.id)).toEqual([...ids].reverse())
     expect(await upgraded.messages.setEmbeddings([{ messageId: ids[0]!, embedding: vector(1), embeddingModel: MINI }])).toBe(1)
     expect(bytes((await upgraded.messages.embeddings(ids, MINI)).get(ids[0]!))).toBe(bytes(vector(1)))
+  })
+
+  it('the per-model migration keeps every vector of a database with one vector per message, bit for bit, then holds a second model’s', async () => {
+    const store = await backend.open()
+    const ids = await messages(store, 's', '/w', ['数据库迁移怎么做？', 'Use drizzle-kit.', 'ラーメンが好き', 'no vector'])
+    const written = ids.slice(0, 3).map((id, i) => ({ messageId: id, embedding: vector(i, i === 1 ? 1024 : 384), embeddingModel: i === 1 ? OTHER : MINI }))
+    await store.messages.setEmbeddings(written)
+    const versions = (await store.meta.migrations()).filter((m) => m.owner === 'store').map((m) => m.version)
+    const { table, perModel, tableFile } = VECTOR_MIGRATIONS[backend.name]
+    expect(Math.max(...versions)).toBe(perModel)
+    await store.close()
+    // The database as the previous schema left it: the table its own migration file created
+    // (message_id its primary key), holding these rows.
+    const previous = readFileSync(new URL(tableFile, import.meta.url), 'utf8')
+    await backend.sql(
+      store,
+      `CREATE TABLE kept AS SELECT * FROM store_message_vectors;\nDROP TABLE store_message_vectors;\n${previous}\nINSERT INTO store_message_vectors SELECT * FROM kept;\nDROP TABLE kept;\nDELETE FROM store_schema WHERE owner = 'store' AND version > ${table}`,
+    )
+    expect((await backend.sql(store, FIRST_INDEXED_COLUMNS[backend.name])).map((row) => row.column).sort()).toEqual(['embedding_model', 'message_id'])
+    expect(await rowCount(store)).toBe(3)
+
+    const upgraded = await backend.reopen(store)
+    expect((await upgraded.meta.migrations()).filter((m) => m.owner === 'store').map((m) => m.version)).toEqual(versions)
+    expect(await rowCount(upgraded)).toBe(3)
+    for (const entry of written) expect(bytes((await upgraded.messages.embeddings([entry.messageId], entry.embeddingModel)).get(entry.messageId)), entry.messageId).toBe(bytes(entry.embedding))
+    expect((await upgraded.messages.missingEmbeddings({ model: MINI, limit: 10 })).map((m) => m.id)).toEqual([ids[3], ids[1]])
+    // Now keyed by (message, model): a second model's vector joins the first.
+    expect(await upgraded.messages.setEmbeddings([{ messageId: ids[0]!, embedding: vector(7, 4), embeddingModel: OTHER }])).toBe(1)
+    expect(bytes((await upgraded.messages.embeddings([ids[0]!], MINI)).get(ids[0]!))).toBe(bytes(written[0]!.embedding))
+    expect(bytes((await upgraded.messages.embeddings([ids[0]!], OTHER)).get(ids[0]!))).toBe(bytes(vector(7, 4)))
+    // The cascade still deletes through an index that begins with message_id.
+    expect((await backend.sql(upgraded, FIRST_INDEXED_COLUMNS[backend.name])).map((row) => row.column)).toContain('message_id')
+    expect(await upgraded.messages.delete(ids[0]!)).toBe(true)
+    expect(await rowCount(upgraded)).toBe(2)
   })
 })
