@@ -148,6 +148,39 @@ describe('conversation search with a local OpenAI-compatible server (scripted, 1
     expect(await store.messages.missingEmbeddings({ workspace: '/w', model: 'concepts@8', limit: 10 })).toEqual([])
   })
 
+  it('two members with different embedders on one store keep both models’ vectors: after both backfilled, a further turn of each embeds only its query', async () => {
+    // A team store: one member's recall embeds with one model, another's with another (say MiniLM
+    // and a local Ollama), each through its own server.
+    const first = await startEmbeddingServer()
+    const second = await startEmbeddingServer()
+    onTestFinished(async () => {
+      await Promise.all([first.close(), second.close()])
+    })
+    const { store } = openStore()
+    const { build, cat } = await seed(store)
+    const query = 'tell me about my pet'
+    const engines = [
+      { server: first, key: 'concepts@8', options: hybridOptions(first.url) },
+      { server: second, key: 'other-concepts@6', options: resolveRecallOptions({ recall: { strategy: 'hybrid' }, embedding: { enabled: true, baseUrl: second.url, model: 'other-concepts', dimensions: 6 } }) },
+    ].map((member) => ({ ...member, engine: new RecallEngine(store, member.options, { embedder: createEmbedder(member.options.embedding) }) }))
+    for (const { engine } of engines) {
+      await engine.searchConversations(query, scope)
+      await engine.whenIdle()
+    }
+    for (const { server, key } of engines) {
+      // Each backfilled the log once, under its own key, and the other's backfill left it alone.
+      expect(server.requests.filter((request) => request.body.input?.length === 2)).toHaveLength(1)
+      expect([...(await store.messages.embeddings([build, cat], key)).keys()].sort()).toEqual([build, cat].sort())
+    }
+    for (const { engine, server } of [...engines, ...engines]) {
+      const before = server.requests.length
+      expect((await engine.searchConversations(query, scope)).map((hit) => hit.message.id)).toEqual([cat, build])
+      await engine.whenIdle()
+      expect(server.requests.slice(before).map((request) => request.body.input)).toEqual([[query]])
+    }
+    for (const { key } of engines) expect(await store.messages.missingEmbeddings({ workspace: '/w', model: key, limit: 10 })).toEqual([])
+  })
+
   it('finds a turn that shares no word with the query by its vector (我平时喝什么咖啡 / 拿铁), which keyword search cannot', async () => {
     const server = await startEmbeddingServer()
     onTestFinished(() => server.close())
