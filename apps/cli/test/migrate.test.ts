@@ -304,15 +304,17 @@ describe('on PostgreSQL (the run’s throwaway cluster)', () => {
   it('copies the messages’ vectors SQLite → PostgreSQL → SQLite bit for bit, verified, none twice; a vector the target lacks is a mismatch', async () => {
     const source = await buildFixture(join(temp.dir, 'vectors'))
     const hex = (v: Float32Array | undefined) => (v ? Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex') : 'none')
-    // Five of the six messages, two models; -0 and a subnormal must survive both directions.
+    // Five of the six messages, two models, two messages with both (a team's two embedders);
+    // -0 and a subnormal must survive both directions.
     const entries: MessageEmbedding[] = await withTarget(source.dataDir, async (store) => {
       const messages = await store.messages.list({ limit: 100 })
-      const made = messages.slice(0, 5).map((message, i) => {
-        const embedding = Float32Array.from({ length: i === 4 ? 8 : 384 }, (_, k) => Math.sin(i * 31 + k))
+      const made = [...messages.slice(0, 5).entries(), ...messages.slice(0, 2).entries()].map(([i, message], n) => {
+        const second = i === 4 || n >= 5
+        const embedding = Float32Array.from({ length: second ? 8 : 384 }, (_, k) => Math.sin(n * 31 + k))
         embedding.set([-0, 1e-45])
-        return { messageId: message.id, embedding, embeddingModel: i === 4 ? 'bge-m3@8' : 'all-MiniLM-L6-v2@384' }
+        return { messageId: message.id, embedding, embeddingModel: second ? 'bge-m3@8' : 'all-MiniLM-L6-v2@384' }
       })
-      expect(await store.messages.setEmbeddings(made)).toBe(5)
+      expect(await store.messages.setEmbeddings(made)).toBe(7)
       return made
     })
     const held = async (store: MemoryStore) => {
@@ -323,7 +325,7 @@ describe('on PostgreSQL (the run’s throwaway cluster)', () => {
     const url = await freshDatabase()
     const into = await cli(['migrate', '--from', source.dataDir, '--to', url, '--json'])
     expect(into.code).toBe(0)
-    expect(json(into.stdout)).toMatchObject({ ok: true, copied: FIXTURE_COUNTS, vectors: { copied: 5, alreadyPresent: 0, verified: { source: 5, target: 5, missing: 0 } } })
+    expect(json(into.stdout)).toMatchObject({ ok: true, copied: FIXTURE_COUNTS, vectors: { copied: 7, alreadyPresent: 0, verified: { source: 7, target: 7, missing: 0 } } })
     const pgStore = await openStore({ databaseUrl: url, readonly: true })
     try {
       expect(await held(pgStore)).toEqual(entries.map((entry) => hex(entry.embedding)))
@@ -333,19 +335,23 @@ describe('on PostgreSQL (the run’s throwaway cluster)', () => {
 
     const again = await cli(['migrate', '--from', source.dataDir, '--to', url])
     expect(again.code).toBe(0)
-    expect(again.stdout).toContain('message vectors: copied 0, already in the target 5')
-    expect(again.stdout).toMatch(/message vectors +5 +5 +0/)
+    expect(again.stdout).toContain('message vectors: copied 0, already in the target 7')
+    expect(again.stdout).toMatch(/message vectors +7 +7 +0/)
 
     const back = freshDir()
     const out = await cli(['migrate', '--from', url, '--to', back, '--json'])
-    expect(json(out.stdout)).toMatchObject({ ok: true, vectors: { copied: 5, alreadyPresent: 0, verified: { source: 5, target: 5, missing: 0 } } })
+    expect(json(out.stdout)).toMatchObject({ ok: true, vectors: { copied: 7, alreadyPresent: 0, verified: { source: 7, target: 7, missing: 0 } } })
     expect(await withTarget(back, held)).toEqual(entries.map((entry) => hex(entry.embedding)))
 
-    // The target's vector of one message replaced by another model's: --check names it missing.
-    await psql(url, `UPDATE dsh_memory.store_message_vectors SET embedding_model = 'other@384' WHERE message_id = '${entries[0]!.messageId}'`)
+    // The target's vector of one model of a message replaced by a third model's: --check names it
+    // missing (the message's vector of the other model still counts as present).
+    await psql(url, `UPDATE dsh_memory.store_message_vectors SET embedding_model = 'other@384' WHERE message_id = '${entries[0]!.messageId}' AND embedding_model = '${entries[0]!.embeddingModel}'`)
     const check = await cli(['migrate', '--check', '--from', source.dataDir, '--to', url, '--json'])
     expect(check.code).toBe(1)
-    expect(json(check.stdout)).toMatchObject({ ok: false, vectors: { verified: { source: 5, target: 5, missing: 1 } } })
+    expect(json(check.stdout)).toMatchObject({ ok: false, vectors: { verified: { source: 7, target: 7, missing: 1 } } })
+    // Copying again adds the source's vector beside the third model's, which stays.
+    const repaired = await cli(['migrate', '--from', source.dataDir, '--to', url, '--json'])
+    expect(json(repaired.stdout)).toMatchObject({ ok: true, vectors: { copied: 1, alreadyPresent: 6, verified: { source: 7, target: 8, missing: 0 } } })
   })
 
   it('resumes an interrupted copy into PostgreSQL and verifies the counts', async () => {

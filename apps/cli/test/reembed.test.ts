@@ -331,6 +331,55 @@ describe('dsh-memory reembed', () => {
     expect(noDimensions.stderr).toContain('error: --dimensions is required for messages')
   })
 
+  it('--drop-other-models drops the messages\' vectors of other models once the log is embedded, of --workspace\'s messages with it', async () => {
+    // The log holds vectors of an embedder given up (a message keeps one per model).
+    const OLD = 'old-model@3'
+    const store = open()
+    const all = (await store.messages.list({ limit: 100 })).map((message) => message.id)
+    await store.messages.setEmbeddings(all.map((id) => ({ messageId: id, embedding: Float32Array.from([1, 2, 3]), embeddingModel: OLD })))
+    await store.close()
+    const held = async (model: string) => {
+      const reader = open()
+      try {
+        return (await reader.messages.embeddings(all, model)).size
+      } finally {
+        await reader.close()
+      }
+    }
+
+    // An endpoint that fails: nothing is embedded, so nothing is dropped.
+    endpoint = await startEmbeddings(() => ({ status: 503 }))
+    const failed = await cli(args(['--only', 'messages', '--drop-other-models', '--json']))
+    expect(failed.code).toBe(1)
+    expect(JSON.parse(failed.stdout)).toMatchObject({ completed: false, droppedOtherModels: null })
+    expect(await held(OLD)).toBe(6)
+    await endpoint.close()
+
+    endpoint = await startEmbeddings()
+    const dry = await cli(args(['--only', 'messages', '--drop-other-models', '--dry-run', '--json']))
+    expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, droppedOtherModels: null })
+    expect(await held(OLD)).toBe(6)
+
+    const shop = await cli(args(['--only', 'messages', '--workspace', fixture.shop, '--drop-other-models', '--json']))
+    expect(shop.code).toBe(0)
+    expect(JSON.parse(shop.stdout)).toMatchObject({ completed: true, messages: { total: 4, embedded: 4 }, droppedOtherModels: 4 })
+    expect(await held(OLD)).toBe(2)
+    expect(await held('concepts@4')).toBe(4)
+
+    const rest = await cli(args(['--only', 'messages', '--drop-other-models']))
+    expect(rest.code).toBe(0)
+    expect(rest.stdout).toContain('messages: embedded 2 of 2 pending (6 in total, stored as concepts@4)')
+    expect(rest.stdout).toContain('messages: dropped 2 vectors of other models')
+    expect(await held(OLD)).toBe(0)
+    expect(await held('concepts@4')).toBe(6)
+
+    for (const extra of [[], ['--only', 'memories'], ['--only', 'cues']]) {
+      const refused = await cli(args([...extra, '--drop-other-models']))
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain('--drop-other-models only applies with --only messages')
+    }
+  })
+
   it('reports bad and unreachable URLs and other bad input clearly, writing nothing', async () => {
     const bad = await cli(['reembed', '--data-dir', dataDir(), '--url', 'not a url', '--model', 'm', '--dimensions', '4'])
     expect(bad.code).toBe(2)

@@ -15,6 +15,9 @@
  * interrupted keeps what it did, and running it again continues (rows lacking the current key
  * are the work list). `--all` keeps a checkpoint in the store's meta table (the last id done,
  * written in the same transaction as the memory batch), so an interrupted `--all` continues too.
+ *
+ * A message keeps one vector per model, so the vectors of an embedder given up stay until
+ * `--only messages --drop-other-models` drops them, once the log is embedded with the current one.
  */
 import { Option, type Command } from 'commander'
 import { CUE_BANK_MIGRATION_OWNER, type Cue, cueEmbeddingModelKey, embeddingText, openCueRepository } from '@dsh-memory/cue-bank'
@@ -77,6 +80,8 @@ export interface ReembedSettings {
   /** With `all`: ignore an interrupted run's checkpoint. */
   readonly restart: boolean
   readonly dryRun: boolean
+  /** With `--only messages`: drop the messages' vectors of every other model once the log is embedded. */
+  readonly dropOtherModels: boolean
 }
 
 /** Counts of one target. */
@@ -109,6 +114,11 @@ export interface ReembedReport {
   readonly memories: ReembedCounts | null
   /** L0 messages (conversation search's vectors); null unless `--only messages`. */
   readonly messages: ReembedCounts | null
+  /**
+   * Message vectors of other models dropped (`--drop-other-models`); null when not asked for, on a
+   * dry run, or when embedding the log failed (nothing is dropped then).
+   */
+  droppedOtherModels: number | null
   /** Null when not targeted; `total: 0` when the data dir has no cue bank. */
   readonly cues: (ReembedCounts & { readonly cueBank: boolean }) | null
   /** Requests sent. */
@@ -157,7 +167,7 @@ export function resolveReembedSettings(flags: ReembedFlags, env: Record<string, 
 }
 
 /** The settings of a run every provider shares (batch, timeout, which rows, resume). @throws CliUsageError naming the flag */
-function runSettings(flags: ReembedFlags): Pick<ReembedSettings, 'batch' | 'timeoutMs' | 'scope' | 'workspace' | 'all' | 'restart' | 'dryRun'> {
+function runSettings(flags: ReembedFlags): Pick<ReembedSettings, 'batch' | 'timeoutMs' | 'scope' | 'workspace' | 'all' | 'restart' | 'dryRun' | 'dropOtherModels'> {
   const batch = flags.batch === undefined ? 32 : parseCount('--batch', flags.batch)
   if (batch > 2048) throw new CliUsageError(`--batch must be at most 2048, got ${batch}`)
   const timeoutMs = flags.timeout === undefined ? 30_000 : parseCount('--timeout', flags.timeout)
@@ -165,6 +175,7 @@ function runSettings(flags: ReembedFlags): Pick<ReembedSettings, 'batch' | 'time
   if (flags.restart && !flags.all) throw new CliUsageError('--restart only applies with --all')
   if (flags.only === 'messages' && flags.all) throw new CliUsageError('--all does not apply to --only messages: a message is embedded when it lacks a vector of the current model (a new model or dimensions re-embeds all of them)')
   if (flags.only === 'messages' && flags.scope !== undefined) throw new CliUsageError('--scope does not apply to --only messages (messages belong to workspaces: use --workspace)')
+  if (flags.dropOtherModels && flags.only !== 'messages') throw new CliUsageError('--drop-other-models only applies with --only messages (a memory or a cue holds one vector, replaced when re-embedded)')
   return {
     batch,
     timeoutMs,
@@ -174,6 +185,7 @@ function runSettings(flags: ReembedFlags): Pick<ReembedSettings, 'batch' | 'time
     all: flags.all === true,
     restart: flags.restart === true,
     dryRun: flags.dryRun === true,
+    dropOtherModels: flags.dropOtherModels === true,
   }
 }
 
@@ -315,6 +327,7 @@ async function reembedWith(
       resumed: checkpoint !== undefined,
       memories: memoryTarget ? { modelKey: memoryKey, total: memories.length, pending: memoryWork.length, embedded: 0, skipped: 0, notEmbeddable } : null,
       messages: messages && { modelKey: memoryKey, total: messages.total, pending: messages.work.length, embedded: 0, skipped: 0, notEmbeddable: messages.notEmbeddable },
+      droppedOtherModels: null,
       cues: cueClient ? { modelKey: cueKey, cueBank, total: cues.length, pending: cueWork.length, embedded: 0, skipped: 0, notEmbeddable: 0 } : null,
       batches: 0,
       completed: true,
@@ -334,6 +347,8 @@ async function reembedWith(
           return store.messages.setEmbeddings(batch.map((message, i) => ({ messageId: message.id, embedding: vectors[i]!, embeddingModel: memoryKey })))
         })
       }
+      // Only once every message has the current model's vector: search never goes without one.
+      if (messages && settings.dropOtherModels) report.droppedOtherModels = await store.messages.deleteEmbeddings({ exceptModel: memoryKey, ...(settings.workspace ? { workspace: settings.workspace } : {}) })
       if (memoryTarget && memoryClient && memoryWork.length > 0) {
         await inBatches(progress, 'reembed memories', memoryWork, settings.batch, report.memories!, async (batch) => {
           const vectors = await embedBatch(memoryClient, batch.map((memory) => memory.text), report)
@@ -457,6 +472,7 @@ export function formatReembed(report: ReembedReport): string {
   }
   line('memories', report.memories)
   line('messages', report.messages)
+  if (report.droppedOtherModels !== null) lines.push(`messages: dropped ${report.droppedOtherModels} vectors of other models`)
   line('cues', report.cues, report.cues && !report.cues.cueBank ? ' — no cue bank in this data dir' : '')
   if (report.dryRun) lines.push('nothing written')
   else lines.push(`${report.batches} requests in ${(report.durationMs / 1000).toFixed(1)} s`)
@@ -480,6 +496,7 @@ export interface ReembedFlags {
   all?: boolean
   restart?: boolean
   dryRun?: boolean
+  dropOtherModels?: boolean
   json?: boolean
   quiet?: boolean
 }
@@ -506,6 +523,7 @@ export function registerReembed(program: Command, io: CliIO): void {
     .option('--workspace <dir|id>', 'only rows of this workspace (memories of it, its cue partition): a directory (a git clone counts as its project) or a workspace id')
     .option('--all', 'also re-embed rows that already have a vector of this model')
     .option('--restart', 'with --all: start over instead of continuing an interrupted --all run')
+    .option('--drop-other-models', "with --only messages: once the log is embedded, delete the messages' vectors of every other model (of --workspace's messages with it; in a team store, teammates' too)")
     .option('--dry-run', 'print the counts; send nothing, write nothing')
     .option('--json', 'print the result as one JSON object')
     .option('--quiet', 'no progress output')

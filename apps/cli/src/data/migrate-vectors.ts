@@ -2,13 +2,14 @@
  * `migrate` of the messages' vectors (`store_message_vectors`): derived data the export leaves
  * out, which recall's background backfill would compute again, but a team server that receives
  * a year of conversations should not have to embed them all again. So they are copied after
- * the records, page by page in message-id order (`transfer.messageVectors`), each vector with
- * its model, through `messages.setEmbeddings` (a message the target does not have is skipped).
+ * the records, page by page in (message id, model) order (`transfer.messageVectors`), every
+ * model's vector of a message with its model, through `messages.setEmbeddings` (a message the
+ * target does not have is skipped; a vector of another model the target holds stays).
  * A vector the target already holds byte for byte, of the same model, is not written again, so
  * a second run copies nothing; one that differs is replaced by the source's (the message is the
  * source's: its vector is too). Verified: every source vector is in the target, bit for bit.
  */
-import type { MemoryStore, MessageEmbedding } from '@dsh-memory/store'
+import type { MemoryStore, MessageEmbedding, MessageVectorKey } from '@dsh-memory/store'
 
 /** The store's largest page of vectors (`transfer.messageVectors`, `setEmbeddings`). */
 const VECTOR_PAGE_LIMIT = 1_000
@@ -25,7 +26,7 @@ export interface VectorReport {
 
 const sameBytes = (a: Float32Array, b: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength))
 
-/** The vectors of `page` that `target` lacks (none, another model's, or other bytes). */
+/** The vectors of `page` that `target` lacks (none of that model, or other bytes). */
 async function lacking(target: MemoryStore, page: readonly MessageEmbedding[]): Promise<MessageEmbedding[]> {
   const byModel = new Map<string, MessageEmbedding[]>()
   for (const entry of page) byModel.set(entry.embeddingModel, [...(byModel.get(entry.embeddingModel) ?? []), entry])
@@ -43,13 +44,14 @@ async function lacking(target: MemoryStore, page: readonly MessageEmbedding[]): 
   return out
 }
 
-/** Every page of the source's vectors, in message-id order. */
+/** Every page of the source's vectors, in (message id, model) order. */
 async function* vectorPages(source: MemoryStore, limit: number): AsyncGenerator<MessageEmbedding[]> {
-  for (let after: string | undefined; ; ) {
+  for (let after: MessageVectorKey | undefined; ; ) {
     const page = await source.transfer.messageVectors({ ...(after === undefined ? {} : { after }), limit })
     if (page.length > 0) yield page
     if (page.length < limit) return
-    after = page[page.length - 1]!.messageId
+    const last = page[page.length - 1]!
+    after = { messageId: last.messageId, embeddingModel: last.embeddingModel }
   }
 }
 
