@@ -4,9 +4,11 @@
  * finds it once it has caught up; then each query shape of the backfill timed through the store
  * API, 5 runs each (min / median / max ms), with the plan. SQLite always; PostgreSQL with
  * `--database-url` (a throwaway schema, dropped after), once after ANALYZE only (autovacuum has
- * not come by) and once after VACUUM ANALYZE.
+ * not come by) and once after VACUUM ANALYZE. `--models 2` is a team store where a second
+ * member's embedder (another model) has embedded every message too: twice the vector rows, which
+ * a message now keeps side by side (one per model).
  *
- *   bash ../../scripts/node22.sh node bench/message-vectors.ts [--messages 100000] [--database-url postgres://…]
+ *   bash ../../scripts/node22.sh node bench/message-vectors.ts [--messages 100000] [--models 1|2] [--database-url postgres://…]
  *
  * A command that prints numbers, not a test: timings vary by machine and load.
  */
@@ -18,10 +20,13 @@ import Database from 'better-sqlite3'
 import pg from 'pg'
 import { dropPostgresStore, type MemoryStore, openStore } from '../src/index.ts'
 
-const { values } = parseArgs({ options: { messages: { type: 'string', default: '100000' }, 'database-url': { type: 'string' } } })
+const { values } = parseArgs({ options: { messages: { type: 'string', default: '100000' }, models: { type: 'string', default: '1' }, 'database-url': { type: 'string' } } })
 const total = Number(values.messages)
 if (!Number.isSafeInteger(total) || total < 1_000 || total % 10 !== 0) throw new Error('--messages must be a multiple of 10, at least 1000')
+if (values.models !== '1' && values.models !== '2') throw new Error('--models must be 1 or 2')
 const MODEL = 'all-MiniLM-L6-v2@384'
+/** The second member's model (`--models 2`), 384-d as well. */
+const TEAM_MODEL = 'bge-small-en-v1.5@384'
 const MISSING = 50
 const T0 = 1_700_000_000_000
 
@@ -49,8 +54,11 @@ function populate(d: Dialect, vector: string): string[] {
       SELECT '0190' || ${d.pad('i')} || '-0000-7000-8000-000000000000', 'c' || (i / 10), 'h' || (i % 10), 'user', 'message ' || i, i % 10, ${T0} + i FROM ${d.rows('i', total - 1)}`,
     `INSERT INTO store_message_vectors (message_id, embedding_model, embedding_dims, embedding)
       SELECT id, '${MODEL}', 384, ${vector} FROM store_messages WHERE created_at < ${T0 + total - MISSING}`,
+    ...(values.models === '2' ? [`INSERT INTO store_message_vectors (message_id, embedding_model, embedding_dims, embedding) SELECT id, '${TEAM_MODEL}', 384, ${vector} FROM store_messages`] : []),
   ]
 }
+
+const models = values.models === '2' ? ', every message also holding a second model’s vector' : ''
 
 async function time(store: MemoryStore, label: string, explain: (filter: (typeof CASES)[number][1]) => Promise<string>): Promise<void> {
   console.log(`\n${label}`)
@@ -78,15 +86,15 @@ async function sqlite(): Promise<void> {
       pad: (expression) => `printf('%08d', ${expression})`,
     }
     db.transaction(() => {
-      const [conversations, messages, vectors] = populate(dialect, '?')
+      const [conversations, messages, ...vectors] = populate(dialect, '?')
       db.exec(conversations!)
       db.exec(messages!)
-      db.prepare(vectors!).run(Buffer.alloc(384 * 4, 0x3f))
+      for (const statement of vectors) db.prepare(statement).run(Buffer.alloc(384 * 4, 0x3f))
     })()
     db.exec('ANALYZE')
     const store = await openStore({ path })
     try {
-      await time(store, `SQLite, ${total.toLocaleString('en-US')} messages`, async () => '')
+      await time(store, `SQLite, ${total.toLocaleString('en-US')} messages${models}`, async () => '')
       // The plan of the whole-store case, from SQLite itself.
       const plan = db
         .prepare(`EXPLAIN QUERY PLAN SELECT * FROM store_messages m WHERE NOT EXISTS (SELECT 1 FROM store_message_vectors v WHERE v.embedding_model = ? AND v.message_id = m.id) ORDER BY created_at DESC, id DESC LIMIT 100`)
@@ -126,9 +134,9 @@ async function postgres(databaseUrl: string): Promise<void> {
         .join(' | ')
     }
     await client.query('ANALYZE')
-    await time(store, `PostgreSQL, ${total.toLocaleString('en-US')} messages, after ANALYZE`, explain)
+    await time(store, `PostgreSQL, ${total.toLocaleString('en-US')} messages${models}, after ANALYZE`, explain)
     await client.query('VACUUM ANALYZE')
-    await time(store, `PostgreSQL, ${total.toLocaleString('en-US')} messages, after VACUUM ANALYZE`, explain)
+    await time(store, `PostgreSQL, ${total.toLocaleString('en-US')} messages${models}, after VACUUM ANALYZE`, explain)
   } finally {
     await client.end()
     await store.close()
