@@ -11,7 +11,7 @@ export interface StoreCounts {
     readonly total: number
     readonly user: number
     readonly assistant: number
-    /** Messages with a vector (`messages.setEmbeddings`), of any model. */
+    /** Messages with a vector (`messages.setEmbeddings`) of any model, each counted once however many models it holds. */
     readonly withVectors: number
   }
   readonly memories: {
