@@ -332,6 +332,21 @@ describe('dsh-memory bench locomo with a local embedding server (--embedding-url
     expect(JSON.parse(other.stdout).injection).toMatchObject({ embedding_model: 'concepts@8', hybrid_threshold: 0.9 })
   })
 
+  it('--database-url runs both backends on the same vectors: each text is sent once', async () => {
+    const result = await cli(['bench', 'locomo', '--data', PARAPHRASE, '--k', '10', '--json', '--quiet', '--database-url', benchDatabaseUrl(), ...embedderArgs()])
+    expect(result.code, result.stderr).toBe(0)
+    const reports = JSON.parse(result.stdout)
+    for (const backend of ['sqlite', 'postgres']) {
+      expect(reports[backend].turns).toMatchObject({ embedding_model: 'concepts@8', by_category: { '3': { recall_any: { '10': 1 } } } })
+      expect(reports[backend].injection).toMatchObject({ embedding_model: 'concepts@8', by_category: { '3': { hit_rate: 1 } } })
+    }
+    // Five turns, two memories: embedded once for both backends (the questions' own vectors
+    // are asked for by each backend's automatic recall, as the plugin asks per turn).
+    const sent = server.requests.flatMap((request) => request.body.input ?? [])
+    for (const text of ['Mia: Every morning starts with a latte for me.', 'Tom: Sounds cozy.', 'Mia has a latte every morning.']) expect(sent.filter((input) => input === text)).toHaveLength(1)
+    expect(await benchSchemasLeft()).toEqual([])
+  })
+
   it('a failing server ends the run with exit 1 and the endpoint\'s error, and prints no figures', async () => {
     server.behaviour = 'http-500'
     const result = await cli(['bench', 'locomo', '--data', PARAPHRASE, '--mode', 'turns', '--json', '--quiet', ...embedderArgs()])

@@ -9,17 +9,19 @@ const EMBED_BATCH = 32
 
 /**
  * One vector per distinct text the embedder can represent (its guard, e.g. MiniLM's CJK one,
- * refuses the rest), in batches. @throws RecallError `embedding-unavailable` when it fails
+ * refuses the rest), in batches. Texts `known` holds are not sent again, and what is embedded is
+ * added to it: a run over two backends (`--database-url`) embeds each text once.
+ * @throws RecallError `embedding-unavailable` when it fails
  */
-export async function embedTexts(embedder: Embedder, texts: Iterable<string>): Promise<Map<string, Float32Array>> {
-  const todo = [...new Set(texts)].filter((text) => embedder.canEmbed?.(text) ?? true)
-  const vectors = new Map<string, Float32Array>()
+export async function embedTexts(embedder: Embedder, texts: Iterable<string>, known: Map<string, Float32Array> = new Map()): Promise<Map<string, Float32Array>> {
+  const wanted = [...new Set(texts)].filter((text) => embedder.canEmbed?.(text) ?? true)
+  const todo = wanted.filter((text) => !known.has(text))
   for (let start = 0; start < todo.length; start += EMBED_BATCH) {
     const batch = todo.slice(start, start + EMBED_BATCH)
     const embedded = await embedder.embed(batch)
-    batch.forEach((text, index) => vectors.set(text, embedded[index]!))
+    batch.forEach((text, index) => known.set(text, embedded[index]!))
   }
-  return vectors
+  return new Map(wanted.map((text) => [text, known.get(text)!]))
 }
 
 /** The progress label of the embedding step. */

@@ -84,7 +84,13 @@ const DAY_MS = 86_400_000
 export async function evaluateInjection(
   store: MemoryStore,
   samples: readonly LocomoSample[],
-  { progress, scoreThreshold, hybridThreshold, embedding }: { progress?: BenchProgress; scoreThreshold?: number; hybridThreshold?: number; embedding?: EmbeddingOptions } = {},
+  {
+    progress,
+    scoreThreshold,
+    hybridThreshold,
+    embedding,
+    vectorCache = new Map(),
+  }: { progress?: BenchProgress; scoreThreshold?: number; hybridThreshold?: number; embedding?: EmbeddingOptions; vectorCache?: Map<string, Float32Array> } = {},
 ): Promise<InjectionReport> {
   // The default options; another threshold only to calibrate one (`--threshold`); with an
   // embedder the documented opt-in (strategy hybrid, the given embedding options).
@@ -99,7 +105,7 @@ export async function evaluateInjection(
   })
   const embedder = embedding ? createEmbedder(options.embedding) : null
   try {
-    if (embedder) await embedMemories(store, samples, embedder, embeddingLabel(options.embedding), progress)
+    if (embedder) await embedMemories(store, samples, embedder, embeddingLabel(options.embedding), vectorCache, progress)
     return await injectAll(store, samples, options, embedder, progress)
   } finally {
     await embedder?.close?.()
@@ -111,11 +117,11 @@ export async function evaluateInjection(
  * recall's backfill or `dsh-memory reembed` leaves a store; an in-process model is loaded
  * before the first question, so no question is ranked while it loads.
  */
-async function embedMemories(store: MemoryStore, samples: readonly LocomoSample[], embedder: Embedder, label: string, progress?: BenchProgress): Promise<void> {
+async function embedMemories(store: MemoryStore, samples: readonly LocomoSample[], embedder: Embedder, label: string, known: Map<string, Float32Array>, progress?: BenchProgress): Promise<void> {
   progress?.start(`${label} memories`, samples.length)
   for (const sample of samples) {
     const memories = await store.memories.list({ workspace: workspaceOf(sample), includeGlobal: false, limit: MAX_SCAN })
-    const vectors = await embedTexts(embedder, memories.map((memory) => memory.text))
+    const vectors = await embedTexts(embedder, memories.map((memory) => memory.text), known)
     await store.transaction(async (tx) => {
       for (const memory of memories) {
         const embedding = vectors.get(memory.text)

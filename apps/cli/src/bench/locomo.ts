@@ -72,6 +72,11 @@ export interface LocomoBenchOptions {
    * `injection`: every memory gets a vector and the automatic recall ranks hybrid.
    */
   readonly embedding?: EmbeddingOptions
+  /**
+   * With `embedding`: vectors by text, filled as texts are embedded and reused when given again;
+   * pass one map to the runs of several backends so each text is embedded once.
+   */
+  readonly vectorCache?: Map<string, Float32Array>
 }
 
 const conversationOf = (sample: LocomoSample, session: number) => `${sample.sampleId}/session_${session}`
@@ -246,7 +251,7 @@ async function rankTurns(
  * recall's backfill writes them (texts the embedder's guard refuses get none), and of every
  * eligible question.
  */
-async function embedLocomo(store: MemoryStore, samples: readonly LocomoSample[], embedding: EmbeddingOptions, progress?: BenchProgress): Promise<QuestionVectors> {
+async function embedLocomo(store: MemoryStore, samples: readonly LocomoSample[], embedding: EmbeddingOptions, known: Map<string, Float32Array>, progress?: BenchProgress): Promise<QuestionVectors> {
   const embedder = createEmbedder(embedding)
   const vectors = new Map<string, Float32Array>()
   const queries = new Map<string, Float32Array>()
@@ -257,7 +262,7 @@ async function embedLocomo(store: MemoryStore, samples: readonly LocomoSample[],
       const questions = eligibleQuestions(sample).map((question) => question.question)
       // One vector per distinct text (LoCoMo repeats short turns such as "Thanks!").
       const texts = [...messages.map((message) => message.text), ...questions].filter((text) => !vectors.has(text))
-      for (const [text, vector] of await embedTexts(embedder, texts)) vectors.set(text, vector)
+      for (const [text, vector] of await embedTexts(embedder, texts, known)) vectors.set(text, vector)
       const embedded = messages.filter((message) => vectors.has(message.text))
       for (let start = 0; start < embedded.length; start += 1_000) {
         const batch = embedded.slice(start, start + 1_000)
@@ -293,11 +298,12 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
   const store = bench.store
   try {
     await loadLocomo(store, samples, options.modes.some((mode) => mode !== 'turns'), options.progress)
-    const vectors = options.embedding && options.modes.includes('turns') ? await embedLocomo(store, samples, options.embedding, options.progress) : undefined
+    const known = options.vectorCache ?? new Map<string, Float32Array>()
+    const vectors = options.embedding && options.modes.includes('turns') ? await embedLocomo(store, samples, options.embedding, known, options.progress) : undefined
     const report: LocomoReport = {}
     for (const mode of LOCOMO_MODES) {
       if (!options.modes.includes(mode)) continue
-      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, hybridThreshold: options.hybridThreshold, embedding: options.embedding })
+      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, hybridThreshold: options.hybridThreshold, embedding: options.embedding, vectorCache: known })
       else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress, vectors)
     }
     return report

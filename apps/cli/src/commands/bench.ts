@@ -179,8 +179,10 @@ export function registerBench(program: Command, io: CliIO): void {
         }
       }
       const reports: Record<string, LocomoReport> = {}
+      // Both backends load the same texts: each is embedded once.
+      const vectorCache = new Map<string, Float32Array>()
       for (const backend of backends) {
-        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, hybridThreshold, backend, embedding, progress: createProgress(io, options.quiet === true) })
+        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, hybridThreshold, backend, embedding, vectorCache, progress: createProgress(io, options.quiet === true) })
       }
       if (backends.length === 1) {
         const report = reports.sqlite!
