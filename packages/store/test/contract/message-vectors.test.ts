@@ -356,7 +356,8 @@ describe.each(backends)('message vectors ($name)', (backend) => {
 
   it('the per-model migration keeps every vector of a database with one vector per message, bit for bit, then holds a second model’s', async () => {
     const store = await backend.open()
-    const ids = await messages(store, 's', '/w', ['数据库迁移怎么做？', 'Use drizzle-kit.', 'ラーメンが好き', 'no vector'])
+    // Distinct times: missingEmbeddings is newest first, and ids of one millisecond do not sort by order of writing.
+    const ids = await messages(store, 's', '/w', ['数据库迁移怎么做？', 'Use drizzle-kit.', 'ラーメンが好き', 'no vector'], (i) => 1_700_000_000_000 + i * 1000)
     const written = ids.slice(0, 3).map((id, i) => ({ messageId: id, embedding: vector(i, i === 1 ? 1024 : 384), embeddingModel: i === 1 ? OTHER : MINI }))
     await store.messages.setEmbeddings(written)
     const versions = (await store.meta.migrations()).filter((m) => m.owner === 'store').map((m) => m.version)
