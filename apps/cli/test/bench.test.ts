@@ -326,6 +326,12 @@ describe('dsh-memory bench locomo with a local embedding server (--embedding-url
     // The memories (two) were embedded before the questions; each question asked for its vector.
     expect(server.requests.flatMap((request) => request.body.input ?? [])).toEqual(expect.arrayContaining(['Mia has a latte every morning.', 'Which espresso beverage is a habit?']))
 
+    // --strategy embedding orders by meaning; the same gate admits (the paraphrase's cosine is 1).
+    const byMeaning = await cli([...args, ...embedderArgs(), '--strategy', 'embedding'])
+    expect(byMeaning.code, byMeaning.stderr).toBe(0)
+    expect(JSON.parse(byMeaning.stdout).injection).toMatchObject({ strategy: 'embedding', embedding_model: 'concepts@8', by_category: { '3': { hit_rate: 1 } } })
+    expect(report.strategy).toBe('hybrid')
+
     // --hybrid-threshold applies with the endpoint too.
     const other = await cli([...args, ...embedderArgs(), '--hybrid-threshold', '0.9'])
     expect(other.code, other.stderr).toBe(0)
@@ -361,6 +367,8 @@ describe('dsh-memory bench locomo with a local embedding server (--embedding-url
     [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', 'many'], /--embedding-dimensions expects a positive integer, got "many"/],
     [['--embedding-url', 'ftp://127.0.0.1/v1', '--embedding-model', 'm', '--embedding-dimensions', '8'], /--embedding-url: must be an http\(s\) URL, got "ftp:\/\/127.0.0.1\/v1"/],
     [['--embedding-model', 'm'], /--embedding-model needs --embedding-url/],
+    [['--mode', 'injection', '--strategy', 'embedding'], /--strategy applies to mode injection with --minilm or --embedding-url/],
+    [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', '8', '--mode', 'injection', '--strategy', 'keyword'], /argument 'keyword' is invalid. Allowed choices are hybrid, embedding/],
     [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', '8', '--minilm'], /--minilm and --embedding-url are two embedders: give one/],
     [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', '8', '--embedding-api-key-env', 'DSHM_BENCH_UNSET_KEY'], /--embedding-api-key-env DSHM_BENCH_UNSET_KEY: the environment variable DSHM_BENCH_UNSET_KEY is not set/],
     [['--embedding-url', 'http://127.0.0.1:9/v1', '--embedding-model', 'm', '--embedding-dimensions', '8', '--mode', 'turns+observations'], /--embedding-url applies to modes turns and injection; it does nothing with --mode turns\+observations/],

@@ -38,6 +38,8 @@ export interface InjectionMetrics {
 export interface InjectionReport extends InjectionMetrics {
   /** The `recall.scoreThreshold` the questions ran with (the default unless `--threshold`). */
   readonly threshold: number
+  /** With an embedder only: the `recall.strategy` the questions ran with (`hybrid` unless `--strategy embedding`). */
+  readonly strategy?: string
   /** With an embedder only: the `recall.hybridThreshold` the questions ran with (the default unless `--hybrid-threshold`). */
   readonly hybrid_threshold?: number
   /** With an embedder only: the key (`model@dimensions`) of the memories' vectors the questions were compared with. */
@@ -88,9 +90,17 @@ export async function evaluateInjection(
     progress,
     scoreThreshold,
     hybridThreshold,
+    strategy = 'hybrid',
     embedding,
     vectorCache = new Map(),
-  }: { progress?: BenchProgress; scoreThreshold?: number; hybridThreshold?: number; embedding?: EmbeddingOptions; vectorCache?: Map<string, Float32Array> } = {},
+  }: {
+    progress?: BenchProgress
+    scoreThreshold?: number
+    hybridThreshold?: number
+    strategy?: 'hybrid' | 'embedding'
+    embedding?: EmbeddingOptions
+    vectorCache?: Map<string, Float32Array>
+  } = {},
 ): Promise<InjectionReport> {
   // The default options; another threshold only to calibrate one (`--threshold`); with an
   // embedder the documented opt-in (strategy hybrid, the given embedding options).
@@ -98,7 +108,7 @@ export async function evaluateInjection(
     ...(scoreThreshold === undefined ? {} : { recall: { scoreThreshold } }),
     ...(embedding
       ? {
-          recall: { strategy: 'hybrid', ...(scoreThreshold === undefined ? {} : { scoreThreshold }), ...(hybridThreshold === undefined ? {} : { hybridThreshold }) },
+          recall: { strategy, ...(scoreThreshold === undefined ? {} : { scoreThreshold }), ...(hybridThreshold === undefined ? {} : { hybridThreshold }) },
           embedding: { ...embedding, enabled: true },
         }
       : {}),
@@ -182,7 +192,7 @@ async function injectAll(store: MemoryStore, samples: readonly LocomoSample[], o
   progress?.stop()
   const by_category: Record<string, InjectionMetrics> = {}
   for (const category of [...byCategory.keys()].sort((a, b) => a - b)) by_category[String(category)] = metricsOf(byCategory.get(category)!)
-  const hybrid = embedder ? { hybrid_threshold: options.recall.hybridThreshold, embedding_model: embedder.modelKey } : {}
+  const hybrid = embedder ? { strategy: options.recall.strategy, hybrid_threshold: options.recall.hybridThreshold, embedding_model: embedder.modelKey } : {}
   return { ...metricsOf(overall), threshold: options.recall.scoreThreshold, ...hybrid, by_category }
 }
 

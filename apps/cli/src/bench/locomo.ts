@@ -62,6 +62,8 @@ export interface LocomoBenchOptions {
   readonly scoreThreshold?: number
   /** `recall.hybridThreshold` of the injection mode with an embedder (default: recall's default). */
   readonly hybridThreshold?: number
+  /** `recall.strategy` of the injection mode with an embedder (default `hybrid`, recall's default). */
+  readonly strategy?: 'hybrid' | 'embedding'
   /** Where the store lives (default SQLite): the same load and questions run on either backend. */
   readonly backend?: BenchBackend
   /**
@@ -303,7 +305,7 @@ export async function runLocomoBench(samples: readonly LocomoSample[], options: 
     const report: LocomoReport = {}
     for (const mode of LOCOMO_MODES) {
       if (!options.modes.includes(mode)) continue
-      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, hybridThreshold: options.hybridThreshold, embedding: options.embedding, vectorCache: known })
+      if (mode === 'injection') report.injection = await evaluateInjection(store, samples, { progress: options.progress, scoreThreshold: options.scoreThreshold, hybridThreshold: options.hybridThreshold, strategy: options.strategy, embedding: options.embedding, vectorCache: known })
       else report[mode] = await evaluateLocomo(store, samples, mode, options.ks, options.progress, vectors)
     }
     return report

@@ -133,13 +133,14 @@ export function registerBench(program: Command, io: CliIO): void {
         MINILM_PACKAGES.join(' and ') +
         ') as the embedder, as with embedding.provider minilm and strategy hybrid: turns get vectors and conversation search fuses them; memories get vectors and the injection ranks them hybrid',
     )
+    .addOption(new Option('--strategy <strategy>', "with --minilm or --embedding-url: recall.strategy of the injection mode (default hybrid, recall's default)").choices(['hybrid', 'embedding']))
     .option('--embedding-url <url>', "modes turns and injection: a local OpenAI-compatible embeddings server (recall's embedding.baseUrl; requests go to <url>/embeddings) as the embedder, as with embedding.provider endpoint and strategy hybrid; needs --embedding-model and --embedding-dimensions")
     .option('--embedding-model <name>', "with --embedding-url: recall's embedding.model")
     .option('--embedding-dimensions <n>', "with --embedding-url: recall's embedding.dimensions (answers of another size are refused)")
     .option('--embedding-api-key-env <name>', 'with --embedding-url: the environment variable holding a key to send (a local server needs none)')
     .option('--keep', KEEP_HELP)
     .option('--quiet', 'no progress output')
-    .action(async (options: BackendOptions & BenchEmbeddingFlags & { data: string; k: string; mode: string; samples?: string; threshold?: string; hybridThreshold?: string; json?: boolean; quiet?: boolean }) => {
+    .action(async (options: BackendOptions & BenchEmbeddingFlags & { data: string; k: string; mode: string; samples?: string; threshold?: string; hybridThreshold?: string; strategy?: 'hybrid' | 'embedding'; json?: boolean; quiet?: boolean }) => {
       const backends = benchBackends(options)
       const ks = parseKs(options.k)
       const modes = parseModes(options.mode)
@@ -149,6 +150,7 @@ export function registerBench(program: Command, io: CliIO): void {
       const scoreThreshold = options.threshold === undefined ? undefined : parseThreshold(options.threshold)
       const hybridThreshold = options.hybridThreshold === undefined ? undefined : parseThreshold(options.hybridThreshold, '--hybrid-threshold', '0.85')
       if (hybridThreshold !== undefined && !(embedding && modes.includes('injection'))) throw new CliUsageError('--hybrid-threshold applies to mode injection with --minilm or --embedding-url (only hybrid ranking has it)')
+      if (options.strategy !== undefined && !(embedding && modes.includes('injection'))) throw new CliUsageError('--strategy applies to mode injection with --minilm or --embedding-url (without an embedder recall ranks by keywords)')
       let text: string
       try {
         text = await readFile(options.data, 'utf8')
@@ -182,7 +184,7 @@ export function registerBench(program: Command, io: CliIO): void {
       // Both backends load the same texts: each is embedded once.
       const vectorCache = new Map<string, Float32Array>()
       for (const backend of backends) {
-        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, hybridThreshold, backend, embedding, vectorCache, progress: createProgress(io, options.quiet === true) })
+        reports[backend.kind] = await runLocomoBench(samples, { ks, modes, scoreThreshold, hybridThreshold, strategy: options.strategy, backend, embedding, vectorCache, progress: createProgress(io, options.quiet === true) })
       }
       if (backends.length === 1) {
         const report = reports.sqlite!
