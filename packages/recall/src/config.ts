@@ -95,7 +95,7 @@ export const Config: z<Config> = z.object({
         .min(0)
         .max(1)
         .default(R.hybridThreshold)
-        .description('hybrid, for a memory with a vector: not injected when 1 − (1 − keyword relevance)(1 − cosine), × decay, is below this (0..1); scoreThreshold then does not apply.'),
+        .description('hybrid or embedding, for a memory with a vector: not injected when 1 − (1 − keyword relevance)(1 − cosine), × decay, is below this (0..1); scoreThreshold then does not apply.'),
       decayHalfLifeDays: z.number().min(0).default(R.decayHalfLifeDays).description('Half-life of the age weight max(0.5, 0.5^(days/halfLife)); 0 disables decay.'),
       placement: z
         .union(['before-user', 'after-user'])

@@ -74,12 +74,33 @@ describe('rankMemories', () => {
     const aged = byId.get('aged')!
     expect(aged.decay).toBe(0.5)
     expect(aged.hybridScore).toBeCloseTo((1 - (1 - aged.lexical) * 0.2) * 0.5, 6)
-    // keyword and embedding strategies have none.
-    for (const strategy of ['keyword', 'embedding'] as const) {
-      const other = rankMemories('printer jams', memories, { strategy, decayHalfLifeDays: 30, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
-      expect(other.length).toBeGreaterThan(0)
-      expect(other.every((scored) => scored.hybridScore === undefined)).toBe(true)
-    }
+    // The keyword strategy has none.
+    const keyword = rankMemories('printer jams', memories, { strategy: 'keyword', decayHalfLifeDays: 30, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
+    expect(keyword.length).toBeGreaterThan(0)
+    expect(keyword.every((scored) => scored.hybridScore === undefined)).toBe(true)
+  })
+
+  it('embedding orders by cosine alone but admits like hybrid: hybridScore holds the keyword side too', () => {
+    const memories = [
+      embedded('words-and-meaning', 'The printer jams on A3 paper.', [0.75, Math.sqrt(1 - 0.75 ** 2)]),
+      embedded('meaning-only', 'The copier on floor two is broken.', [0.8, 0.6]),
+      embedded('other-model', 'The printer jams a lot.', [1, 0], 'x@2'),
+    ]
+    const ranked = rankMemories('printer jams', memories, { strategy: 'embedding', decayHalfLifeDays: 0, now: NOW, queryEmbedding: vector(1, 0), embeddingModel: 'm@2' })
+    // Order and relevance by cosine: the memory sharing the words comes second (0.75 < 0.8), and
+    // a memory without a vector of the model is not ranked.
+    expect(ranked.map((scored) => scored.memory.id)).toEqual(['meaning-only', 'words-and-meaning'])
+    expect(ranked.map((scored) => scored.relevance)).toEqual([expect.closeTo(0.8, 6), expect.closeTo(0.75, 6)])
+    const [meaningOnly, both] = ranked
+    expect(meaningOnly!.hybridScore).toBeCloseTo(0.8, 6)
+    expect(both!.lexical).toBeGreaterThan(0)
+    expect(both!.hybridScore).toBeCloseTo(1 - (1 - both!.lexical) * 0.25, 6)
+    // So at the default hybridThreshold (0.85) a middling cosine alone is not injected, words and meaning together are.
+    const budget = { maxResults: 5, maxCharsPerMemory: 0, maxTotalRecallChars: 0, scoreThreshold: 0.3, hybridThreshold: 0.85 }
+    expect(both!.hybridScore).toBeGreaterThan(0.85)
+    const selection = selectForInjection(ranked, budget, new Set())
+    expect(selection.selected.map((selected) => selected.scored.memory.id)).toEqual(['words-and-meaning'])
+    expect(selection.belowThreshold).toBe(1)
   })
 })
 

@@ -226,7 +226,7 @@ async function statusText(engine: RecallEngine, scope: RecallScope, hooks: Memor
     ...layerLines,
     `Workspace: ${scope.workspace || '(none)'}`,
     `Memories visible: ${status.memories.workspace} workspace, ${status.memories.global} global, ${status.memories.session} session; scenes: ${status.scenes}; persona: ${status.persona.global ? 'global' : '-'}/${status.persona.workspace ? 'workspace' : '-'}`,
-    `Recall: ${options.recall.enabled ? 'enabled' : 'disabled'} by config, strategy ${options.recall.strategy}${options.embedding.enabled ? '' : ' (no embeddings: keyword)'}, at most ${options.recall.maxResults} memories / ${options.recall.maxTotalRecallChars || '∞'} chars, threshold ${options.recall.scoreThreshold}${options.recall.strategy === 'hybrid' && options.embedding.enabled ? `, hybrid threshold ${options.recall.hybridThreshold}` : ''}, half-life ${options.recall.decayHalfLifeDays || '∞'} days`,
+    `Recall: ${options.recall.enabled ? 'enabled' : 'disabled'} by config, strategy ${options.recall.strategy}${options.embedding.enabled ? '' : ' (no embeddings: keyword)'}, at most ${options.recall.maxResults} memories / ${options.recall.maxTotalRecallChars || '∞'} chars, threshold ${options.recall.scoreThreshold}${options.recall.strategy !== 'keyword' && options.embedding.enabled ? `, hybrid threshold ${options.recall.hybridThreshold}` : ''}, half-life ${options.recall.decayHalfLifeDays || '∞'} days`,
     ...(engine.lastEmbeddingError ? [`Embeddings: last error: ${engine.lastEmbeddingError}`] : []),
     last
       ? `Last recall: ${new Date(last.at).toISOString()}, ${last.injected} memories (${last.chars} chars) via ${last.strategy}${last.skipped ? `; ${last.skipped}` : ''}`

@@ -30,7 +30,7 @@ export interface ScoredMemory<M extends RankableMemory = RankableMemory> {
   readonly lexical: number
   /** Cosine similarity with the query, when both have comparable embeddings. */
   readonly vector: number | undefined
-  /** max(lexical, vector) for the strategies in use, in [0, 1]. */
+  /** max(lexical, vector) in [0, 1]; under embedding (with a query vector) the vector alone, which orders. */
   readonly relevance: number
   /** Age weight `max(0.5, 0.5^(days/halfLife))`. */
   readonly decay: number
@@ -39,11 +39,11 @@ export interface ScoredMemory<M extends RankableMemory = RankableMemory> {
   /** relevance × decay × feedback: what `scoreThreshold` is compared with. */
   readonly score: number
   /**
-   * Under hybrid, for a memory with a vector of the query's model: the probabilistic OR of both
-   * sides, `1 − (1 − lexical)(1 − cosine)` × decay × feedback (a cosine below 0 counts as 0), what
-   * `hybridThreshold` is compared with instead of `score`: strong evidence on one side passes
-   * alone, moderate evidence must come from both. Undefined otherwise (keyword, embedding, no
-   * query vector, no memory vector).
+   * With a query vector (strategy hybrid or embedding), for a memory with a vector of the query's
+   * model: the probabilistic OR of both sides, `1 − (1 − lexical)(1 − cosine)` × decay × feedback
+   * (a cosine below 0 counts as 0), what `hybridThreshold` is compared with instead of `score`:
+   * strong evidence on one side passes alone, moderate evidence must come from both. The strategy
+   * only orders; this admits. Undefined otherwise (keyword, no query vector, no memory vector).
    */
   readonly hybridScore: number | undefined
 }
@@ -70,25 +70,25 @@ export interface RankMemoriesOptions<M extends RankableMemory> {
 
 /**
  * Rank memories for `query`, best first. Ordering: keyword → relevance × decay; embedding →
- * similarity × decay; hybrid → reciprocal rank fusion of both lists × decay. Memories
- * neither list matched are dropped.
+ * similarity × decay; hybrid → reciprocal rank fusion of both lists × decay. Memories the
+ * strategy's lists did not match are dropped. With a query vector the keyword side is scored
+ * under embedding too: the ordering ignores it, the admission (`hybridScore`) does not.
  */
 export function rankMemories<M extends RankableMemory>(query: string, memories: readonly M[], options: RankMemoriesOptions<M>): ScoredMemory<M>[] {
   if (memories.length === 0) return []
   const useVectors = options.strategy !== 'keyword' && !!options.queryEmbedding && !!options.embeddingModel
-  const useKeywords = options.strategy !== 'embedding' || !useVectors
+  // Under embedding the keyword side only admits (hybridScore); it orders under keyword and hybrid.
+  const byMeaningOnly = options.strategy === 'embedding' && useVectors
 
   const lexical = new Map<string, number>()
   const keywordOrder: string[] = []
-  if (useKeywords) {
-    const corpus = RankingCorpus.from(
-      memories.map((memory) => ({ id: memory.id, text: memory.text, terms: options.termsOf?.(memory), time: memory.updatedAt })),
-      { collectionSize: options.collectionSize },
-    )
-    for (const ranked of rankDocuments(corpus, query, MEMORY_RANKING)) {
-      lexical.set(ranked.id, ranked.relevance)
-      keywordOrder.push(ranked.id)
-    }
+  const corpus = RankingCorpus.from(
+    memories.map((memory) => ({ id: memory.id, text: memory.text, terms: options.termsOf?.(memory), time: memory.updatedAt })),
+    { collectionSize: options.collectionSize },
+  )
+  for (const ranked of rankDocuments(corpus, query, MEMORY_RANKING)) {
+    lexical.set(ranked.id, ranked.relevance)
+    keywordOrder.push(ranked.id)
   }
 
   const vectors = new Map<string, number>()
@@ -105,16 +105,16 @@ export function rankMemories<M extends RankableMemory>(query: string, memories: 
     vectorOrder.push(...[...vectors].sort((a, b) => b[1] - a[1]).map(([id]) => id))
   }
 
-  const hybrid = useKeywords && useVectors
+  const hybrid = useVectors && !byMeaningOnly
   const byId = new Map(memories.map((memory) => [memory.id, memory]))
   const score = (id: string): ScoredMemory<M> => {
     const memory = byId.get(id)!
     const lexicalScore = lexical.get(id) ?? 0
     const vector = vectors.get(id)
-    const relevance = Math.min(1, Math.max(lexicalScore, vector ?? 0))
+    const relevance = byMeaningOnly ? Math.min(1, vector ?? 0) : Math.min(1, Math.max(lexicalScore, vector ?? 0))
     const decay = decayFactor(options.now - memory.updatedAt, options.decayHalfLifeDays)
     const feedback = feedbackWeight(memory.flags as Record<string, unknown> | null | undefined)
-    const either = hybrid && compared.has(id) ? 1 - (1 - Math.min(1, lexicalScore)) * (1 - Math.min(1, vector ?? 0)) : undefined
+    const either = useVectors && compared.has(id) ? 1 - (1 - Math.min(1, lexicalScore)) * (1 - Math.min(1, vector ?? 0)) : undefined
     return {
       memory,
       lexical: lexicalScore,

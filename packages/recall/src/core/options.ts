@@ -36,7 +36,7 @@ export interface RecallInjectionOptions {
   /** Memories whose normalised score (relevance × decay) is below this are not injected. */
   readonly scoreThreshold: number
   /**
-   * Under `hybrid`, for a memory with a vector of the query's model: it is injected only when
+   * Under `hybrid` and `embedding`, for a memory with a vector of the query's model: it is injected only when
    * `1 − (1 − keyword relevance)(1 − cosine)` × decay × feedback reaches this; `scoreThreshold`
    * then does not apply to it. Calibrated with the in-process MiniLM on LoCoMo (README, "Ranking").
    */
