@@ -532,6 +532,29 @@ describe('recall plugin in an in-process host', () => {
       expect(embeddings.requests[0]!.body).toMatchObject({ model: 'concepts', dimensions: 8 })
     })
 
+    it('the embedding strategy orders by meaning and admits like hybrid: a half-related memory stays out', async () => {
+      embeddings = await startEmbeddingServer('vectors')
+      host = await startHost({
+        recall: { recall: { strategy: 'embedding' }, embedding: { enabled: true, baseUrl: embeddings.url, model: 'concepts', dimensions: 8, timeoutMs: 5_000 } },
+      })
+      // Neither shares a word with the question. The latte is all coffee (cosine 1); the pet's
+      // espresso is half coffee, half pet (cosine 0.71): over scoreThreshold (0.3), under the
+      // gate (hybridThreshold 0.85).
+      await store(host).memories.add({ kind: 'preference', text: 'The user drinks a latte every morning.', scope: 'workspace', workspace: '/work/alpha' })
+      await store(host).memories.add({ kind: 'fact', text: 'My pet sips espresso at the office.', scope: 'workspace', workspace: '/work/alpha' })
+      const first = await host.createAgent('/work/alpha')
+      await host.say(first, 'Which coffee beans do I buy?')
+      await (host.ctx as any).parallel('session/flush', { id: first.id })
+      expect((await store(host).memories.list({ workspace: '/work/alpha' })).map((memory: any) => memory.embeddingModel)).toEqual(['concepts@8', 'concepts@8'])
+      const other = await host.createAgent('/work/alpha')
+      const [request] = chatRequests(await host.say(other, 'Which coffee beans do I buy?'))
+      const recalled = recallMessages(request!).join('')
+      expect(recalled).toContain('latte')
+      expect(recalled).not.toContain('espresso')
+      const status = await host.command(other, '/memory status')
+      expect(status?.text).toMatch(/strategy embedding, .*hybrid threshold 0\.85/)
+    })
+
     it('provider minilm (in-process, real model): an English paraphrase is recalled once the model has loaded; a Chinese turn recalls by keywords', async () => {
       // The paraphrase's MiniLM cosine (0.36) is far under the default hybridThreshold (0.85,
       // calibrated for precision on LoCoMo): this test lowers it to show the path.
