@@ -149,7 +149,7 @@ export function registerBench(program: Command, io: CliIO): void {
       if (embedding && !modes.includes('turns') && !modes.includes('injection')) throw new CliUsageError(`${embedderFlag} applies to modes turns and injection; it does nothing with --mode ${options.mode}`)
       const scoreThreshold = options.threshold === undefined ? undefined : parseThreshold(options.threshold)
       const hybridThreshold = options.hybridThreshold === undefined ? undefined : parseThreshold(options.hybridThreshold, '--hybrid-threshold', '0.85')
-      if (hybridThreshold !== undefined && !(embedding && modes.includes('injection'))) throw new CliUsageError('--hybrid-threshold applies to mode injection with --minilm or --embedding-url (only hybrid ranking has it)')
+      if (hybridThreshold !== undefined && !(embedding && modes.includes('injection'))) throw new CliUsageError('--hybrid-threshold applies to mode injection with --minilm or --embedding-url (it gates memories by words and meaning)')
       if (options.strategy !== undefined && !(embedding && modes.includes('injection'))) throw new CliUsageError('--strategy applies to mode injection with --minilm or --embedding-url (without an embedder recall ranks by keywords)')
       let text: string
       try {
@@ -261,7 +261,7 @@ function registerScaleBenches(bench: Command, io: CliIO): void {
     .action(async (options: BenchEmbeddingFlags & { distractors: string; json?: boolean; hybridThreshold?: string }) => {
       const embedding = benchEmbedding(options)
       const hybridThreshold = options.hybridThreshold === undefined ? undefined : parseThreshold(options.hybridThreshold, '--hybrid-threshold', '0.85')
-      if (hybridThreshold !== undefined && !embedding) throw new CliUsageError('--hybrid-threshold applies with --embedding-url (only hybrid ranking has it)')
+      if (hybridThreshold !== undefined && !embedding) throw new CliUsageError('--hybrid-threshold applies with --embedding-url (it gates memories by words and meaning)')
       const report = await runCjkBench({ distractors: parseCount('--distractors', options.distractors), embedding, hybridThreshold })
       io.stdout.write(options.json ? `${JSON.stringify(report)}\n` : `${formatCjkReport(report)}\n`)
     })
