@@ -83,8 +83,12 @@ describe('the dsh-memory process and its terminal', () => {
   })
 
   it('ends quietly on Ctrl-C: plain commands die of the signal (the shell shows 130), owners clean up and exit 130', async () => {
-    // No handler: the process ends at once, even inside synchronous work, with no output.
-    const plain = await interrupt(['bench', 'token-cost'], 'after-a-second')
+    // No handler: the process ends at once, even inside synchronous work, with no output. The
+    // command must outlast the second (bench token-cost took 1.1 s idle and once ended first):
+    // bench cjk over 20 000 distractors takes several seconds; its scratch stays in this test's.
+    const plainTemp = join(temp.dir, 'plain-tmp')
+    mkdirSync(plainTemp)
+    const plain = await interrupt(['bench', 'cjk', '--distractors', '20000'], 'after-a-second', { ...process.env, TMPDIR: plainTemp })
     expect(plain.stderr).not.toMatch(STACK_FRAME)
     expect([plain.code, plain.signal]).toEqual([null, 'SIGINT'])
 
