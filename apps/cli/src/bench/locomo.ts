@@ -255,16 +255,14 @@ async function rankTurns(
  */
 async function embedLocomo(store: MemoryStore, samples: readonly LocomoSample[], embedding: EmbeddingOptions, known: Map<string, Float32Array>, progress?: BenchProgress): Promise<QuestionVectors> {
   const embedder = createEmbedder(embedding)
-  const vectors = new Map<string, Float32Array>()
   const queries = new Map<string, Float32Array>()
   progress?.start(embeddingLabel(embedding), samples.length)
   try {
     for (const sample of samples) {
       const messages = await store.messages.list({ workspace: workspaceOf(sample), limit: MAX_SCAN })
       const questions = eligibleQuestions(sample).map((question) => question.question)
-      // One vector per distinct text (LoCoMo repeats short turns such as "Thanks!").
-      const texts = [...messages.map((message) => message.text), ...questions].filter((text) => !vectors.has(text))
-      for (const [text, vector] of await embedTexts(embedder, texts, known)) vectors.set(text, vector)
+      // One vector per distinct text, each embedded once (LoCoMo repeats short turns such as "Thanks!").
+      const vectors = await embedTexts(embedder, [...messages.map((message) => message.text), ...questions], known)
       const embedded = messages.filter((message) => vectors.has(message.text))
       for (let start = 0; start < embedded.length; start += 1_000) {
         const batch = embedded.slice(start, start + 1_000)
